@@ -1,0 +1,17 @@
+#pragma once
+// The einjit command-line tool's commands. Each takes the words after the command name,
+// prints to the given streams and returns the process exit status.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace einjit::cli {
+
+using Words = std::vector<std::string>;
+
+int check(const Words& args, std::ostream& out, std::ostream& err);
+int run(const Words& args, std::ostream& out, std::ostream& err);
+int demo(const Words& args, std::ostream& out, std::ostream& err);
+int help(std::ostream& out);
+
+} // namespace einjit::cli

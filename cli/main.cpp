@@ -1,0 +1,28 @@
+// einjit: check, run and demonstrate einjit programs from the shell.
+#include "Commands.h"
+
+#include "einjit/Error.h"
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace einjit::cli;
+  if (argc < 2) return help(std::cerr), 2;
+  std::string cmd = argv[1];
+  Words args(argv + 2, argv + argc);
+  try {
+    if (cmd == "check") return check(args, std::cout, std::cerr);
+    if (cmd == "run") return run(args, std::cout, std::cerr);
+    if (cmd == "demo") return demo(args, std::cout, std::cerr);
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") return help(std::cout);
+    std::cerr << "einjit: unknown command '" << cmd << "'\n";
+    help(std::cerr);
+    return 2;
+  } catch (const einjit::Error& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "einjit: internal error: " << e.what() << '\n';
+    return 3;
+  }
+}

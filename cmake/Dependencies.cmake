@@ -1,0 +1,60 @@
+# Every dependency is found through its own CMake package config file. Each one is optional so
+# that the project builds where it is missing (the GPU machine has no LLVM and no oneTBB; some
+# users have no CUDA); EINJIT_HAVE_<X> records what was found.
+set(EINJIT_HAVE_LLVM OFF)
+if(EINJIT_WITH_LLVM)
+  find_package(LLVM 19 CONFIG QUIET PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
+  if(LLVM_FOUND)
+    set(EINJIT_HAVE_LLVM ON)
+  endif()
+endif()
+
+set(EINJIT_HAVE_TBB OFF)
+if(EINJIT_WITH_TBB)
+  find_package(TBB CONFIG QUIET)
+  if(TBB_FOUND)
+    set(EINJIT_HAVE_TBB ON)
+  endif()
+endif()
+
+set(EINJIT_HAVE_CUDA OFF)
+if(EINJIT_WITH_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cuda_driver)
+    set(EINJIT_HAVE_CUDA ON)
+  endif()
+endif()
+
+set(EINJIT_HAVE_EIGEN OFF)
+if(EINJIT_WITH_EIGEN)
+  find_package(Eigen3 3.3 CONFIG QUIET)
+  if(Eigen3_FOUND)
+    set(EINJIT_HAVE_EIGEN ON)
+  endif()
+endif()
+
+set(EINJIT_HAVE_DOCTEST OFF)
+if(EINJIT_BUILD_TESTS)
+  find_package(doctest CONFIG QUIET)
+  if(doctest_FOUND)
+    set(EINJIT_HAVE_DOCTEST ON)
+  elseif(EXISTS ${PROJECT_SOURCE_DIR}/third_party/doctest/doctest.h)
+    # The GPU machine has no package registry: a header unpacked from Debian's doctest-dev
+    # travels in the ignored third_party/ folder (scripts/gpu-deps.sh).
+    add_library(doctest::doctest INTERFACE IMPORTED)
+    target_include_directories(doctest::doctest INTERFACE ${PROJECT_SOURCE_DIR}/third_party)
+    set(EINJIT_HAVE_DOCTEST ON)
+  else()
+    message(FATAL_ERROR "doctest not found: run scripts/install-deps.sh or -DEINJIT_BUILD_TESTS=OFF")
+  endif()
+endif()
+
+set(EINJIT_HAVE_BENCHMARK OFF)
+if(EINJIT_BUILD_BENCH)
+  find_package(benchmark CONFIG QUIET)
+  if(benchmark_FOUND)
+    set(EINJIT_HAVE_BENCHMARK ON)
+  endif()
+endif()
+
+find_package(Threads REQUIRED)

@@ -1,0 +1,17 @@
+# Warnings and sanitizers applied to every einjit target through einjit_options.
+add_library(einjit_options INTERFACE)
+target_compile_options(einjit_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local
+                       -Wno-missing-field-initializers)
+# GCC 12 reports false -Wrestrict warnings inside libstdc++ string concatenation at -O2/-O3
+# (GCC bug 105651); they point into <bits/char_traits.h>, never at einjit code.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(einjit_options INTERFACE -Wno-restrict)
+endif()
+if(EINJIT_WERROR)
+  target_compile_options(einjit_options INTERFACE -Werror)
+endif()
+if(EINJIT_SANITIZE)
+  target_compile_options(einjit_options INTERFACE -fsanitize=address,undefined
+                         -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(einjit_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,354 @@
+#include "codegen/Interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace einjit::codegen {
+
+using namespace einjit::dsl;
+
+namespace {
+
+double loadElement(DType t, const void* base, std::int64_t off) {
+  switch (t) {
+  case DType::f32: return static_cast<const float*>(base)[off];
+  case DType::f64: return static_cast<const double*>(base)[off];
+  case DType::i32: return static_cast<const std::int32_t*>(base)[off];
+  case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(base)[off]);
+  }
+  return 0;
+}
+
+// Float to integer without undefined behaviour: NaN becomes 0, the rest saturates.
+template <class I> I saturate(double v) {
+  if (std::isnan(v)) return 0;
+  double lo = static_cast<double>(std::numeric_limits<I>::min());
+  double hi = static_cast<double>(std::numeric_limits<I>::max());
+  if (v <= lo) return std::numeric_limits<I>::min();
+  if (v >= hi) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
+void storeElement(DType t, void* base, std::int64_t off, double v) {
+  switch (t) {
+  case DType::f32: static_cast<float*>(base)[off] = static_cast<float>(v); return;
+  case DType::f64: static_cast<double*>(base)[off] = v; return;
+  case DType::i32: static_cast<std::int32_t*>(base)[off] = saturate<std::int32_t>(v); return;
+  case DType::i64: static_cast<std::int64_t*>(base)[off] = saturate<std::int64_t>(v); return;
+  }
+}
+
+// Calls f(offset, linearIndex) for every element of a strided shape, row-major.
+template <class F>
+void forEachElement(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
+                    F&& f) {
+  std::int64_t total = 1;
+  for (std::int64_t e : shape) total *= e;
+  if (total == 0) return;
+  std::vector<std::int64_t> idx(shape.size(), 0);
+  std::int64_t off = 0;
+  for (std::int64_t lin = 0; lin < total; ++lin) {
+    f(off, lin);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      off += strides[d];
+      if (++idx[d] < shape[d]) break;
+      off -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+double reduceIdentity(Reduce r) {
+  switch (r) {
+  case Reduce::Add: return 0.0;
+  case Reduce::Mul: return 1.0;
+  case Reduce::Max: return -std::numeric_limits<double>::infinity();
+  case Reduce::Min: return std::numeric_limits<double>::infinity();
+  }
+  return 0.0;
+}
+
+// Strict comparisons keep the first extreme value; NaN never replaces the accumulator.
+double combine(Reduce r, double acc, double v) {
+  switch (r) {
+  case Reduce::Add: return acc + v;
+  case Reduce::Mul: return acc * v;
+  case Reduce::Max: return v > acc ? v : acc;
+  case Reduce::Min: return v < acc ? v : acc;
+  }
+  return acc;
+}
+
+double callFunction(Fn f, const double* a) {
+  switch (f) {
+  case Fn::Exp: return std::exp(a[0]);
+  case Fn::Log: return std::log(a[0]);
+  case Fn::Sqrt: return std::sqrt(a[0]);
+  case Fn::Tanh: return std::tanh(a[0]);
+  case Fn::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
+  case Fn::Relu: return a[0] > 0 ? a[0] : 0.0;
+  case Fn::Abs: return std::fabs(a[0]);
+  case Fn::Pow: return std::pow(a[0], a[1]);
+  case Fn::Min: return a[1] < a[0] ? a[1] : a[0];
+  case Fn::Max: return a[1] > a[0] ? a[1] : a[0];
+  case Fn::Sin: return std::sin(a[0]);
+  case Fn::Cos: return std::cos(a[0]);
+  case Fn::Erf: return std::erf(a[0]);
+  case Fn::Floor: return std::floor(a[0]);
+  case Fn::Ceil: return std::ceil(a[0]);
+  case Fn::FDiv: return std::floor(a[0] / a[1]);
+  case Fn::CDiv: return std::ceil(a[0] / a[1]);
+  case Fn::ToF32: return static_cast<double>(static_cast<float>(a[0]));
+  case Fn::ToF64: return a[0];
+  case Fn::ToI32: return static_cast<double>(saturate<std::int32_t>(std::trunc(a[0])));
+  case Fn::ToI64: return static_cast<double>(saturate<std::int64_t>(std::trunc(a[0])));
+  }
+  return 0.0;
+}
+
+// A checked expression with every symbol resolved to a number for this call.
+struct Node;
+struct Sub {
+  IndexMode mode = IndexMode::Plain;
+  std::vector<std::pair<int, std::int64_t>> terms; // (var, coefficient)
+  std::int64_t constant = 0;
+  std::unique_ptr<Node> gather;
+  std::int64_t extent = 0;
+  std::int64_t stride = 0;
+  SourceRange range;
+};
+struct Node {
+  CKind kind;
+  double value = 0;
+  int var = -1;
+  int tensor = -1;
+  UnOp unop = UnOp::Neg;
+  BinOp binop = BinOp::Add;
+  Fn fn = Fn::Exp;
+  std::vector<Sub> subs;
+  std::vector<Node> args;
+};
+
+class Interpreter {
+public:
+  Interpreter(const Program& p, const BoundProgram& b, const std::vector<HostBuffer>& t)
+      : p_(p), b_(b), bufs_(t) {}
+
+  void run() {
+    if (bufs_.size() != p_.tensors.size()) throw InternalError("interpret: wrong tensor count");
+    load();
+    for (std::size_t k = 0; k < p_.stmts.size(); ++k) statement(k);
+    store();
+  }
+
+private:
+  const Program& p_;
+  const BoundProgram& b_;
+  const std::vector<HostBuffer>& bufs_;
+  std::vector<std::vector<double>> vals_;              // dense row-major copies
+  std::vector<std::vector<std::int64_t>> denseStride_; // per tensor
+  std::vector<std::int64_t> vars_;
+
+  const std::vector<std::int64_t>& shapeOf(int t) const {
+    return b_.tensors[static_cast<std::size_t>(t)].shape;
+  }
+
+  void load() {
+    vals_.resize(p_.tensors.size());
+    denseStride_.resize(p_.tensors.size());
+    for (std::size_t t = 0; t < p_.tensors.size(); ++t) {
+      const auto& shape = shapeOf(static_cast<int>(t));
+      std::int64_t total = 1;
+      std::vector<std::int64_t> stride(shape.size());
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        stride[d] = total;
+        total *= shape[d];
+      }
+      denseStride_[t] = stride;
+      vals_[t].assign(static_cast<std::size_t>(total), 0.0);
+      if (!p_.tensors[t].isArgument) continue;
+      const HostBuffer& h = bufs_[t];
+      auto& dst = vals_[t];
+      forEachElement(h.shape, h.strides, [&](std::int64_t off, std::int64_t lin) {
+        dst[static_cast<std::size_t>(lin)] = loadElement(h.dtype, h.data, off);
+      });
+    }
+  }
+
+  void store() {
+    for (std::size_t t = 0; t < p_.tensors.size(); ++t) {
+      if (p_.tensors[t].writtenBy.empty()) continue;
+      const HostBuffer& h = bufs_[t];
+      if (h.shape != shapeOf(static_cast<int>(t))) throw InternalError("interpret: output shape");
+      const auto& src = vals_[t];
+      forEachElement(h.shape, h.strides, [&](std::int64_t off, std::int64_t lin) {
+        storeElement(h.dtype, h.data, off, src[static_cast<std::size_t>(lin)]);
+      });
+    }
+  }
+
+  Node compile(const CExpr& e) {
+    Node n;
+    n.kind = e.kind;
+    n.value = e.value;
+    n.var = e.var;
+    n.tensor = e.tensor;
+    n.unop = e.unop;
+    n.binop = e.binop;
+    n.fn = e.fn;
+    switch (e.kind) {
+    case CKind::Param:
+      n.kind = CKind::Const;
+      n.value = b_.params[static_cast<std::size_t>(e.param)];
+      break;
+    case CKind::Size:
+      n.kind = CKind::Const;
+      n.value = static_cast<double>(shapeOf(e.tensor)[static_cast<std::size_t>(e.dim)]);
+      break;
+    case CKind::Read:
+      for (std::size_t d = 0; d < e.subs.size(); ++d) {
+        const Subscript& s = e.subs[d];
+        Sub c;
+        c.mode = s.mode;
+        for (std::size_t v = 0; v < s.coef.size(); ++v)
+          if (s.coef[v] != 0) c.terms.push_back({static_cast<int>(v), s.coef[v]});
+        c.constant = b_.eval(p_, s.constant);
+        if (s.gather) c.gather = std::make_unique<Node>(compile(*s.gather));
+        c.extent = shapeOf(e.tensor)[d];
+        c.stride = denseStride_[static_cast<std::size_t>(e.tensor)][d];
+        c.range = s.range;
+        n.subs.push_back(std::move(c));
+      }
+      break;
+    default: break;
+    }
+    for (const CExprPtr& a : e.args) n.args.push_back(compile(*a));
+    return n;
+  }
+
+  double read(const Node& n) {
+    std::int64_t off = 0;
+    for (const Sub& s : n.subs) {
+      std::int64_t idx = s.constant;
+      for (auto [v, c] : s.terms) idx += c * vars_[static_cast<std::size_t>(v)];
+      if (s.gather) {
+        double g = eval(*s.gather);
+        if (!(g > -1e15 && g < 1e15) || std::floor(g) != g) {
+          gatherOutOfBounds(n, s, g);
+        }
+        idx += static_cast<std::int64_t>(g);
+      }
+      if (idx < 0 || idx >= s.extent) {
+        switch (s.mode) {
+        case IndexMode::Pad: return 0.0;
+        case IndexMode::Clamp:
+          if (s.extent == 0) return 0.0;
+          idx = std::clamp<std::int64_t>(idx, 0, s.extent - 1);
+          break;
+        case IndexMode::Wrap:
+          if (s.extent == 0) return 0.0;
+          idx = ((idx % s.extent) + s.extent) % s.extent;
+          break;
+        case IndexMode::Plain:
+          if (s.gather) gatherOutOfBounds(n, s, static_cast<double>(idx));
+          throw InternalError("interpret: subscript out of bounds that Binding accepted");
+        }
+      }
+      off += idx * s.stride;
+    }
+    return vals_[static_cast<std::size_t>(n.tensor)][static_cast<std::size_t>(off)];
+  }
+
+  [[noreturn]] void gatherOutOfBounds(const Node& n, const Sub& s, double idx) {
+    const std::string& name = p_.tensors[static_cast<std::size_t>(n.tensor)].name;
+    fail(*p_.source, s.range,
+         "gather index " + std::to_string(static_cast<long long>(idx)) +
+             " is out of bounds for '" + name + "' (extent " + std::to_string(s.extent) + ")",
+         {{{}, "wrap the subscript in clamp(...), wrap(...) or pad(...) to allow such indices",
+           false}});
+  }
+
+  double eval(const Node& n) {
+    switch (n.kind) {
+    case CKind::Const: return n.value;
+    case CKind::Index: return static_cast<double>(vars_[static_cast<std::size_t>(n.var)]);
+    case CKind::Read: return read(n);
+    case CKind::Unary: {
+      double a = eval(n.args[0]);
+      return n.unop == UnOp::Neg ? -a : (a == 0.0 ? 1.0 : 0.0);
+    }
+    case CKind::Binary: {
+      if (n.binop == BinOp::And) return eval(n.args[0]) != 0.0 && eval(n.args[1]) != 0.0;
+      if (n.binop == BinOp::Or) return eval(n.args[0]) != 0.0 || eval(n.args[1]) != 0.0;
+      double a = eval(n.args[0]), b = eval(n.args[1]);
+      switch (n.binop) {
+      case BinOp::Add: return a + b;
+      case BinOp::Sub: return a - b;
+      case BinOp::Mul: return a * b;
+      case BinOp::Div: return a / b;
+      case BinOp::Mod: return std::fmod(a, b);
+      case BinOp::Pow: return std::pow(a, b);
+      case BinOp::Lt: return a < b;
+      case BinOp::Le: return a <= b;
+      case BinOp::Gt: return a > b;
+      case BinOp::Ge: return a >= b;
+      case BinOp::Eq: return a == b;
+      case BinOp::Ne: return a != b;
+      default: break;
+      }
+      throw InternalError("interpret: binary operator");
+    }
+    case CKind::Ternary: return eval(n.args[0]) != 0.0 ? eval(n.args[1]) : eval(n.args[2]);
+    case CKind::Call: {
+      double a[2] = {0, 0};
+      for (std::size_t i = 0; i < n.args.size() && i < 2; ++i) a[i] = eval(n.args[i]);
+      return callFunction(n.fn, a);
+    }
+    default: throw InternalError("interpret: unresolved expression node");
+    }
+  }
+
+  void statement(std::size_t k) {
+    const Statement& st = p_.stmts[k];
+    const BoundStatement& bs = b_.stmts[k];
+    if (bs.empty) return;
+    Node rhs = compile(*st.rhs);
+    const std::size_t n = st.vars.size();
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    vars_.assign(n, 0);
+    for (std::size_t v = 0; v < n; ++v) vars_[v] = bs.lo[v];
+    auto& out = vals_[static_cast<std::size_t>(st.output)];
+    const auto& outStride = denseStride_[static_cast<std::size_t>(st.output)];
+
+    // Advances vars [from, to) like an odometer; false when it wraps around.
+    auto advance = [&](std::size_t from, std::size_t to) {
+      for (std::size_t v = to; v-- > from;) {
+        if (++vars_[v] < bs.hi[v]) return true;
+        vars_[v] = bs.lo[v];
+      }
+      return false;
+    };
+    do {
+      double acc = reduceIdentity(st.reduce);
+      for (std::size_t v = nOut; v < n; ++v) vars_[v] = bs.lo[v];
+      do {
+        acc = combine(st.reduce, acc, eval(rhs));
+      } while (advance(nOut, n));
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
+        off += vars_[static_cast<std::size_t>(st.lhsVars[d])] * outStride[d];
+      double& slot = out[static_cast<std::size_t>(off)];
+      slot = st.assign == Assign::Accumulate ? combine(st.reduce, slot, acc) : acc;
+    } while (advance(0, nOut));
+  }
+};
+
+} // namespace
+
+void interpret(const Program& program, const BoundProgram& bound,
+               const std::vector<HostBuffer>& tensors) {
+  Interpreter(program, bound, tensors).run();
+}
+
+} // namespace einjit::codegen

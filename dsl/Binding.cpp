@@ -1,0 +1,205 @@
+#include "dsl/Binding.h"
+
+#include <cmath>
+
+namespace einjit::dsl {
+
+namespace {
+
+std::string shapeText(const std::vector<std::int64_t>& s) {
+  if (s.empty()) return "a scalar";
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+class Binder {
+public:
+  Binder(const Program& p, BoundProgram& b) : p_(p), b_(b), src_(*p.source) {}
+
+  void arguments(const std::vector<ArgSpec>& args, DType defaultDType) {
+    if (args.size() != p_.arguments.size())
+      throw InternalError("bind: wrong number of tensor arguments");
+    b_.tensors.assign(p_.tensors.size(), ArgSpec{});
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      int id = p_.arguments[i];
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      const ArgSpec& a = args[i];
+      if (static_cast<int>(a.shape.size()) != t.rank)
+        fail(src_, t.firstUse,
+             "'" + t.name + "' has rank " + std::to_string(t.rank) + " in the program but the " +
+                 "argument has shape " + shapeText(a.shape) + " (rank " +
+                 std::to_string(a.shape.size()) + ")");
+      for (std::int64_t e : a.shape)
+        if (e < 0) fail(src_, t.firstUse, "'" + t.name + "' has a negative extent");
+      b_.tensors[static_cast<std::size_t>(id)] = a;
+    }
+    // The value dtype: that of the first floating-point tensor that carries values.
+    int first = -1;
+    for (int id : p_.arguments) {
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      DType d = b_.tensors[static_cast<std::size_t>(id)].dtype;
+      bool carriesValues = t.readAsValue || !t.writtenBy.empty();
+      if (t.readAsIndex && !isInteger(d))
+        fail(src_, t.firstUse,
+             "'" + t.name + "' is used to index another tensor, so it must hold integers " +
+                 "(i32 or i64), not " + std::string(dtypeName(d)));
+      if (carriesValues && isFloat(d) && first < 0) first = id;
+    }
+    b_.dtype = first >= 0 ? b_.tensors[static_cast<std::size_t>(first)].dtype : defaultDType;
+    for (int id : p_.arguments) {
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      DType d = b_.tensors[static_cast<std::size_t>(id)].dtype;
+      bool written = !t.writtenBy.empty();
+      bool mismatch = (isFloat(d) && (t.readAsValue || written) && d != b_.dtype) ||
+                      (written && d != b_.dtype);
+      if (mismatch) {
+        std::vector<Note> notes;
+        if (first >= 0 && first != id)
+          notes.push_back({p_.tensors[static_cast<std::size_t>(first)].firstUse,
+                           "'" + p_.tensors[static_cast<std::size_t>(first)].name + "' is " +
+                               std::string(dtypeName(b_.dtype)) + " here"});
+        fail(src_, t.firstUse,
+             "dtype mismatch: '" + t.name + "' is " + std::string(dtypeName(d)) +
+                 " but the program computes in " + std::string(dtypeName(b_.dtype)),
+             notes);
+      }
+    }
+  }
+
+  void parameters(const std::vector<double>& params) {
+    if (params.size() != p_.params.size()) throw InternalError("bind: wrong number of parameters");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo& pi = p_.params[i];
+      if (pi.usedInIndex && (!std::isfinite(params[i]) || std::floor(params[i]) != params[i] ||
+                             std::fabs(params[i]) > 9.0e15))
+        fail(src_, pi.firstUse,
+             "parameter '" + pi.name + "' is used in a subscript and must be an integer, not " +
+                 std::to_string(params[i]));
+    }
+    b_.params = params;
+  }
+
+  void statement(std::size_t k) {
+    const Statement& st = p_.stmts[k];
+    BoundStatement bs;
+    for (const IndexVar& v : st.vars) {
+      bs.lo.push_back(b_.eval(p_, v.lo));
+      bs.hi.push_back(b_.eval(p_, v.hi));
+      if (bs.hi.back() <= bs.lo.back()) bs.empty = true;
+    }
+    checkBareUses(st);
+    if (!bs.empty) {
+      for (const BoundsCheck& c : st.boundsChecks) checkBounds(st, bs, c);
+    }
+    if (st.assign == Assign::Define) {
+      std::vector<std::int64_t> shape;
+      for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+        auto v = static_cast<std::size_t>(st.lhsVars[d]);
+        if (bs.lo[v] < 0 && bs.hi[v] > bs.lo[v])
+          fail(src_, st.ast.lhs[d]->range,
+               "the range of output index '" + st.vars[v].name + "' starts at " +
+                   std::to_string(bs.lo[v]) + ", below 0",
+               {{{}, "shift the index so that it starts at 0 or above, or narrow its 'where' "
+                     "range",
+                 false}});
+        shape.push_back(std::max<std::int64_t>(bs.hi[v], 0));
+      }
+      b_.tensors[static_cast<std::size_t>(st.output)] = {b_.dtype, shape};
+    }
+    b_.stmts.push_back(std::move(bs));
+  }
+
+private:
+  const Program& p_;
+  BoundProgram& b_;
+  const Source& src_;
+
+  std::int64_t extent(int tensor, int dim) const {
+    return b_.tensors[static_cast<std::size_t>(tensor)].shape[static_cast<std::size_t>(dim)];
+  }
+
+  void checkBareUses(const Statement& st) {
+    for (std::size_t i = 0; i < st.bareUses.size(); ++i) {
+      const BareUse& a = st.bareUses[i];
+      for (std::size_t j = 0; j < i; ++j) {
+        const BareUse& f = st.bareUses[j];
+        if (f.var != a.var) continue;
+        std::int64_t ea = extent(a.tensor, a.dim), ef = extent(f.tensor, f.dim);
+        if (ea == ef) continue;
+        const std::string& v = st.vars[static_cast<std::size_t>(a.var)].name;
+        const std::string& ta = p_.tensors[static_cast<std::size_t>(a.tensor)].name;
+        const std::string& tf = p_.tensors[static_cast<std::size_t>(f.tensor)].name;
+        fail(src_, a.range,
+             "index '" + v + "' ranges over " + std::to_string(ea) + " (dimension " +
+                 std::to_string(a.dim) + " of '" + ta + "') here but over " + std::to_string(ef) +
+                 " (dimension " + std::to_string(f.dim) + " of '" + tf + "') elsewhere",
+             {{f.range, "'" + v + "' ranges over " + std::to_string(ef) + " here"}});
+      }
+    }
+  }
+
+  void checkBounds(const Statement& st, const BoundStatement& bs, const BoundsCheck& c) {
+    const Subscript& s = *c.sub;
+    std::int64_t base = b_.eval(p_, s.constant), lo = base, hi = base;
+    for (std::size_t v = 0; v < s.coef.size(); ++v) {
+      std::int64_t a = s.coef[v];
+      if (a == 0) continue;
+      lo += a * (a > 0 ? bs.lo[v] : bs.hi[v] - 1);
+      hi += a * (a > 0 ? bs.hi[v] - 1 : bs.lo[v]);
+    }
+    std::int64_t e = extent(c.tensor, c.dim);
+    if (lo >= 0 && hi < e) return;
+    const std::string& name = p_.tensors[static_cast<std::size_t>(c.tensor)].name;
+    std::vector<Note> notes;
+    for (std::size_t v = 0; v < s.coef.size(); ++v)
+      if (s.coef[v] != 0 && st.vars[v].fromWhere)
+        notes.push_back({st.vars[v].whereRange, "'where' ranges are authoritative: " +
+                                                     st.vars[v].name + " in " +
+                                                     std::to_string(bs.lo[v]) + ":" +
+                                                     std::to_string(bs.hi[v])});
+    notes.push_back({{}, "wrap the subscript in pad(...) to read zeros outside the tensor", false});
+    fail(src_, s.range,
+         "subscript '" + std::string(src_.slice(s.range)) + "' goes out of bounds: it reaches " +
+             std::to_string(lo < 0 ? lo : hi) + " but dimension " + std::to_string(c.dim) +
+             " of '" + name + "' has extent " + std::to_string(e),
+         notes);
+  }
+};
+
+} // namespace
+
+std::int64_t BoundProgram::eval(const Program& p, const Sym& s) const {
+  SymEnv env;
+  env.size = [&](const std::string& tensor, int dim) -> std::int64_t {
+    int id = p.findTensor(tensor);
+    if (id < 0) throw InternalError("range bound names unknown tensor " + tensor);
+    const auto& shape = tensors[static_cast<std::size_t>(id)].shape;
+    if (dim < 0 || static_cast<std::size_t>(dim) >= shape.size())
+      fail(*p.source, p.tensors[static_cast<std::size_t>(id)].firstUse,
+           "size(" + tensor + ", " + std::to_string(dim) + ") is out of range for its shape");
+    return shape[static_cast<std::size_t>(dim)];
+  };
+  env.param = [&](const std::string& name) -> std::int64_t {
+    int id = p.findParam(name);
+    if (id < 0) throw InternalError("range bound names unknown parameter " + name);
+    double v = params[static_cast<std::size_t>(id)];
+    if (std::floor(v) != v || !std::isfinite(v) || std::fabs(v) > 9.0e15)
+      fail(*p.source, p.params[static_cast<std::size_t>(id)].firstUse,
+           "parameter '" + name + "' is used in a range and must be an integer");
+    return static_cast<std::int64_t>(v);
+  };
+  return symEval(s, env);
+}
+
+BoundProgram bind(const Program& p, const std::vector<ArgSpec>& args,
+                  const std::vector<double>& params, DType defaultDType) {
+  BoundProgram b;
+  Binder binder(p, b);
+  binder.arguments(args, defaultDType);
+  binder.parameters(params);
+  for (std::size_t k = 0; k < p.stmts.size(); ++k) binder.statement(k);
+  return b;
+}
+
+} // namespace einjit::dsl

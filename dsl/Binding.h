@@ -1,0 +1,38 @@
+#pragma once
+// Binding: a checked Program plus the shapes and dtypes of one call's arguments and the
+// values of its scalar parameters -> concrete ranges, output shapes and dtypes.
+//
+// Every check that needs shapes happens here, before anything runs or is allocated: ranks,
+// dtypes, integer parameters in subscripts, bare uses that disagree, accesses that a 'where'
+// range (or a cyclic inference) pushes out of bounds, ':=' output ranges below 0. Each is an
+// einjit::Error with a caret at the offending part of the program.
+#include "dsl/Program.h"
+
+#include "einjit/DType.h"
+
+namespace einjit::dsl {
+
+struct ArgSpec {
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+};
+
+struct BoundStatement {
+  std::vector<std::int64_t> lo, hi; // per index variable, half-open
+  bool empty = false;               // some index has an empty range
+};
+
+struct BoundProgram {
+  DType dtype = DType::f32;      // the value dtype; ':=' outputs get it
+  std::vector<ArgSpec> tensors;  // per tensor id: arguments as passed, ':=' outputs computed
+  std::vector<double> params;    // per parameter id
+  std::vector<BoundStatement> stmts;
+  // Evaluates a range bound with these shapes and parameters.
+  std::int64_t eval(const Program& p, const Sym& s) const;
+};
+
+// args: one per Program::arguments entry, in that order; params: one per Program::params.
+BoundProgram bind(const Program& p, const std::vector<ArgSpec>& args,
+                  const std::vector<double>& params, DType defaultDType = DType::f32);
+
+} // namespace einjit::dsl

@@ -1,0 +1,194 @@
+#include "dsl/RangeInference.h"
+
+#include <algorithm>
+
+namespace einjit::dsl {
+
+namespace {
+
+// 0 <= coef[var]*var + sum(coef[r]*r) + constant <= extent - 1, from one subscript.
+struct Constraint {
+  const Subscript* sub;
+  Sym extent;
+  bool bare;
+};
+
+struct Collector {
+  const Program& p;
+  Statement& st;
+  std::vector<Constraint> constraints;
+  std::vector<std::vector<SourceRange>> padOnlyUses; // per var: uses in pad/clamp/wrap dims
+
+  void walk(const CExprPtr& e) {
+    if (e->kind == CKind::Read) {
+      const TensorInfo& t = p.tensors[static_cast<std::size_t>(e->tensor)];
+      for (std::size_t d = 0; d < e->subs.size(); ++d) {
+        const Subscript& s = e->subs[d];
+        if (s.gather) {
+          walk(s.gather);
+          continue;
+        }
+        if (s.mode != IndexMode::Plain) {
+          for (std::size_t v = 0; v < s.coef.size(); ++v)
+            if (s.coef[v] != 0) padOnlyUses[v].push_back(s.range);
+          continue;
+        }
+        Sym extent = symSize(t.name, static_cast<int>(d));
+        constraints.push_back({&s, extent, s.bareVar().has_value()});
+        st.boundsChecks.push_back({e->tensor, static_cast<int>(d), &s, e});
+        if (auto v = s.bareVar()) st.bareUses.push_back({*v, e->tensor, static_cast<int>(d), s.range});
+      }
+    }
+    for (const CExprPtr& a : e->args) walk(a);
+  }
+};
+
+bool involves(const Subscript& s, int v) { return s.coef[static_cast<std::size_t>(v)] != 0; }
+
+} // namespace
+
+void inferRanges(Program& p, int k) {
+  Statement& st = p.stmts[static_cast<std::size_t>(k)];
+  const Source& src = *p.source;
+  const std::size_t n = st.vars.size();
+  Collector c{p, st, {}, std::vector<std::vector<SourceRange>>(n)};
+  c.walk(st.rhs);
+
+  // '='/'+=' outputs: the left-hand indices range over the output's extents.
+  std::vector<std::pair<int, Sym>> lhsBounds;
+  if (st.assign != Assign::Define) {
+    const TensorInfo& out = p.tensors[static_cast<std::size_t>(st.output)];
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
+      lhsBounds.push_back({st.lhsVars[d], symSize(out.name, static_cast<int>(d))});
+  }
+
+  std::vector<bool> resolved(n, false);
+  for (std::size_t v = 0; v < n; ++v) resolved[v] = st.vars[v].fromWhere;
+
+  auto othersResolved = [&](const Subscript& s, int v) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (static_cast<int>(r) != v && s.coef[r] != 0 && !resolved[r]) return false;
+    return true;
+  };
+  auto hasBareUse = [&](int v) {
+    if (std::any_of(lhsBounds.begin(), lhsBounds.end(), [&](auto& b) { return b.first == v; }))
+      return true;
+    return std::any_of(c.constraints.begin(), c.constraints.end(),
+                       [&](const Constraint& x) { return x.bare && involves(*x.sub, v); });
+  };
+
+  // The range of v from every constraint whose other variables are resolved.
+  auto resolve = [&](int v) {
+    std::vector<Sym> los, his;
+    // Bare uses must all agree (Binding checks it), so the first one stands for all.
+    bool haveBare = false;
+    for (auto& [var, extent] : lhsBounds)
+      if (var == v && !haveBare) {
+        los.push_back(symConst(0));
+        his.push_back(extent);
+        haveBare = true;
+      }
+    for (const Constraint& x : c.constraints) {
+      const Subscript& s = *x.sub;
+      if (!involves(s, v) || !othersResolved(s, v)) continue;
+      if (x.bare) {
+        if (haveBare) continue;
+        haveBare = true;
+      }
+      std::int64_t a = s.coef[static_cast<std::size_t>(v)];
+      // min and max of the other terms over their ranges (hi is exclusive).
+      Sym minS = s.constant, maxS = s.constant;
+      for (std::size_t r = 0; r < n; ++r) {
+        std::int64_t cr = s.coef[r];
+        if (static_cast<int>(r) == v || cr == 0) continue;
+        const IndexVar& rv = st.vars[r];
+        Sym last = symAddConst(rv.hi, -1);
+        minS = symAdd(minS, symScale(cr > 0 ? rv.lo : last, cr));
+        maxS = symAdd(maxS, symScale(cr > 0 ? last : rv.lo, cr));
+      }
+      Sym top = symAddConst(x.extent, -1); // largest valid index
+      if (a > 0) {
+        los.push_back(symCeilDiv(symScale(minS, -1), a));
+        his.push_back(symAddConst(symFloorDiv(symSub(top, maxS), a), 1));
+      } else {
+        std::int64_t m = -a;
+        los.push_back(symCeilDiv(symSub(maxS, top), m));
+        his.push_back(symAddConst(symFloorDiv(minS, m), 1));
+      }
+    }
+    IndexVar& iv = st.vars[static_cast<std::size_t>(v)];
+    iv.lo = symMax(los);
+    iv.hi = symMin(his);
+    resolved[static_cast<std::size_t>(v)] = true;
+  };
+
+  for (;;) {
+    bool progress = false;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (resolved[v]) continue;
+      int vi = static_cast<int>(v);
+      bool bounded = hasBareUse(vi);
+      bool ready = true;
+      for (const Constraint& x : c.constraints)
+        if (involves(*x.sub, vi)) {
+          bounded = true;
+          ready = ready && othersResolved(*x.sub, vi);
+        }
+      if (bounded && ready) {
+        resolve(vi);
+        progress = true;
+      }
+    }
+    if (std::all_of(resolved.begin(), resolved.end(), [](bool b) { return b; })) break;
+    if (progress) continue;
+    // A cycle (i and k bound only through each other): break it at a variable with a bare
+    // use; Binding checks the constraints this leaves out.
+    int pick = -1;
+    for (std::size_t v = 0; v < n && pick < 0; ++v)
+      if (!resolved[v] && hasBareUse(static_cast<int>(v))) pick = static_cast<int>(v);
+    if (pick >= 0) {
+      resolve(pick);
+      continue;
+    }
+    // Nothing bounds the first unresolved variable on its own.
+    for (std::size_t v = 0; v < n; ++v) {
+      if (resolved[v]) continue;
+      const IndexVar& iv = st.vars[v];
+      std::vector<Note> notes;
+      bool inAffine = std::any_of(c.constraints.begin(), c.constraints.end(),
+                                  [&](const Constraint& x) { return involves(*x.sub, static_cast<int>(v)); });
+      std::string why;
+      if (inAffine) {
+        why = "it is only used together with other indices whose ranges are not known either";
+      } else if (!c.padOnlyUses[v].empty()) {
+        why = "it is only used in pad/clamp/wrap subscripts, which do not bound it";
+      } else {
+        why = "it is used in no subscript that bounds it";
+      }
+      notes.push_back({{}, why, false});
+      notes.push_back({{}, "give it a range with 'where " + iv.name +
+                               " in lo:hi', or use it alone as a subscript of a tensor",
+                       false});
+      fail(src, iv.firstUse, "cannot infer the range of index '" + iv.name + "'", notes);
+    }
+  }
+
+  // ':=' outputs: a range starting below 0 has no element to land in.
+  if (st.assign == Assign::Define) {
+    TensorInfo& out = p.tensors[static_cast<std::size_t>(st.output)];
+    out.extents.clear();
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+      const IndexVar& iv = st.vars[static_cast<std::size_t>(st.lhsVars[d])];
+      std::int64_t lo;
+      if (!iv.fromWhere && symIsConst(iv.lo, &lo) && lo < 0)
+        fail(src, st.ast.lhs[d]->range,
+             "the range of output index '" + iv.name + "' starts at " + std::to_string(lo) +
+                 ", below 0",
+             {{{}, "shift the index so that it starts at 0 or above, or give it a range with "
+                   "'where " + iv.name + " in 0:...'", false}});
+      out.extents.push_back(iv.hi);
+    }
+  }
+}
+
+} // namespace einjit::dsl

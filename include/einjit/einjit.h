@@ -1,0 +1,121 @@
+#pragma once
+// einjit: an einsum-style tensor language compiled at run time.
+//
+//   auto conv = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]");
+//   einjit::Tensor y = conv(x, k);
+//
+// compile() parses and checks the program once (syntax, names, ranges); calling the Kernel
+// binds the arguments' shapes, checks them, allocates the ':=' outputs and runs. Arguments
+// are passed by position, tensors first in order of first appearance in the program text
+// (inputs, and outputs written with '=' or '+='), then scalar parameters in order of first
+// appearance; or by name with Kernel::call. Every mistake is an einjit::Error with a caret
+// under the offending part of the program, and a call that fails its checks writes nothing.
+#include "einjit/Error.h"
+#include "einjit/Tensor.h"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace einjit {
+
+namespace dsl {
+struct Program;
+}
+
+struct Device {
+  enum class Kind : std::uint8_t { reference, cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+  static Device reference() { return {Kind::reference, 0}; } // the interpreter
+  static Device cpu() { return {Kind::cpu, 0}; }             // the JIT (interpreter for now)
+  static Device cuda(int index = 0) { return {Kind::cuda, index}; }
+  std::string name() const;
+};
+
+struct Options {
+  Device device = Device::cpu();
+  // Output dtype for programs that read no floating-point tensor.
+  DType defaultDType = DType::f32;
+  // Shown in diagnostics as the file name.
+  std::string name = "<program>";
+};
+
+// One positional argument: a tensor or a scalar parameter.
+class Arg {
+public:
+  Arg(Tensor t) : v_(std::move(t)) {}
+  Arg(double v) : v_(v) {}
+  Arg(float v) : v_(static_cast<double>(v)) {}
+  Arg(int v) : v_(static_cast<double>(v)) {}
+  Arg(long v) : v_(static_cast<double>(v)) {}
+  Arg(long long v) : v_(static_cast<double>(v)) {}
+  bool isTensor() const { return std::holds_alternative<Tensor>(v_); }
+  const Tensor& tensor() const { return std::get<Tensor>(v_); }
+  double scalar() const { return std::get<double>(v_); }
+
+private:
+  std::variant<Tensor, double> v_;
+};
+
+// What a call returns: the program's outputs (assigned tensors no later statement reads), in
+// statement order, plus every assigned tensor by name.
+class Outputs {
+public:
+  Outputs() = default;
+  Outputs(std::vector<Tensor> outputs, std::vector<std::string> names,
+          std::map<std::string, Tensor, std::less<>> all)
+      : outputs_(std::move(outputs)), outputNames_(std::move(names)), all_(std::move(all)) {}
+  std::size_t size() const { return outputs_.size(); }
+  const Tensor& operator[](std::size_t i) const;
+  const Tensor& operator[](std::string_view name) const; // any assigned tensor
+  const std::vector<std::string>& names() const { return outputNames_; }
+  std::vector<Tensor>::const_iterator begin() const { return outputs_.begin(); }
+  std::vector<Tensor>::const_iterator end() const { return outputs_.end(); }
+  // The single output; an error when the program has several.
+  operator Tensor() const;
+  template <std::size_t N> std::array<Tensor, N> take() const {
+    checkCount(N);
+    std::array<Tensor, N> a;
+    for (std::size_t i = 0; i < N; ++i) a[i] = outputs_[i];
+    return a;
+  }
+
+private:
+  void checkCount(std::size_t n) const;
+  std::vector<Tensor> outputs_;
+  std::vector<std::string> outputNames_;
+  std::map<std::string, Tensor, std::less<>> all_;
+};
+
+class Kernel {
+public:
+  template <class... A> Outputs operator()(A&&... args) const {
+    return call(std::vector<Arg>{Arg(std::forward<A>(args))...});
+  }
+  Outputs call(const std::vector<Arg>& args) const;
+  Outputs call(const std::map<std::string, Tensor>& tensors,
+               const std::map<std::string, double>& scalars = {}) const;
+
+  // Tensor arguments, then scalar parameters, in the order positional calls take them.
+  std::vector<std::string> tensorArguments() const;
+  std::vector<std::string> scalarArguments() const;
+  std::vector<std::string> outputNames() const;
+  std::string source() const;  // the canonical program text
+  std::string ranges() const;  // "i in LO:HI" per index of each statement, symbolic
+  const Options& options() const;
+  const dsl::Program& program() const; // the checked program (internal representation)
+
+private:
+  friend Kernel compile(const std::string&, const Options&);
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+Kernel compile(const std::string& source, const Options& options = {});
+
+} // namespace einjit

@@ -1,0 +1,233 @@
+// compile() and Kernel: check once, then bind, validate, allocate and run per call.
+#include "einjit/einjit.h"
+
+#include "codegen/Interpreter.h"
+#include "dsl/Binding.h"
+#include "dsl/Parser.h"
+#include "dsl/Printer.h"
+#include "dsl/Program.h"
+
+namespace einjit {
+
+std::string Device::name() const {
+  switch (kind) {
+  case Kind::reference: return "reference";
+  case Kind::cpu: return "cpu";
+  case Kind::cuda: return "cuda:" + std::to_string(index);
+  }
+  return "?";
+}
+
+struct Kernel::Impl {
+  dsl::Program program;
+  Options options;
+};
+
+// --- Outputs ---------------------------------------------------------------------------------
+
+const Tensor& Outputs::operator[](std::size_t i) const {
+  if (i >= outputs_.size())
+    throw Error("output " + std::to_string(i) + " does not exist: the program has " +
+                std::to_string(outputs_.size()) + " output(s)");
+  return outputs_[i];
+}
+
+const Tensor& Outputs::operator[](std::string_view name) const {
+  auto it = all_.find(name);
+  if (it == all_.end()) {
+    std::string known;
+    for (const auto& [n, t] : all_) known += (known.empty() ? "" : ", ") + n;
+    throw Error("no tensor named '" + std::string(name) + "' was computed (computed: " + known + ")");
+  }
+  return it->second;
+}
+
+void Outputs::checkCount(std::size_t n) const {
+  if (n != outputs_.size())
+    throw Error("the program has " + std::to_string(outputs_.size()) + " output(s), not " +
+                std::to_string(n));
+}
+
+Outputs::operator Tensor() const {
+  checkCount(1);
+  return outputs_[0];
+}
+
+// --- Kernel ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string joinNames(const dsl::Program& p, const std::vector<int>& ids) {
+  std::string s;
+  for (int id : ids) s += (s.empty() ? "" : ", ") + p.tensors[static_cast<std::size_t>(id)].name;
+  return s.empty() ? "none" : s;
+}
+
+std::string paramNames(const dsl::Program& p) {
+  std::string s;
+  for (const auto& prm : p.params) s += (s.empty() ? "" : ", ") + prm.name;
+  return s.empty() ? "none" : s;
+}
+
+std::string expectedArguments(const dsl::Program& p) {
+  return std::to_string(p.arguments.size()) + " tensor(s) (" + joinNames(p, p.arguments) +
+         ") then " + std::to_string(p.params.size()) + " scalar(s) (" + paramNames(p) + ")";
+}
+
+// Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
+Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>& tensors,
+            const std::vector<double>& scalars) {
+  const dsl::Source& src = *p.source;
+  std::vector<dsl::ArgSpec> specs;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    const auto& info = p.tensors[static_cast<std::size_t>(p.arguments[i])];
+    if (!t.defined()) dsl::fail(src, info.firstUse, "tensor '" + info.name + "' is undefined (a default-constructed Tensor)");
+    specs.push_back({t.dtype(), t.shape()});
+  }
+  dsl::BoundProgram bound = dsl::bind(p, specs, scalars, opt.defaultDType);
+
+  // An output must not share memory with any other argument: the result would depend on the
+  // order in which elements are computed.
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& wi = p.tensors[static_cast<std::size_t>(p.arguments[i])];
+    if (wi.writtenBy.empty()) continue;
+    for (std::size_t j = 0; j < tensors.size(); ++j) {
+      if (i == j || tensors[i].numel() == 0 || tensors[j].numel() == 0) continue;
+      if (!tensors[i].overlaps(tensors[j])) continue;
+      const auto& wj = p.tensors[static_cast<std::size_t>(p.arguments[j])];
+      dsl::fail(src, wi.firstUse,
+                "output '" + wi.name + "' shares memory with argument '" + wj.name +
+                    "'; pass separate memory for outputs",
+                {{wj.firstUse, "'" + wj.name + "' is used here"}});
+    }
+  }
+
+  std::vector<Tensor> all(p.tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    all[static_cast<std::size_t>(p.arguments[i])] = tensors[i];
+  for (std::size_t id = 0; id < p.tensors.size(); ++id)
+    if (!p.tensors[id].isArgument)
+      all[id] = Tensor::empty(bound.tensors[id].shape, bound.tensors[id].dtype);
+
+  std::vector<codegen::HostBuffer> bufs;
+  for (const Tensor& t : all) bufs.push_back({t.dtype(), t.data(), t.shape(), t.strides()});
+  codegen::interpret(p, bound, bufs);
+  (void)opt;
+
+  std::vector<Tensor> outs;
+  std::vector<std::string> names;
+  for (int id : p.outputs) {
+    outs.push_back(all[static_cast<std::size_t>(id)]);
+    names.push_back(p.tensors[static_cast<std::size_t>(id)].name);
+  }
+  std::map<std::string, Tensor, std::less<>> byName;
+  for (std::size_t id = 0; id < p.tensors.size(); ++id)
+    if (!p.tensors[id].writtenBy.empty()) byName[p.tensors[id].name] = all[id];
+  return Outputs(std::move(outs), std::move(names), std::move(byName));
+}
+
+} // namespace
+
+Outputs Kernel::call(const std::vector<Arg>& args) const {
+  const dsl::Program& p = impl_->program;
+  const dsl::Source& src = *p.source;
+  const std::size_t nt = p.arguments.size(), ns = p.params.size();
+  if (args.size() != nt + ns) {
+    dsl::SourceRange at = p.stmts.front().ast.outputRange;
+    if (args.size() < nt) at = p.tensors[static_cast<std::size_t>(p.arguments[args.size()])].firstUse;
+    else if (args.size() < nt + ns) at = p.params[args.size() - nt].firstUse;
+    dsl::fail(src, at,
+              "wrong number of arguments: got " + std::to_string(args.size()) + ", expected " +
+                  expectedArguments(p));
+  }
+  std::vector<Tensor> tensors;
+  std::vector<double> scalars;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (i < nt) {
+      const auto& info = p.tensors[static_cast<std::size_t>(p.arguments[i])];
+      if (!args[i].isTensor())
+        dsl::fail(src, info.firstUse,
+                  "argument " + std::to_string(i + 1) + " should be the tensor '" + info.name +
+                      "', got a scalar; expected " + expectedArguments(p));
+      tensors.push_back(args[i].tensor());
+    } else {
+      const auto& prm = p.params[i - nt];
+      if (args[i].isTensor())
+        dsl::fail(src, prm.firstUse,
+                  "argument " + std::to_string(i + 1) + " should be the scalar '" + prm.name +
+                      "', got a tensor; expected " + expectedArguments(p));
+      scalars.push_back(args[i].scalar());
+    }
+  }
+  return run(p, impl_->options, tensors, scalars);
+}
+
+Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
+                     const std::map<std::string, double>& scalars) const {
+  const dsl::Program& p = impl_->program;
+  const dsl::Source& src = *p.source;
+  for (const auto& [name, t] : tensors) {
+    int id = p.findTensor(name);
+    if (id < 0 || !p.tensors[static_cast<std::size_t>(id)].isArgument)
+      throw Error("'" + name + "' is not a tensor argument of this program; it takes " +
+                  joinNames(p, p.arguments));
+  }
+  for (const auto& [name, v] : scalars)
+    if (p.findParam(name) < 0)
+      throw Error("'" + name + "' is not a scalar parameter of this program; it takes " +
+                  paramNames(p));
+  std::vector<Tensor> ts;
+  for (int id : p.arguments) {
+    const auto& info = p.tensors[static_cast<std::size_t>(id)];
+    auto it = tensors.find(info.name);
+    if (it == tensors.end()) dsl::fail(src, info.firstUse, "missing tensor argument '" + info.name + "'");
+    ts.push_back(it->second);
+  }
+  std::vector<double> ss;
+  for (const auto& prm : p.params) {
+    auto it = scalars.find(prm.name);
+    if (it == scalars.end()) dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
+    ss.push_back(it->second);
+  }
+  return run(p, impl_->options, ts, ss);
+}
+
+std::vector<std::string> Kernel::tensorArguments() const {
+  std::vector<std::string> v;
+  for (int id : impl_->program.arguments)
+    v.push_back(impl_->program.tensors[static_cast<std::size_t>(id)].name);
+  return v;
+}
+
+std::vector<std::string> Kernel::scalarArguments() const {
+  std::vector<std::string> v;
+  for (const auto& prm : impl_->program.params) v.push_back(prm.name);
+  return v;
+}
+
+std::vector<std::string> Kernel::outputNames() const {
+  std::vector<std::string> v;
+  for (int id : impl_->program.outputs)
+    v.push_back(impl_->program.tensors[static_cast<std::size_t>(id)].name);
+  return v;
+}
+
+std::string Kernel::source() const { return dsl::printProgram(impl_->program.ast); }
+std::string Kernel::ranges() const { return dsl::describeRanges(impl_->program); }
+const Options& Kernel::options() const { return impl_->options; }
+const dsl::Program& Kernel::program() const { return impl_->program; }
+
+Kernel compile(const std::string& source, const Options& options) {
+  if (options.device.kind == Device::Kind::cuda)
+    throw Error("device " + options.device.name() +
+                " is not available: this version of einjit has no CUDA backend yet");
+  auto impl = std::make_shared<Kernel::Impl>();
+  impl->program = dsl::check(source, options.name);
+  impl->options = options;
+  Kernel k;
+  k.impl_ = std::move(impl);
+  return k;
+}
+
+} // namespace einjit
