@@ -1,1 +1,90 @@
+// The einjit command-line tool, run as a process: output and exit status of each command.
 #include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+// Runs the CLI with a shell-quoted argument string, stdout and stderr together.
+Result runCli(const std::string& args) {
+  std::string cmd = std::string(EINJIT_CLI) + " " + args + " 2>&1";
+  Result r{-1, {}};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
+  int st = pclose(pipe);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_CASE("check without shapes prints the canonical program and symbolic ranges") {
+  Result r = runCli("check 'y[i]:=x[i+k]*w[k]'");
+  CHECK(r.status == 0);
+  CHECK(r.out == "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n");
+}
+
+TEST_CASE("check with shapes prints numbers and output shapes") {
+  Result r = runCli("check 'y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]' --shape x=2x3x9x9 "
+                    "--shape k=4x3x3x3");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "  h in 0:4\n"));
+  CHECK(has(r.out, "  c in 0:3\n"));
+  CHECK(has(r.out, "  y has shape 2x4x4x4\n"));
+  Result p = runCli("check 'y[i] := x[N-1-i]' --shape x=5 --scalar N=5");
+  CHECK(p.status == 0);
+  CHECK(has(p.out, "  i in 0:5\n"));
+}
+
+TEST_CASE("check on bad input prints the caret diagnostic and exits 1") {
+  Result r = runCli("check 'y[i] := x[i] + foo(x[i])'");
+  CHECK(r.status == 1);
+  CHECK(has(r.out, "<program>:1:16: error: unknown function 'foo'"));
+  CHECK(has(r.out, "   1 | y[i] := x[i] + foo(x[i])\n     |                ^~~\n"));
+  Result s = runCli("check 'y[i] := x[i] * w[i]' --shape x=3 --shape w=4");
+  CHECK(s.status == 1);
+  CHECK(has(s.out, "error: index 'i' ranges over 4"));
+}
+
+TEST_CASE("run prints each output's shape and checksum, deterministic per seed") {
+  Result a = runCli("run 'y[i] := x[i,j] * w[j]' --shape x=4x3 --shape w=3 --seed 7");
+  Result b = runCli("run 'y[i] := x[i,j] * w[j]' --shape x=4x3 --shape w=3 --seed 7");
+  Result c = runCli("run 'y[i] := x[i,j] * w[j]' --shape x=4x3 --shape w=3 --seed 8");
+  CHECK(a.status == 0);
+  CHECK(has(a.out, "y: shape 4 f32 sum="));
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  Result ones = runCli("run 's := x[i] ^ 0' --shape x=6 --dtype f64");
+  CHECK(ones.out == "s: shape scalar f64 sum=6 abs_sum=6\n");
+  Result g = runCli("run 'y[b,d] := E[tok[b], d]' --shape E=5x2 --shape tok=9");
+  CHECK(g.status == 0); // index tensors get valid random indices
+}
+
+TEST_CASE("run and check report usage mistakes") {
+  CHECK(runCli("run 'y[i] := x[i]'").status == 1);                       // missing --shape
+  CHECK(has(runCli("run 'y[i] := x[i]'").out, "missing --shape x=..."));
+  CHECK(has(runCli("run 'y[i] := x[i]' --shape x=3x").out, "extents are non-negative"));
+  CHECK(has(runCli("run 'y[i] := x[i]' --shape x=3 --shape q=2").out, "no tensor argument named 'q'"));
+  CHECK(runCli("frobnicate").status == 2);
+  CHECK(runCli("check").status == 1);
+}
+
+TEST_CASE("demo runs the conv layer and checks it against hand-written loops") {
+  Result r = runCli("demo");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "y[n, o, h, w] := x[n, c, 2h + a, 2w + b] * k[o, c, a, b]"));
+  CHECK(has(r.out, "  y has shape 2x16x8x8"));
+  CHECK(has(r.out, "check: PASS"));
+}

@@ -1,1 +1,127 @@
-#include <doctest/doctest.h>
+// Robustness: random token strings and mutated valid programs go through parse + check (and,
+// when they check, bind + run on tiny random shapes). Every one must either succeed or raise
+// einjit::Error; anything else (another exception, a crash, a sanitizer report) fails.
+#include "TestSupport.h"
+
+#include "dsl/Lexer.h"
+#include "dsl/Program.h"
+#include "einjit/einjit.h"
+
+#include <random>
+
+namespace {
+
+const std::vector<std::string> kVocabulary = {
+    "y", "x", "w", "E", "tok", "i", "j", "k", "N", "a", "b", "[", "]", "(", ")", ",", ";",
+    "\n", ":=", "=", "+=", "+", "-", "*", "/", "%", "^", "<", "<=", ">", ">=", "==", "!=", "&&",
+    "||", "!", "?", ":", "0", "1", "2", "3", "-1", "2.5", "1e3", "where", "in", "pad", "clamp",
+    "wrap", "size", "exp", "max", "min", "(max)", "(*)", "relu", "fdiv", "#c", " ", "2i", "i32"};
+
+const std::vector<std::string> kPrograms = {
+    "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+    "y[i] := x[i+k] * w[k]",
+    "y[i,j] := x[i-j] * w[j]",
+    "y[i] := x[i+j-k] * w[j,k]",
+    "(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2",
+    "y[b,d] := E[tok[b], d]",
+    "y[i] := x[pad(i-1)] + x[clamp(i+1)] + x[wrap(i+2)] where i in 0:size(x,0)",
+    "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]",
+    "y[i,j] := (i <= j) ? a[i,j] : 0",
+    "s := A[i,i]; D[i,i] := v[i]",
+    "y[i] := x[N-1-i] * alpha",
+    "y[i] = x[i] * 2; z[i] += x[i]",
+    "(*) p[i] := x[i,j]; (min) q[i] := x[i,j]",
+    "mu[i] := x[i,j] / size(x,1)\nv[i] := (x[i,j] - mu[i])^2 / size(x,1)\n"
+    "y[i,j] := (x[i,j] - mu[i]) / sqrt(v[i] + 1e-5)",
+};
+
+// Exercises a program that checked: bind with random tiny shapes and run it; shape mistakes
+// are einjit::Errors like any other.
+void tryRun(const einjit::Kernel& k, std::mt19937_64& rng) {
+  const einjit::dsl::Program& p = k.program();
+  std::vector<einjit::Arg> args;
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    einjit::Shape shape;
+    for (int d = 0; d < t.rank; ++d) shape.push_back(static_cast<std::int64_t>(rng() % 5));
+    if (t.readAsIndex)
+      args.emplace_back(einjit::Tensor::randomInt(shape, 0, 4, einjit::DType::i64, rng()));
+    else
+      args.emplace_back(einjit::Tensor::random(shape, einjit::DType::f64, rng()));
+  }
+  for (std::size_t i = 0; i < p.params.size(); ++i)
+    args.emplace_back(static_cast<double>(static_cast<int>(rng() % 7) - 2));
+  k.call(args);
+}
+
+// Returns true when the text compiled.
+bool survive(const std::string& text, std::mt19937_64& rng) {
+  try {
+    einjit::Kernel k = einjit::compile(text);
+    // The canonical form of anything that checks reparses to the same tree.
+    einjit::test::checkRoundTrip(text);
+    try {
+      tryRun(k, rng);
+    } catch (const einjit::Error&) {
+    }
+    return true;
+  } catch (const einjit::Error& e) {
+    // Every error points somewhere in the program.
+    CHECK(e.line() >= 1);
+    return false;
+  }
+}
+
+std::vector<std::string> tokensOf(const std::string& text) {
+  std::vector<std::string> out;
+  einjit::dsl::Source src(text);
+  for (const auto& t : einjit::dsl::lex(src))
+    if (t.kind != einjit::dsl::Tok::End) out.emplace_back(t.text);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& toks) {
+  std::string s;
+  for (const auto& t : toks) s += t + (t == "\n" ? "" : " ");
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("10,000 random token strings: success or einjit::Error, nothing else") {
+  std::mt19937_64 rng(12345);
+  int compiled = 0;
+  for (int n = 0; n < 10000; ++n) {
+    std::size_t len = 1 + rng() % 24;
+    std::string text;
+    // Half of them start like a statement, so they get past the first token.
+    if (n % 2 == 0) text = "y[i] := ";
+    for (std::size_t t = 0; t < len; ++t) text += kVocabulary[rng() % kVocabulary.size()] + " ";
+    compiled += survive(text, rng) ? 1 : 0;
+  }
+  MESSAGE("random strings that compiled: " << compiled);
+}
+
+TEST_CASE("10,000 mutated valid programs: success or einjit::Error, nothing else") {
+  std::mt19937_64 rng(777);
+  int compiled = 0;
+  for (const auto& p : kPrograms) REQUIRE(survive(p, rng)); // the seeds themselves are valid
+  for (int n = 0; n < 10000; ++n) {
+    auto toks = tokensOf(kPrograms[rng() % kPrograms.size()]);
+    int edits = rng() % 10 < 7 ? 1 : 2;
+    for (int e = 0; e < edits && !toks.empty(); ++e) {
+      std::size_t at = rng() % toks.size();
+      switch (rng() % 4) {
+      case 0: toks.erase(toks.begin() + static_cast<std::ptrdiff_t>(at)); break;
+      case 1:
+        toks.insert(toks.begin() + static_cast<std::ptrdiff_t>(at),
+                    kVocabulary[rng() % kVocabulary.size()]);
+        break;
+      case 2: toks[at] = kVocabulary[rng() % kVocabulary.size()]; break;
+      default: std::swap(toks[at], toks[rng() % toks.size()]); break;
+      }
+    }
+    compiled += survive(join(toks), rng) ? 1 : 0;
+  }
+  MESSAGE("mutated programs that compiled: " << compiled);
+}

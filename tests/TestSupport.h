@@ -1,0 +1,50 @@
+#pragma once
+// Shared helpers for the test suites.
+#include "dsl/Ast.h"
+#include "dsl/Parser.h"
+#include "dsl/Printer.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace einjit::test {
+
+// print(parse(text)) must parse back to the same tree, and printing is a fixed point.
+inline void checkRoundTrip(const std::string& text) {
+  CAPTURE(text);
+  dsl::ProgramAst a = dsl::parse(text);
+  std::string printed = dsl::printProgram(a);
+  CAPTURE(printed);
+  dsl::ProgramAst b = dsl::parse(printed);
+  CHECK(dsl::sameProgram(a, b));
+  CHECK(dsl::printProgram(b) == printed);
+}
+
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+inline void writeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// Golden-file comparison; EINJIT_ACCEPT=1 rewrites the expected file instead.
+inline void checkGolden(const std::string& path, const std::string& actual) {
+  CAPTURE(path);
+  if (const char* acc = std::getenv("EINJIT_ACCEPT"); acc && std::string(acc) == "1") {
+    writeFile(path, actual);
+    return;
+  }
+  std::string expected = readFile(path);
+  REQUIRE_MESSAGE(!expected.empty(), "missing golden file (run with EINJIT_ACCEPT=1 to create)");
+  CHECK(actual == expected);
+}
+
+} // namespace einjit::test
