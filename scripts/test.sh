@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test suite on a fresh machine: install the dependencies, build in Release with warnings
+# as errors and run every test; then build in Debug with AddressSanitizer + UBSan and run every
+# test again. scripts/test.sh --fast skips the sanitizer pass.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$root/scripts/install-deps.sh"
+
+"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON
+(cd "$root/build" && ctest --output-on-failure --parallel "$(nproc)")
+
+if [ "${1:-}" != "--fast" ]; then
+  echo "=== Debug build with AddressSanitizer and UndefinedBehaviorSanitizer ==="
+  "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DEINJIT_SANITIZE=ON \
+    -DEINJIT_WERROR=ON -DEINJIT_BUILD_BENCH=OFF
+  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure --parallel "$(nproc)")
+fi
