@@ -312,10 +312,15 @@ private:
   void statement(std::size_t k) {
     const Statement& st = p_.stmts[k];
     const BoundStatement& bs = b_.stmts[k];
-    if (bs.empty) return;
-    Node rhs = compile(*st.rhs);
     const std::size_t n = st.vars.size();
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    // No output element is covered: nothing to write. An empty reduction still writes its
+    // identity to every covered element.
+    for (std::size_t v = 0; v < nOut; ++v)
+      if (bs.hi[v] <= bs.lo[v]) return;
+    bool reductionEmpty = false;
+    for (std::size_t v = nOut; v < n; ++v) reductionEmpty |= bs.hi[v] <= bs.lo[v];
+    Node rhs = compile(*st.rhs);
     vars_.assign(n, 0);
     for (std::size_t v = 0; v < n; ++v) vars_[v] = bs.lo[v];
     auto& out = vals_[static_cast<std::size_t>(st.output)];
@@ -332,9 +337,11 @@ private:
     do {
       double acc = reduceIdentity(st.reduce);
       for (std::size_t v = nOut; v < n; ++v) vars_[v] = bs.lo[v];
-      do {
-        acc = combine(st.reduce, acc, eval(rhs));
-      } while (advance(nOut, n));
+      if (!reductionEmpty) {
+        do {
+          acc = combine(st.reduce, acc, eval(rhs));
+        } while (advance(nOut, n));
+      }
       std::int64_t off = 0;
       for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
         off += vars_[static_cast<std::size_t>(st.lhsVars[d])] * outStride[d];
