@@ -36,7 +36,8 @@ Shape parseShape(const std::string& name, const std::string& text) {
     char* end = nullptr;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0)
-      throw Error("--shape " + name + "=" + text + ": extents are non-negative integers joined by 'x' (4x5x6)");
+      throw Error("--shape " + name + "=" + text +
+                  ": extents are non-negative integers joined by 'x' (4x5x6)");
     s.push_back(v);
     i = j + 1;
   }
@@ -127,7 +128,8 @@ std::string concreteRanges(const dsl::Program& prog, const dsl::BoundProgram& b)
     const auto& st = prog.stmts[k];
     os << dsl::printStmt(st.ast) << '\n';
     for (std::size_t v = 0; v < st.vars.size(); ++v)
-      os << "  " << st.vars[v].name << " in " << b.stmts[k].lo[v] << ':' << b.stmts[k].hi[v] << '\n';
+      os << "  " << st.vars[v].name << " in " << b.stmts[k].lo[v] << ':' << b.stmts[k].hi[v]
+         << '\n';
     if (st.assign == dsl::Assign::Define) {
       const auto& shape = b.tensors[static_cast<std::size_t>(st.output)].shape;
       os << "  " << prog.tensors[static_cast<std::size_t>(st.output)].name << " has shape "
@@ -166,7 +168,8 @@ Inputs makeInputs(const dsl::Program& prog, const Parsed& args) {
     in.scalars.push_back(it->second);
   }
   for (const auto& [name, s] : args.shapes)
-    if (prog.findTensor(name) < 0 || !prog.tensors[static_cast<std::size_t>(prog.findTensor(name))].isArgument)
+    if (prog.findTensor(name) < 0 ||
+        !prog.tensors[static_cast<std::size_t>(prog.findTensor(name))].isArgument)
       throw Error("--shape " + name + ": the program has no tensor argument named '" + name + "'");
   return in;
 }

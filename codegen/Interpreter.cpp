@@ -21,7 +21,8 @@ double loadElement(DType t, const void* base, std::int64_t off) {
 }
 
 // Float to integer without undefined behaviour: NaN becomes 0, the rest saturates.
-template <class I> I saturate(double v) {
+template <class I>
+I saturate(double v) {
   if (std::isnan(v)) return 0;
   double lo = static_cast<double>(std::numeric_limits<I>::min());
   double hi = static_cast<double>(std::numeric_limits<I>::max());
@@ -41,8 +42,8 @@ void storeElement(DType t, void* base, std::int64_t off, double v) {
 
 // Calls f(offset, linearIndex) for every element of a strided shape, row-major.
 template <class F>
-void forEachElement(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
-                    F&& f) {
+void forEachElement(const std::vector<std::int64_t>& shape,
+                    const std::vector<std::int64_t>& strides, F&& f) {
   std::int64_t total = 1;
   for (std::int64_t e : shape) total *= e;
   if (total == 0) return;
@@ -263,9 +264,10 @@ private:
   [[noreturn]] void gatherOutOfBounds(const Node& n, const Sub& s, double idx) {
     const std::string& name = p_.tensors[static_cast<std::size_t>(n.tensor)].name;
     fail(*p_.source, s.range,
-         "gather index " + std::to_string(static_cast<long long>(idx)) +
-             " is out of bounds for '" + name + "' (extent " + std::to_string(s.extent) + ")",
-         {{{}, "wrap the subscript in clamp(...), wrap(...) or pad(...) to allow such indices",
+         "gather index " + std::to_string(static_cast<long long>(idx)) + " is out of bounds for '" +
+             name + "' (extent " + std::to_string(s.extent) + ")",
+         {{{},
+           "wrap the subscript in clamp(...), wrap(...) or pad(...) to allow such indices",
            false}});
   }
 

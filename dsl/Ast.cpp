@@ -8,7 +8,8 @@ namespace einjit::dsl {
 std::string_view binOpSpelling(BinOp op) {
   switch (op) {
 #define BINOP(kind, spelling, prec, right)                                                         \
-  case BinOp::kind: return spelling;
+  case BinOp::kind:                                                                                \
+    return spelling;
 #include "dsl/Ops.def"
 #undef BINOP
   }
@@ -18,7 +19,8 @@ std::string_view binOpSpelling(BinOp op) {
 int binOpPrecedence(BinOp op) {
   switch (op) {
 #define BINOP(kind, spelling, prec, right)                                                         \
-  case BinOp::kind: return prec;
+  case BinOp::kind:                                                                                \
+    return prec;
 #include "dsl/Ops.def"
 #undef BINOP
   }
@@ -28,7 +30,8 @@ int binOpPrecedence(BinOp op) {
 bool binOpRightAssoc(BinOp op) {
   switch (op) {
 #define BINOP(kind, spelling, prec, right)                                                         \
-  case BinOp::kind: return right;
+  case BinOp::kind:                                                                                \
+    return right;
 #include "dsl/Ops.def"
 #undef BINOP
   }

@@ -51,8 +51,8 @@ public:
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
       DType d = b_.tensors[static_cast<std::size_t>(id)].dtype;
       bool written = !t.writtenBy.empty();
-      bool mismatch = (isFloat(d) && (t.readAsValue || written) && d != b_.dtype) ||
-                      (written && d != b_.dtype);
+      bool mismatch =
+          (isFloat(d) && (t.readAsValue || written) && d != b_.dtype) || (written && d != b_.dtype);
       if (mismatch) {
         std::vector<Note> notes;
         if (first >= 0 && first != id)
@@ -100,8 +100,9 @@ public:
           fail(src_, st.ast.lhs[d]->range,
                "the range of output index '" + st.vars[v].name + "' starts at " +
                    std::to_string(bs.lo[v]) + ", below 0",
-               {{{}, "shift the index so that it starts at 0 or above, or narrow its 'where' "
-                     "range",
+               {{{},
+                 "shift the index so that it starts at 0 or above, or narrow its 'where' "
+                 "range",
                  false}});
         shape.push_back(std::max<std::int64_t>(bs.hi[v], 0));
       }
@@ -154,10 +155,9 @@ private:
     std::vector<Note> notes;
     for (std::size_t v = 0; v < s.coef.size(); ++v)
       if (s.coef[v] != 0 && st.vars[v].fromWhere)
-        notes.push_back({st.vars[v].whereRange, "'where' ranges are authoritative: " +
-                                                     st.vars[v].name + " in " +
-                                                     std::to_string(bs.lo[v]) + ":" +
-                                                     std::to_string(bs.hi[v])});
+        notes.push_back({st.vars[v].whereRange,
+                         "'where' ranges are authoritative: " + st.vars[v].name + " in " +
+                             std::to_string(bs.lo[v]) + ":" + std::to_string(bs.hi[v])});
     notes.push_back({{}, "wrap the subscript in pad(...) to read zeros outside the tensor", false});
     fail(src_, s.range,
          "subscript '" + std::string(src_.slice(s.range)) + "' goes out of bounds: it reaches " +

@@ -23,9 +23,9 @@ struct BoundStatement {
 };
 
 struct BoundProgram {
-  DType dtype = DType::f32;      // the value dtype; ':=' outputs get it
-  std::vector<ArgSpec> tensors;  // per tensor id: arguments as passed, ':=' outputs computed
-  std::vector<double> params;    // per parameter id
+  DType dtype = DType::f32;     // the value dtype; ':=' outputs get it
+  std::vector<ArgSpec> tensors; // per tensor id: arguments as passed, ':=' outputs computed
+  std::vector<double> params;   // per parameter id
   std::vector<BoundStatement> stmts;
   // Evaluates a range bound with these shapes and parameters.
   std::int64_t eval(const Program& p, const Sym& s) const;

@@ -7,7 +7,8 @@ namespace einjit::dsl {
 std::string_view tokenSpelling(Tok t) {
   switch (t) {
 #define TOKEN(kind, spelling)                                                                      \
-  case Tok::kind: return spelling;
+  case Tok::kind:                                                                                  \
+    return spelling;
 #include "dsl/Tokens.def"
 #undef TOKEN
   }
@@ -27,7 +28,8 @@ std::vector<Token> lex(const Source& src) {
   std::vector<Token> out;
   std::size_t i = 0;
   auto push = [&](Tok k, std::size_t b, std::size_t e) {
-    out.push_back({k, {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(e)},
+    out.push_back({k,
+                   {static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(e)},
                    std::string_view(s).substr(b, e - b)});
   };
   while (i < s.size()) {
@@ -76,14 +78,22 @@ std::vector<Token> lex(const Source& src) {
     auto two = [&](char a, char z) { return c == a && i + 1 < s.size() && s[i + 1] == z; };
     Tok k;
     std::size_t len = 2;
-    if (two(':', '=')) k = Tok::Define;
-    else if (two('+', '=')) k = Tok::PlusAssign;
-    else if (two('<', '=')) k = Tok::Le;
-    else if (two('>', '=')) k = Tok::Ge;
-    else if (two('=', '=')) k = Tok::EqEq;
-    else if (two('!', '=')) k = Tok::NotEq;
-    else if (two('&', '&')) k = Tok::AndAnd;
-    else if (two('|', '|')) k = Tok::OrOr;
+    if (two(':', '='))
+      k = Tok::Define;
+    else if (two('+', '='))
+      k = Tok::PlusAssign;
+    else if (two('<', '='))
+      k = Tok::Le;
+    else if (two('>', '='))
+      k = Tok::Ge;
+    else if (two('=', '='))
+      k = Tok::EqEq;
+    else if (two('!', '='))
+      k = Tok::NotEq;
+    else if (two('&', '&'))
+      k = Tok::AndAnd;
+    else if (two('|', '|'))
+      k = Tok::OrOr;
     else {
       len = 1;
       switch (c) {

@@ -45,8 +45,7 @@ public:
       p.stmts.push_back(stmt());
       const Token& t = peek();
       if (t.kind != Tok::End && t.kind != Tok::Newline && t.kind != Tok::Semi)
-        fail(*src_, t.range,
-             "expected ';' or a newline after the statement, found " + describe(t));
+        fail(*src_, t.range, "expected ';' or a newline after the statement, found " + describe(t));
       skipSeparators();
     }
     if (p.stmts.empty()) fail(*src_, peek().range, "the program has no statement");
@@ -102,7 +101,8 @@ private:
     const Token& t = peek();
     if (t.kind != k)
       fail(*src_, t.range,
-           "expected '" + std::string(tokenSpelling(k)) + "' " + context + ", found " + describe(t));
+           "expected '" + std::string(tokenSpelling(k)) + "' " + context + ", found " +
+               describe(t));
     return take();
   }
   void enter(SourceRange r) {
@@ -116,10 +116,14 @@ private:
       const Token& op = peekAfter();
       Token open = take();
       ++nest_;
-      if (op.kind == Tok::Plus) s.reduce = Reduce::Add;
-      else if (op.kind == Tok::Star) s.reduce = Reduce::Mul;
-      else if (op.kind == Tok::Ident && op.text == "max") s.reduce = Reduce::Max;
-      else if (op.kind == Tok::Ident && op.text == "min") s.reduce = Reduce::Min;
+      if (op.kind == Tok::Plus)
+        s.reduce = Reduce::Add;
+      else if (op.kind == Tok::Star)
+        s.reduce = Reduce::Mul;
+      else if (op.kind == Tok::Ident && op.text == "max")
+        s.reduce = Reduce::Max;
+      else if (op.kind == Tok::Ident && op.text == "min")
+        s.reduce = Reduce::Min;
       else
         fail(*src_, op.range,
              "expected a reduction '+', '*', 'max' or 'min' after '(', found " + describe(op));
@@ -147,9 +151,12 @@ private:
       expect(Tok::RBracket, "to close the left-hand side");
     }
     const Token& a = peek();
-    if (a.kind == Tok::Define) s.assign = Assign::Define;
-    else if (a.kind == Tok::Assign) s.assign = Assign::Overwrite;
-    else if (a.kind == Tok::PlusAssign) s.assign = Assign::Accumulate;
+    if (a.kind == Tok::Define)
+      s.assign = Assign::Define;
+    else if (a.kind == Tok::Assign)
+      s.assign = Assign::Overwrite;
+    else if (a.kind == Tok::PlusAssign)
+      s.assign = Assign::Accumulate;
     else
       fail(*src_, a.range,
            "expected ':=', '=' or '+=' after the left-hand side, found " + describe(a));
@@ -299,8 +306,7 @@ private:
       (void)close;
       return e;
     }
-    default:
-      fail(*src_, t.range, "expected an expression, found " + describe(t));
+    default: fail(*src_, t.range, "expected an expression, found " + describe(t));
     }
   }
 };

@@ -71,8 +71,8 @@ struct TensorInfo {
   std::string name;
   int rank = -1;
   SourceRange firstUse;
-  bool isArgument = false; // supplied by the caller (an input, or an '='/'+=' output)
-  int definedBy = -1;      // the ':=' statement that creates it, or -1
+  bool isArgument = false;    // supplied by the caller (an input, or an '='/'+=' output)
+  int definedBy = -1;         // the ':=' statement that creates it, or -1
   std::vector<int> writtenBy; // every statement that assigns it
   bool readAsValue = false;
   bool readAsIndex = false; // read inside a subscript (gather): must hold integers
@@ -89,8 +89,8 @@ struct IndexVar {
   std::string name;
   SourceRange firstUse;
   bool isOutput = false;
-  Sym lo, hi;               // half-open range
-  bool fromWhere = false;   // range given by a 'where' clause
+  Sym lo, hi;             // half-open range
+  bool fromWhere = false; // range given by a 'where' clause
   SourceRange whereRange;
 };
 

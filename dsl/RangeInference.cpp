@@ -36,7 +36,8 @@ struct Collector {
         Sym extent = symSize(t.name, static_cast<int>(d));
         constraints.push_back({&s, extent, s.bareVar().has_value()});
         st.boundsChecks.push_back({e->tensor, static_cast<int>(d), &s, e});
-        if (auto v = s.bareVar()) st.bareUses.push_back({*v, e->tensor, static_cast<int>(d), s.range});
+        if (auto v = s.bareVar())
+          st.bareUses.push_back({*v, e->tensor, static_cast<int>(d), s.range});
       }
     }
     for (const CExprPtr& a : e->args) walk(a);
@@ -155,8 +156,9 @@ void inferRanges(Program& p, int k) {
       if (resolved[v]) continue;
       const IndexVar& iv = st.vars[v];
       std::vector<Note> notes;
-      bool inAffine = std::any_of(c.constraints.begin(), c.constraints.end(),
-                                  [&](const Constraint& x) { return involves(*x.sub, static_cast<int>(v)); });
+      bool inAffine =
+          std::any_of(c.constraints.begin(), c.constraints.end(),
+                      [&](const Constraint& x) { return involves(*x.sub, static_cast<int>(v)); });
       std::string why;
       if (inAffine) {
         why = "it is only used together with other indices whose ranges are not known either";
@@ -166,8 +168,9 @@ void inferRanges(Program& p, int k) {
         why = "it is used in no subscript that bounds it";
       }
       notes.push_back({{}, why, false});
-      notes.push_back({{}, "give it a range with 'where " + iv.name +
-                               " in lo:hi', or use it alone as a subscript of a tensor",
+      notes.push_back({{},
+                       "give it a range with 'where " + iv.name +
+                           " in lo:hi', or use it alone as a subscript of a tensor",
                        false});
       fail(src, iv.firstUse, "cannot infer the range of index '" + iv.name + "'", notes);
     }
@@ -184,8 +187,11 @@ void inferRanges(Program& p, int k) {
         fail(src, st.ast.lhs[d]->range,
              "the range of output index '" + iv.name + "' starts at " + std::to_string(lo) +
                  ", below 0",
-             {{{}, "shift the index so that it starts at 0 or above, or give it a range with "
-                   "'where " + iv.name + " in 0:...'", false}});
+             {{{},
+               "shift the index so that it starts at 0 or above, or give it a range with "
+               "'where " +
+                   iv.name + " in 0:...'",
+               false}});
       out.extents.push_back(iv.hi);
     }
   }

@@ -23,7 +23,8 @@ std::optional<Fn> lookupFunction(std::string_view name) {
 std::string_view functionName(Fn f) {
   switch (f) {
 #define FUNCTION(kind, fname, arity)                                                               \
-  case Fn::kind: return fname;
+  case Fn::kind:                                                                                   \
+    return fname;
 #include "dsl/Functions.def"
 #undef FUNCTION
   }
@@ -33,7 +34,8 @@ std::string_view functionName(Fn f) {
 int functionArity(Fn f) {
   switch (f) {
 #define FUNCTION(kind, fname, arity)                                                               \
-  case Fn::kind: return arity;
+  case Fn::kind:                                                                                   \
+    return arity;
 #include "dsl/Functions.def"
 #undef FUNCTION
   }
@@ -90,10 +92,14 @@ bool startsLower(const std::string& n) {
 
 bool isIndexMode(const Expr& e, IndexMode* mode) {
   if (e.kind != ExprKind::Call) return false;
-  if (e.name == "pad") *mode = IndexMode::Pad;
-  else if (e.name == "clamp") *mode = IndexMode::Clamp;
-  else if (e.name == "wrap") *mode = IndexMode::Wrap;
-  else return false;
+  if (e.name == "pad")
+    *mode = IndexMode::Pad;
+  else if (e.name == "clamp")
+    *mode = IndexMode::Clamp;
+  else if (e.name == "wrap")
+    *mode = IndexMode::Wrap;
+  else
+    return false;
   return true;
 }
 
@@ -128,7 +134,8 @@ public:
     for (const TensorInfo& t : p_.tensors)
       if (t.rank < 0)
         fail(src_, t.firstUse,
-             "the rank of '" + t.name + "' is unknown: it is only used in size(); index it somewhere");
+             "the rank of '" + t.name +
+                 "' is unknown: it is only used in size(); index it somewhere");
     findOutputs();
     return std::move(p_);
   }
@@ -266,8 +273,7 @@ private:
       st_->vars.push_back(std::move(v));
     }
     for (const auto& n : lhsNames) st_->lhsVars.push_back(vars_[n]);
-    for (std::size_t i = 0; i < s.lhs.size(); ++i)
-      firstUse(vars_[lhsNames[i]], s.lhs[i]->range);
+    for (std::size_t i = 0; i < s.lhs.size(); ++i) firstUse(vars_[lhsNames[i]], s.lhs[i]->range);
 
     // The output, before the right-hand side: arguments are ordered by first appearance.
     output(s);
@@ -285,7 +291,8 @@ private:
 
     if (s.assign != Assign::Define)
       for (std::size_t d = 0; d < s.lhs.size(); ++d)
-        st_->bareUses.push_back({st_->lhsVars[d], st_->output, static_cast<int>(d), s.lhs[d]->range});
+        st_->bareUses.push_back(
+            {st_->lhsVars[d], st_->output, static_cast<int>(d), s.lhs[d]->range});
 
     inferRanges(p_, k);
   }
@@ -368,8 +375,9 @@ private:
     case ExprKind::Call: {
       IndexMode mode;
       if (isIndexMode(e, &mode))
-        fail(src_, e.nameRange, "'" + e.name + "(...)' is only allowed as a whole subscript, as in x[" +
-                                    e.name + "(i-1)]");
+        fail(src_, e.nameRange,
+             "'" + e.name + "(...)' is only allowed as a whole subscript, as in x[" + e.name +
+                 "(i-1)]");
       if (e.name == "size") return sizeValue(e);
       auto fn = lookupFunction(e.name);
       if (!fn)
@@ -436,8 +444,7 @@ private:
     s.range = e.range;
     const Expr* inner = &e;
     if (isIndexMode(e, &s.mode)) {
-      if (e.args.size() != 1)
-        fail(src_, e.range, "'" + e.name + "' takes one index expression");
+      if (e.args.size() != 1) fail(src_, e.range, "'" + e.name + "' takes one index expression");
       inner = e.args[0].get();
       IndexMode nested;
       if (isIndexMode(*inner, &nested))
@@ -455,9 +462,10 @@ private:
 
   [[noreturn]] void notAffine(const Expr& e, const std::string& why) {
     fail(src_, e.range, "subscript is not affine: " + why,
-         {{{}, "a subscript is a sum of integer multiples of index variables and integer "
-               "constants or parameters (2i+k-1, N-1-i), optionally wrapped in "
-               "pad/clamp/wrap, or a gather x[idx[i]]",
+         {{{},
+           "a subscript is a sum of integer multiples of index variables and integer "
+           "constants or parameters (2i+k-1, N-1-i), optionally wrapped in "
+           "pad/clamp/wrap, or a gather x[idx[i]]",
            false}});
   }
 
@@ -504,8 +512,10 @@ private:
         AffineForm a = affine(*e.args[0], false), b = affine(*e.args[1], false);
         if (a.hasVars() || b.hasVars())
           notAffine(e, "'" + e.name + "' of index variables is not affine");
-        if (e.name == "max") f.constant = symMax({a.constant, b.constant});
-        else if (e.name == "min") f.constant = symMin({a.constant, b.constant});
+        if (e.name == "max")
+          f.constant = symMax({a.constant, b.constant});
+        else if (e.name == "min")
+          f.constant = symMin({a.constant, b.constant});
         else {
           std::int64_t d;
           if (!symIsConst(b.constant, &d) || d <= 0)

@@ -5,7 +5,8 @@
 
 namespace einjit::dsl {
 
-Source::Source(std::string text, std::string name) : text_(std::move(text)), name_(std::move(name)) {
+Source::Source(std::string text, std::string name)
+    : text_(std::move(text)), name_(std::move(name)) {
   lineStarts_.push_back(0);
   for (std::uint32_t i = 0; i < text_.size(); ++i)
     if (text_[i] == '\n') lineStarts_.push_back(i + 1);

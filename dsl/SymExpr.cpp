@@ -22,8 +22,10 @@ std::string printLin(const SymNode& n) {
   bool first = true;
   for (const auto& [t, c] : n.terms) {
     std::int64_t mag = c < 0 ? -c : c;
-    if (first) out += c < 0 ? "-" : "";
-    else out += c < 0 ? " - " : " + ";
+    if (first)
+      out += c < 0 ? "-" : "";
+    else
+      out += c < 0 ? " - " : " + ";
     if (mag != 1) out += std::to_string(mag) + "*";
     out += t->key;
     first = false;

@@ -37,7 +37,8 @@ const Tensor& Outputs::operator[](std::string_view name) const {
   if (it == all_.end()) {
     std::string known;
     for (const auto& [n, t] : all_) known += (known.empty() ? "" : ", ") + n;
-    throw Error("no tensor named '" + std::string(name) + "' was computed (computed: " + known + ")");
+    throw Error("no tensor named '" + std::string(name) + "' was computed (computed: " + known +
+                ")");
   }
   return it->second;
 }
@@ -82,7 +83,9 @@ Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     const auto& info = p.tensors[static_cast<std::size_t>(p.arguments[i])];
-    if (!t.defined()) dsl::fail(src, info.firstUse, "tensor '" + info.name + "' is undefined (a default-constructed Tensor)");
+    if (!t.defined())
+      dsl::fail(src, info.firstUse,
+                "tensor '" + info.name + "' is undefined (a default-constructed Tensor)");
     specs.push_back({t.dtype(), t.shape()});
   }
   dsl::BoundProgram bound = dsl::bind(p, specs, scalars, opt.defaultDType);
@@ -135,8 +138,10 @@ Outputs Kernel::call(const std::vector<Arg>& args) const {
   const std::size_t nt = p.arguments.size(), ns = p.params.size();
   if (args.size() != nt + ns) {
     dsl::SourceRange at = p.stmts.front().ast.outputRange;
-    if (args.size() < nt) at = p.tensors[static_cast<std::size_t>(p.arguments[args.size()])].firstUse;
-    else if (args.size() < nt + ns) at = p.params[args.size() - nt].firstUse;
+    if (args.size() < nt)
+      at = p.tensors[static_cast<std::size_t>(p.arguments[args.size()])].firstUse;
+    else if (args.size() < nt + ns)
+      at = p.params[args.size() - nt].firstUse;
     dsl::fail(src, at,
               "wrong number of arguments: got " + std::to_string(args.size()) + ", expected " +
                   expectedArguments(p));
@@ -181,13 +186,15 @@ Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
   for (int id : p.arguments) {
     const auto& info = p.tensors[static_cast<std::size_t>(id)];
     auto it = tensors.find(info.name);
-    if (it == tensors.end()) dsl::fail(src, info.firstUse, "missing tensor argument '" + info.name + "'");
+    if (it == tensors.end())
+      dsl::fail(src, info.firstUse, "missing tensor argument '" + info.name + "'");
     ts.push_back(it->second);
   }
   std::vector<double> ss;
   for (const auto& prm : p.params) {
     auto it = scalars.find(prm.name);
-    if (it == scalars.end()) dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
+    if (it == scalars.end())
+      dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
     ss.push_back(it->second);
   }
   return run(p, impl_->options, ts, ss);

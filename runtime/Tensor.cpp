@@ -36,7 +36,8 @@ std::string joinShape(const Shape& shape) {
   return s;
 }
 
-template <class T> std::string listString(const std::vector<T>& v) {
+template <class T>
+std::string listString(const std::vector<T>& v) {
   std::string s = "[";
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) s += ", ";
@@ -77,7 +78,8 @@ std::int64_t checkShape(const Shape& shape, DType dtype, const char* where) {
 }
 
 // Calls f(T{}) with T the C++ type of `t`.
-template <class F> decltype(auto) visitDType(DType t, F&& f) {
+template <class F>
+decltype(auto) visitDType(DType t, F&& f) {
   switch (t) {
   case DType::f32: return f(float{});
   case DType::f64: return f(double{});
@@ -89,7 +91,8 @@ template <class F> decltype(auto) visitDType(DType t, F&& f) {
 
 // Element conversion. Integer destinations truncate toward zero; NaN or out-of-range sources
 // would be undefined behavior in static_cast, so they throw instead.
-template <class To, class From> To convertElement(From v) {
+template <class To, class From>
+To convertElement(From v) {
   if constexpr (std::is_floating_point_v<To>) {
     return static_cast<To>(v);
   } else if constexpr (std::is_floating_point_v<From>) {
@@ -110,7 +113,8 @@ template <class To, class From> To convertElement(From v) {
 }
 
 // Calls f(offset) for every element in row-major order; offsets are in elements.
-template <class F> void forEachOffset(const Shape& shape, const Shape& strides, F&& f) {
+template <class F>
+void forEachOffset(const Shape& shape, const Shape& strides, F&& f) {
   for (std::int64_t e : shape)
     if (e == 0) return;
   const std::size_t rank = shape.size();

@@ -26,14 +26,17 @@ Result runCli(const std::string& args) {
   return r;
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 } // namespace
 
 TEST_CASE("check without shapes prints the canonical program and symbolic ranges") {
   Result r = runCli("check 'y[i]:=x[i+k]*w[k]'");
   CHECK(r.status == 0);
-  CHECK(r.out == "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n");
+  CHECK(r.out ==
+        "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n");
 }
 
 TEST_CASE("check with shapes prints numbers and output shapes") {
@@ -73,10 +76,11 @@ TEST_CASE("run prints each output's shape and checksum, deterministic per seed")
 }
 
 TEST_CASE("run and check report usage mistakes") {
-  CHECK(runCli("run 'y[i] := x[i]'").status == 1);                       // missing --shape
+  CHECK(runCli("run 'y[i] := x[i]'").status == 1); // missing --shape
   CHECK(has(runCli("run 'y[i] := x[i]'").out, "missing --shape x=..."));
   CHECK(has(runCli("run 'y[i] := x[i]' --shape x=3x").out, "extents are non-negative"));
-  CHECK(has(runCli("run 'y[i] := x[i]' --shape x=3 --shape q=2").out, "no tensor argument named 'q'"));
+  CHECK(has(runCli("run 'y[i] := x[i]' --shape x=3 --shape q=2").out,
+            "no tensor argument named 'q'"));
   CHECK(runCli("frobnicate").status == 2);
   CHECK(runCli("check").status == 1);
 }

@@ -30,10 +30,10 @@ TEST_CASE("positional and by-name calls agree") {
   CHECK(values(y2) == values(y1));
   CHECK_THROWS_WITH_AS(k.call({{"x", x}, {"q", w}}, {{"a", 2.0}}), doctest::Contains("'q' is not"),
                        einjit::Error);
-  CHECK_THROWS_WITH_AS(k.call({{"x", x}}, {{"a", 2.0}}), doctest::Contains("missing tensor argument 'w'"),
-                       einjit::Error);
-  CHECK_THROWS_WITH_AS(k.call({{"x", x}, {"w", w}}), doctest::Contains("missing scalar argument 'a'"),
-                       einjit::Error);
+  CHECK_THROWS_WITH_AS(k.call({{"x", x}}, {{"a", 2.0}}),
+                       doctest::Contains("missing tensor argument 'w'"), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.call({{"x", x}, {"w", w}}),
+                       doctest::Contains("missing scalar argument 'a'"), einjit::Error);
 }
 
 TEST_CASE("outputs: program outputs in order, every assigned tensor by name") {
@@ -108,7 +108,8 @@ TEST_CASE("devices: reference and cpu run; cuda is refused with a clear error") 
   }
   einjit::Options o;
   o.device = einjit::Device::cuda();
-  CHECK_THROWS_WITH_AS(einjit::compile("y[i] := x[i]", o), doctest::Contains("cuda:0"), einjit::Error);
+  CHECK_THROWS_WITH_AS(einjit::compile("y[i] := x[i]", o), doctest::Contains("cuda:0"),
+                       einjit::Error);
 }
 
 TEST_CASE("defaultDType sets the output dtype of programs that read no float tensor") {

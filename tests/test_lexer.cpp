@@ -26,19 +26,20 @@ std::vector<std::string> texts(const std::string& text) {
 
 TEST_CASE("every operator and punctuation token") {
   CHECK(kinds(":= = += + - * / % ^ < <= > >= == != && || ! ? : [ ] ( ) , ;") ==
-        std::vector<Tok>{Tok::Define, Tok::Assign, Tok::PlusAssign, Tok::Plus, Tok::Minus,
-                         Tok::Star, Tok::Slash, Tok::Percent, Tok::Caret, Tok::Lt, Tok::Le,
-                         Tok::Gt, Tok::Ge, Tok::EqEq, Tok::NotEq, Tok::AndAnd, Tok::OrOr,
-                         Tok::Bang, Tok::Question, Tok::Colon, Tok::LBracket, Tok::RBracket,
-                         Tok::LParen, Tok::RParen, Tok::Comma, Tok::Semi, Tok::End});
+        std::vector<Tok>{Tok::Define,   Tok::Assign,   Tok::PlusAssign, Tok::Plus,     Tok::Minus,
+                         Tok::Star,     Tok::Slash,    Tok::Percent,    Tok::Caret,    Tok::Lt,
+                         Tok::Le,       Tok::Gt,       Tok::Ge,         Tok::EqEq,     Tok::NotEq,
+                         Tok::AndAnd,   Tok::OrOr,     Tok::Bang,       Tok::Question, Tok::Colon,
+                         Tok::LBracket, Tok::RBracket, Tok::LParen,     Tok::RParen,   Tok::Comma,
+                         Tok::Semi,     Tok::End});
 }
 
 TEST_CASE("keywords, names and numbers") {
   CHECK(kinds("where in wherever _x1 inner") ==
         std::vector<Tok>{Tok::KwWhere, Tok::KwIn, Tok::Ident, Tok::Ident, Tok::Ident, Tok::End});
-  CHECK(kinds("7 1.5 .5 2. 1e3 2E-4 3e+2") ==
-        std::vector<Tok>{Tok::Int, Tok::Float, Tok::Float, Tok::Float, Tok::Float, Tok::Float,
-                         Tok::Float, Tok::End});
+  CHECK(kinds("7 1.5 .5 2. 1e3 2E-4 3e+2") == std::vector<Tok>{Tok::Int, Tok::Float, Tok::Float,
+                                                               Tok::Float, Tok::Float, Tok::Float,
+                                                               Tok::Float, Tok::End});
 }
 
 TEST_CASE("a literal before a name stays two tokens; an exponent needs digits") {

@@ -71,7 +71,7 @@ TEST_CASE("implicit multiplication binds a literal to the name right after it") 
   CHECK(mul.args[1]->name == "h");
   CHECK(printed("y[h] := x[2 * h]") == "y[h] := x[2h]");
   CHECK_THROWS_AS(parse("y[h] := x[2 h]"), einjit::Error); // juxtaposition needs no space
-  CHECK(printed("y[e] := x[2*e]") == "y[e] := x[2 * e]"); // "2e" would not lex as 2*e
+  CHECK(printed("y[e] := x[2*e]") == "y[e] := x[2 * e]");  // "2e" would not lex as 2*e
 }
 
 TEST_CASE("statements are separated by ';' or newlines; newlines inside brackets continue") {

@@ -41,10 +41,23 @@ constexpr std::optional<DType> parseDType(std::string_view s) {
   return std::nullopt;
 }
 
-template <class T> constexpr DType dtypeOf();
-template <> constexpr DType dtypeOf<float>() { return DType::f32; }
-template <> constexpr DType dtypeOf<double>() { return DType::f64; }
-template <> constexpr DType dtypeOf<std::int32_t>() { return DType::i32; }
-template <> constexpr DType dtypeOf<std::int64_t>() { return DType::i64; }
+template <class T>
+constexpr DType dtypeOf();
+template <>
+constexpr DType dtypeOf<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtypeOf<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtypeOf<std::int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtypeOf<std::int64_t>() {
+  return DType::i64;
+}
 
 } // namespace einjit

@@ -24,7 +24,8 @@ namespace einjit {
 
 namespace detail {
 
-template <class T> void* mutableData(T* p) {
+template <class T>
+void* mutableData(T* p) {
   return const_cast<void*>(static_cast<const void*>(p));
 }
 
@@ -46,7 +47,8 @@ Tensor tensorView(Scalar* data, const Dims& dims, int rank, bool rowMajor) {
   return Tensor::view(mutableData(data), dtypeOf<T>(), shape, strides);
 }
 
-template <class T> void checkEigenTarget(const Tensor& t, int rank, const char* where) {
+template <class T>
+void checkEigenTarget(const Tensor& t, int rank, const char* where) {
   if (!t.defined()) throw Error(std::string(where) + ": the tensor is undefined");
   if (t.dtype() != dtypeOf<T>())
     throw Error(std::string(where) + ": tensor has dtype " + std::string(dtypeName(t.dtype())) +
@@ -61,7 +63,8 @@ template <class T> void checkEigenTarget(const Tensor& t, int rank, const char* 
 // Eigen dense object with direct access (Matrix, Array, Map, Ref, Block, Transpose of those).
 // Compile-time vectors give rank-1 views; everything else a rank-2 {rows, cols} view with the
 // object's real strides (ColMajor m x n: strides {1, m}).
-template <class Derived> Tensor view(const Eigen::DenseBase<Derived>& x) {
+template <class Derived>
+Tensor view(const Eigen::DenseBase<Derived>& x) {
   constexpr bool direct = (int(Derived::Flags) & Eigen::DirectAccessBit) != 0;
   static_assert(direct, "einjit::view needs an Eigen expression with direct memory access; "
                         "evaluate the expression into a matrix first");
@@ -79,7 +82,8 @@ template <class Derived> Tensor view(const Eigen::DenseBase<Derived>& x) {
     return Tensor::view(detail::mutableData(m.data()), dtypeOf<T>(), shape, {rowStride, colStride});
   }
 }
-template <class Derived> Tensor view(Eigen::PlainObjectBase<Derived>&&) = delete;
+template <class Derived>
+Tensor view(Eigen::PlainObjectBase<Derived>&&) = delete;
 
 // Eigen::Tensor. RowMajor maps directly; ColMajor (Eigen's default) keeps Eigen's index order,
 // shape {d0, ..., dn-1}, with column-major strides (dim 0 has stride 1).
@@ -105,12 +109,14 @@ template <class T>
 using EigenMatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
                                   0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
 
-template <class T> EigenMatrixMap<T> asEigenMatrix(const Tensor& t) {
+template <class T>
+EigenMatrixMap<T> asEigenMatrix(const Tensor& t) {
   detail::checkEigenTarget<T>(t, 2, "einjit::asEigenMatrix");
   const Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic> stride(t.strides()[0], t.strides()[1]);
   return EigenMatrixMap<T>(t.data<T>(), t.dim(0), t.dim(1), stride);
 }
-template <class T> EigenMatrixMap<T> asEigenMatrix(Tensor&&) = delete;
+template <class T>
+EigenMatrixMap<T> asEigenMatrix(Tensor&&) = delete;
 
 // Contiguous row-major tensor as an Eigen::TensorMap; strided views need .contiguous() first.
 // Like asEigenMatrix, only for tensors that outlive the map.

@@ -52,7 +52,8 @@ public:
   // something else (a shared buffer, a foreign array object) lives as long as the view.
   static Tensor view(void* data, DType dtype, const Shape& shape, const Shape& strides,
                      std::shared_ptr<void> keepAlive);
-  template <class T> static Tensor view(T* data, const Shape& shape, const Shape& strides = {}) {
+  template <class T>
+  static Tensor view(T* data, const Shape& shape, const Shape& strides = {}) {
     return view(static_cast<void*>(data), dtypeOf<T>(), shape, strides);
   }
 
@@ -71,7 +72,10 @@ public:
 
   // Pointer to element (0,...,0); null for an undefined tensor or an empty view of null.
   void* data() const;
-  template <class T> T* data() const { return static_cast<T*>(data()); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(data());
+  }
   // Byte range [lo, hi) this tensor's elements can touch, for overlap (aliasing) checks; empty
   // (lo == hi) when the tensor has no elements.
   std::pair<const std::byte*, const std::byte*> byteExtent() const;

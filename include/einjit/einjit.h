@@ -78,7 +78,8 @@ public:
   std::vector<Tensor>::const_iterator end() const { return outputs_.end(); }
   // The single output; an error when the program has several.
   operator Tensor() const;
-  template <std::size_t N> std::array<Tensor, N> take() const {
+  template <std::size_t N>
+  std::array<Tensor, N> take() const {
     checkCount(N);
     std::array<Tensor, N> a;
     for (std::size_t i = 0; i < N; ++i) a[i] = outputs_[i];
@@ -94,7 +95,8 @@ private:
 
 class Kernel {
 public:
-  template <class... A> Outputs operator()(A&&... args) const {
+  template <class... A>
+  Outputs operator()(A&&... args) const {
     return call(std::vector<Arg>{Arg(std::forward<A>(args))...});
   }
   Outputs call(const std::vector<Arg>& args) const;
@@ -105,8 +107,8 @@ public:
   std::vector<std::string> tensorArguments() const;
   std::vector<std::string> scalarArguments() const;
   std::vector<std::string> outputNames() const;
-  std::string source() const;  // the canonical program text
-  std::string ranges() const;  // "i in LO:HI" per index of each statement, symbolic
+  std::string source() const; // the canonical program text
+  std::string ranges() const; // "i in LO:HI" per index of each statement, symbolic
   const Options& options() const;
   const dsl::Program& program() const; // the checked program (internal representation)
 
