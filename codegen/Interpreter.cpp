@@ -1,5 +1,7 @@
 #include "codegen/Interpreter.h"
 
+#include "dsl/Printer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -235,9 +237,7 @@ private:
       for (auto [v, c] : s.terms) idx += c * vars_[static_cast<std::size_t>(v)];
       if (s.gather) {
         double g = eval(*s.gather);
-        if (!(g > -1e15 && g < 1e15) || std::floor(g) != g) {
-          gatherOutOfBounds(n, s, g);
-        }
+        if (!(g > -1e15 && g < 1e15) || std::floor(g) != g) gatherNotInteger(s, g);
         idx += static_cast<std::int64_t>(g);
       }
       if (idx < 0 || idx >= s.extent) {
@@ -269,6 +269,11 @@ private:
          {{{},
            "wrap the subscript in clamp(...), wrap(...) or pad(...) to allow such indices",
            false}});
+  }
+
+  [[noreturn]] void gatherNotInteger(const Sub& s, double g) {
+    fail(*p_.source, s.range, "gather index " + formatNumber(g, false) + " is not an integer",
+         {{{}, "index tensors hold integers; round a computed index with i64(...)", false}});
   }
 
   double eval(const Node& n) {

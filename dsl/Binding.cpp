@@ -1,5 +1,7 @@
 #include "dsl/Binding.h"
 
+#include "dsl/Printer.h"
+
 #include <cmath>
 
 namespace einjit::dsl {
@@ -74,13 +76,23 @@ public:
       if (pi.usedInIndex && (!std::isfinite(params[i]) || std::floor(params[i]) != params[i] ||
                              std::fabs(params[i]) > 9.0e15))
         fail(src_, pi.firstUse,
-             "parameter '" + pi.name + "' is used in a subscript and must be an integer, not " +
-                 std::to_string(params[i]));
+             "parameter '" + pi.name + "' is used in a subscript or a range and must be an " +
+                 "integer of magnitude at most 9e15, not " + formatNumber(params[i], false));
     }
     b_.params = params;
   }
 
   void statement(std::size_t k) {
+    try {
+      statementRanges(k);
+    } catch (const SymOverflow&) {
+      fail(src_, p_.stmts[k].ast.range,
+           "integer overflow: the ranges of this statement do not fit in 64 bits with these "
+           "shapes and parameters");
+    }
+  }
+
+  void statementRanges(std::size_t k) {
     const Statement& st = p_.stmts[k];
     BoundStatement bs;
     for (const IndexVar& v : st.vars) {
@@ -142,15 +154,22 @@ private:
 
   void checkBounds(const Statement& st, const BoundStatement& bs, const BoundsCheck& c) {
     const Subscript& s = *c.sub;
-    std::int64_t base = b_.eval(p_, s.constant), lo = base, hi = base;
-    for (std::size_t v = 0; v < s.coef.size(); ++v) {
-      std::int64_t a = s.coef[v];
-      if (a == 0) continue;
-      lo += a * (a > 0 ? bs.lo[v] : bs.hi[v] - 1);
-      hi += a * (a > 0 ? bs.hi[v] - 1 : bs.lo[v]);
-    }
     std::int64_t e = extent(c.tensor, c.dim);
-    if (lo >= 0 && hi < e) return;
+    std::int64_t lo = 0, hi = 0;
+    bool overflow = false;
+    try {
+      std::int64_t base = b_.eval(p_, s.constant);
+      lo = hi = base;
+      for (std::size_t v = 0; v < s.coef.size(); ++v) {
+        std::int64_t a = s.coef[v];
+        if (a == 0) continue;
+        lo = checkedAdd(lo, checkedMul(a, a > 0 ? bs.lo[v] : bs.hi[v] - 1));
+        hi = checkedAdd(hi, checkedMul(a, a > 0 ? bs.hi[v] - 1 : bs.lo[v]));
+      }
+    } catch (const SymOverflow&) {
+      overflow = true;
+    }
+    if (!overflow && lo >= 0 && hi < e) return;
     const std::string& name = p_.tensors[static_cast<std::size_t>(c.tensor)].name;
     std::vector<Note> notes;
     for (std::size_t v = 0; v < s.coef.size(); ++v)
@@ -159,10 +178,11 @@ private:
                          "'where' ranges are authoritative: " + st.vars[v].name + " in " +
                              std::to_string(bs.lo[v]) + ":" + std::to_string(bs.hi[v])});
     notes.push_back({{}, "wrap the subscript in pad(...) to read zeros outside the tensor", false});
+    std::string reach = overflow ? "beyond 64-bit integers" : std::to_string(lo < 0 ? lo : hi);
     fail(src_, s.range,
          "subscript '" + std::string(src_.slice(s.range)) + "' goes out of bounds: it reaches " +
-             std::to_string(lo < 0 ? lo : hi) + " but dimension " + std::to_string(c.dim) +
-             " of '" + name + "' has extent " + std::to_string(e),
+             reach + " but dimension " + std::to_string(c.dim) + " of '" + name + "' has extent " +
+             std::to_string(e),
          notes);
   }
 };

@@ -119,6 +119,7 @@ struct Statement {
   std::vector<int> lhsVars; // per left-hand dimension (repeats allowed: diagonal writes)
   std::vector<IndexVar> vars;
   CExprPtr rhs;
+  CExprPtr lhs; // the output as an access: a Read of `output` with one subscript per dimension
   std::vector<BareUse> bareUses;
   std::vector<BoundsCheck> boundsChecks;
   int numOutputVars() const;

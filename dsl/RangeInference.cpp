@@ -59,8 +59,11 @@ void inferRanges(Program& p, int k) {
   std::vector<std::pair<int, Sym>> lhsBounds;
   if (st.assign != Assign::Define) {
     const TensorInfo& out = p.tensors[static_cast<std::size_t>(st.output)];
-    for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
       lhsBounds.push_back({st.lhsVars[d], symSize(out.name, static_cast<int>(d))});
+      // A 'where' range may reach past the output: checked per call like any access.
+      st.boundsChecks.push_back({st.output, static_cast<int>(d), &st.lhs->subs[d], st.lhs});
+    }
   }
 
   std::vector<bool> resolved(n, false);
@@ -144,9 +147,14 @@ void inferRanges(Program& p, int k) {
     if (progress) continue;
     // A cycle (i and k bound only through each other): break it at a variable with a bare
     // use; Binding checks the constraints this leaves out.
+    // Reduction indices first: their bare uses are kernels and windows, whose extents must be
+    // used whole; the output indices then shrink to fit (y[i] := a[i]*x[i+k]*w[k] keeps
+    // every tap of w and narrows i).
     int pick = -1;
-    for (std::size_t v = 0; v < n && pick < 0; ++v)
-      if (!resolved[v] && hasBareUse(static_cast<int>(v))) pick = static_cast<int>(v);
+    for (int pass = 0; pass < 2 && pick < 0; ++pass)
+      for (std::size_t v = 0; v < n && pick < 0; ++v)
+        if (!resolved[v] && st.vars[v].isOutput == (pass == 1) && hasBareUse(static_cast<int>(v)))
+          pick = static_cast<int>(v);
     if (pick >= 0) {
       resolve(pick);
       continue;

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace einjit::dsl {
 
@@ -130,7 +131,23 @@ public:
 
   Program run() {
     collectTensorNames();
-    for (std::size_t k = 0; k < p_.ast.stmts.size(); ++k) statement(static_cast<int>(k));
+    for (std::size_t k = 0; k < p_.ast.stmts.size(); ++k) {
+      try {
+        statement(static_cast<int>(k));
+      } catch (const SymOverflow&) {
+        fail(src_, p_.ast.stmts[k].range,
+             "integer overflow: a coefficient, constant or range bound of this statement does "
+             "not fit in 64 bits");
+      }
+    }
+    for (const auto& [id, dim, range] : pendingSizeChecks_) {
+      int rank = p_.tensors[static_cast<std::size_t>(id)].rank;
+      if (rank >= 0 && dim >= rank)
+        fail(src_, range,
+             "dimension " + std::to_string(dim) + " is out of range for '" +
+                 p_.tensors[static_cast<std::size_t>(id)].name + "' of rank " +
+                 std::to_string(rank));
+    }
     for (const TensorInfo& t : p_.tensors)
       if (t.rank < 0)
         fail(src_, t.firstUse,
@@ -145,6 +162,8 @@ private:
   Program p_;
   std::set<std::string> tensorNames_;
   std::vector<std::set<int>> readsOf_; // per statement: tensors it reads
+  // size(t, d) seen before t's rank was known: checked once every statement is analyzed.
+  std::vector<std::tuple<int, int, SourceRange>> pendingSizeChecks_;
   // Current statement.
   int k_ = -1;
   Statement* st_ = nullptr;
@@ -279,6 +298,7 @@ private:
     output(s);
 
     st_->rhs = value(*s.rhs);
+    st_->lhs = outputAccess(s);
 
     for (const RangeDecl& r : s.where) {
       IndexVar& v = st_->vars[static_cast<std::size_t>(vars_[r.index])];
@@ -324,6 +344,22 @@ private:
     }
     p_.tensors[static_cast<std::size_t>(id)].writtenBy.push_back(k_);
     st_->output = id;
+  }
+
+  // The left-hand side as an access of the output: one bare subscript per dimension.
+  CExprPtr outputAccess(const Stmt& s) {
+    CExpr c{CKind::Read, s.outputBracketed ? SourceRange::join(s.outputRange, s.lhs.back()->range)
+                                           : s.outputRange};
+    c.tensor = st_->output;
+    for (std::size_t d = 0; d < s.lhs.size(); ++d) {
+      Subscript sub;
+      sub.coef.assign(st_->vars.size(), 0);
+      sub.coef[static_cast<std::size_t>(st_->lhsVars[d])] = 1;
+      sub.constant = symConst(0);
+      sub.range = s.lhs[d]->range;
+      c.subs.push_back(std::move(sub));
+    }
+    return make(std::move(c));
   }
 
   // --- value expressions -------------------------------------------------------------------
@@ -422,6 +458,7 @@ private:
       fail(src_, t.range, "the shape of '" + t.name + "' is being defined by this statement");
     int dim = static_cast<int>(e.args[1]->number);
     int rank = p_.tensors[static_cast<std::size_t>(id)].rank;
+    if (rank < 0) pendingSizeChecks_.emplace_back(id, dim, e.args[1]->range);
     if (rank >= 0 && dim >= rank)
       fail(src_, e.args[1]->range,
            "dimension " + std::to_string(dim) + " is out of range for '" + t.name + "' of rank " +
@@ -529,7 +566,7 @@ private:
     case ExprKind::Unary: {
       if (e.unop != UnOp::Neg) notAffine(e, "'!' is not allowed in a subscript");
       AffineForm a = affine(*e.args[0], false);
-      for (auto& c : a.coef) c = -c;
+      for (auto& c : a.coef) c = checkedMul(c, -1);
       a.constant = symScale(a.constant, -1);
       return a;
     }
@@ -539,7 +576,8 @@ private:
         AffineForm b = affine(*e.args[1], gatherAllowed && e.binop == BinOp::Add);
         std::int64_t sign = e.binop == BinOp::Add ? 1 : -1;
         if (a.gather && b.gather) notAffine(e, "a subscript can gather through one tensor only");
-        for (std::size_t v = 0; v < a.coef.size(); ++v) a.coef[v] += sign * b.coef[v];
+        for (std::size_t v = 0; v < a.coef.size(); ++v)
+          a.coef[v] = checkedAdd(a.coef[v], checkedMul(sign, b.coef[v]));
         a.constant = symAdd(a.constant, symScale(b.constant, sign));
         if (b.gather) a.gather = b.gather;
         return a;
@@ -557,7 +595,7 @@ private:
             notAffine(e, "a product of two parameters is not supported in a subscript");
           std::swap(a, b);
         }
-        for (auto& x : a.coef) x *= c;
+        for (auto& x : a.coef) x = checkedMul(x, c);
         a.constant = symScale(a.constant, c);
         return a;
       }

@@ -13,7 +13,7 @@ std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return -floorDiv(-a, b); }
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return -floorDiv(checkedMul(a, -1), b); }
 
 namespace {
 
@@ -70,7 +70,7 @@ Sym normalize(SymNode n) {
   std::map<std::string, std::pair<Sym, std::int64_t>> merged;
   for (auto& [t, c] : n.terms) {
     auto [it, inserted] = merged.try_emplace(t->key, t, c);
-    if (!inserted) it->second.second += c;
+    if (!inserted) it->second.second = checkedAdd(it->second.second, c);
   }
   n.terms.clear();
   for (auto& [k, tc] : merged)
@@ -167,14 +167,14 @@ Sym symParam(const std::string& name) {
 }
 Sym symAdd(const Sym& a, const Sym& b) {
   SymNode x = asLin(a), y = asLin(b);
-  x.constant += y.constant;
+  x.constant = checkedAdd(x.constant, y.constant);
   for (auto& t : y.terms) x.terms.push_back(t);
   return normalize(std::move(x));
 }
 Sym symScale(const Sym& a, std::int64_t c) {
   SymNode x = asLin(a);
-  x.constant *= c;
-  for (auto& t : x.terms) t.second *= c;
+  x.constant = checkedMul(x.constant, c);
+  for (auto& t : x.terms) t.second = checkedMul(t.second, c);
   return normalize(std::move(x));
 }
 Sym symSub(const Sym& a, const Sym& b) { return symAdd(a, symScale(b, -1)); }
@@ -220,7 +220,7 @@ std::int64_t symEval(const Sym& s, const SymEnv& env) {
   switch (s->kind) {
   case SymKind::Lin: {
     std::int64_t v = s->constant;
-    for (const auto& [t, c] : s->terms) v += c * symEval(t, env);
+    for (const auto& [t, c] : s->terms) v = checkedAdd(v, checkedMul(c, symEval(t, env)));
     return v;
   }
   case SymKind::Size: return env.size(s->tensor, s->dim);

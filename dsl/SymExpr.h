@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,22 @@ struct SymEnv {
   std::function<std::int64_t(const std::string& param)> param;
 };
 std::int64_t symEval(const Sym& s, const SymEnv& env);
+
+// Thrown when a range computation leaves 64-bit integers; the front end turns it into an
+// einjit::Error pointing at the statement.
+struct SymOverflow : std::overflow_error {
+  SymOverflow() : std::overflow_error("integer overflow in an index computation") {}
+};
+inline std::int64_t checkedAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw SymOverflow();
+  return r;
+}
+inline std::int64_t checkedMul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw SymOverflow();
+  return r;
+}
 
 // Integer floor/ceil division for any signs (b != 0).
 std::int64_t floorDiv(std::int64_t a, std::int64_t b);

@@ -7,6 +7,8 @@
 #include "dsl/Printer.h"
 #include "dsl/Program.h"
 
+#include <algorithm>
+
 namespace einjit {
 
 std::string Device::name() const {
@@ -75,6 +77,28 @@ std::string expectedArguments(const dsl::Program& p) {
          ") then " + std::to_string(p.params.size()) + " scalar(s) (" + paramNames(p) + ")";
 }
 
+std::string stridesText(const Tensor& t) {
+  std::string s;
+  for (std::int64_t v : t.strides()) s += (s.empty() ? "" : ",") + std::to_string(v);
+  return "(" + s + ")";
+}
+
+// True when two elements of t may share an address. Sufficient test: ordered by stride, each
+// dimension's stride must exceed the span of all smaller-stride dimensions.
+bool hasInternalOverlap(const Tensor& t) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims; // (stride, extent)
+  for (int d = 0; d < t.rank(); ++d)
+    if (t.dim(d) > 1) dims.push_back({t.strides()[static_cast<std::size_t>(d)], t.dim(d)});
+  if (t.numel() <= 1) return false;
+  std::sort(dims.begin(), dims.end());
+  std::int64_t span = 0; // largest offset reachable by the smaller dimensions
+  for (const auto& [stride, extent] : dims) {
+    if (stride <= span) return true;
+    span += stride * (extent - 1);
+  }
+  return false;
+}
+
 // Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
 Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>& tensors,
             const std::vector<double>& scalars) {
@@ -90,8 +114,15 @@ Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>
   }
   dsl::BoundProgram bound = dsl::bind(p, specs, scalars, opt.defaultDType);
 
-  // An output must not share memory with any other argument: the result would depend on the
-  // order in which elements are computed.
+  // An output must not share memory with any other argument, nor have two elements at one
+  // address: the result would depend on the order in which elements are computed.
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& wi = p.tensors[static_cast<std::size_t>(p.arguments[i])];
+    if (!wi.writtenBy.empty() && hasInternalOverlap(tensors[i]))
+      dsl::fail(src, wi.firstUse,
+                "output '" + wi.name + "' has elements that share memory (strides " +
+                    stridesText(tensors[i]) + "); pass a tensor whose elements are distinct");
+  }
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& wi = p.tensors[static_cast<std::size_t>(p.arguments[i])];
     if (wi.writtenBy.empty()) continue;
