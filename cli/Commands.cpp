@@ -127,9 +127,15 @@ std::string concreteRanges(const dsl::Program& prog, const dsl::BoundProgram& b)
   for (std::size_t k = 0; k < prog.stmts.size(); ++k) {
     const auto& st = prog.stmts[k];
     os << dsl::printStmt(st.ast) << '\n';
-    for (std::size_t v = 0; v < st.vars.size(); ++v)
-      os << "  " << st.vars[v].name << " in " << b.stmts[k].lo[v] << ':' << b.stmts[k].hi[v]
-         << '\n';
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      os << "  " << st.vars[v].name << " in ";
+      if (st.vars[v].dependent)
+        os << dsl::printBound(st.vars[v].loBound, st) << ':'
+           << dsl::printBound(st.vars[v].hiBound, st) << " (within " << b.stmts[k].lo[v] << ':'
+           << b.stmts[k].hi[v] << ")\n";
+      else
+        os << b.stmts[k].lo[v] << ':' << b.stmts[k].hi[v] << '\n';
+    }
     if (st.assign == dsl::Assign::Define) {
       const auto& shape = b.tensors[static_cast<std::size_t>(st.output)].shape;
       os << "  " << prog.tensors[static_cast<std::size_t>(st.output)].name << " has shape "

@@ -232,6 +232,13 @@ private:
 
   double read(const Node& n) {
     std::int64_t off = 0;
+    if (!offsetOf(n, &off)) return 0.0;
+    return vals_[static_cast<std::size_t>(n.tensor)][static_cast<std::size_t>(off)];
+  }
+
+  // The element an access reaches; false for a padded read outside the tensor.
+  bool offsetOf(const Node& n, std::int64_t* offset) {
+    std::int64_t off = 0;
     for (const Sub& s : n.subs) {
       std::int64_t idx = s.constant;
       for (auto [v, c] : s.terms) idx += c * vars_[static_cast<std::size_t>(v)];
@@ -242,23 +249,35 @@ private:
       }
       if (idx < 0 || idx >= s.extent) {
         switch (s.mode) {
-        case IndexMode::Pad: return 0.0;
+        case IndexMode::Pad: return false;
         case IndexMode::Clamp:
-          if (s.extent == 0) return 0.0;
+          if (s.extent == 0) return false;
           idx = std::clamp<std::int64_t>(idx, 0, s.extent - 1);
           break;
         case IndexMode::Wrap:
-          if (s.extent == 0) return 0.0;
+          if (s.extent == 0) return false;
           idx = ((idx % s.extent) + s.extent) % s.extent;
           break;
         case IndexMode::Plain:
           if (s.gather) gatherOutOfBounds(n, s, static_cast<double>(idx));
-          throw InternalError("interpret: subscript out of bounds that Binding accepted");
+          // Binding proves box-shaped accesses in bounds; accesses over dependent ranges are
+          // checked here.
+          outOfBounds(n, s, idx);
         }
       }
       off += idx * s.stride;
     }
-    return vals_[static_cast<std::size_t>(n.tensor)][static_cast<std::size_t>(off)];
+    *offset = off;
+    return true;
+  }
+
+  [[noreturn]] void outOfBounds(const Node& n, const Sub& s, std::int64_t idx) {
+    const std::string& name = p_.tensors[static_cast<std::size_t>(n.tensor)].name;
+    fail(*p_.source, s.range,
+         "subscript '" + std::string(p_.source->slice(s.range)) + "' goes out of bounds: it " +
+             "reaches " + std::to_string(idx) + " but '" + name + "' has extent " +
+             std::to_string(s.extent) + " there",
+         {{{}, "wrap the subscript in pad(...) to read zeros outside the tensor", false}});
   }
 
   [[noreturn]] void gatherOutOfBounds(const Node& n, const Sub& s, double idx) {
@@ -325,36 +344,37 @@ private:
     // identity to every covered element.
     for (std::size_t v = 0; v < nOut; ++v)
       if (bs.hi[v] <= bs.lo[v]) return;
-    bool reductionEmpty = false;
-    for (std::size_t v = nOut; v < n; ++v) reductionEmpty |= bs.hi[v] <= bs.lo[v];
     Node rhs = compile(*st.rhs);
+    Node lhs = compile(*st.lhs);
     vars_.assign(n, 0);
-    for (std::size_t v = 0; v < n; ++v) vars_[v] = bs.lo[v];
     auto& out = vals_[static_cast<std::size_t>(st.output)];
-    const auto& outStride = denseStride_[static_cast<std::size_t>(st.output)];
-
-    // Advances vars [from, to) like an odometer; false when it wraps around.
-    auto advance = [&](std::size_t from, std::size_t to) {
-      for (std::size_t v = to; v-- > from;) {
-        if (++vars_[v] < bs.hi[v]) return true;
-        vars_[v] = bs.lo[v];
-      }
-      return false;
-    };
-    do {
+    loop(bs, 0, nOut, [&] {
       double acc = reduceIdentity(st.reduce);
-      for (std::size_t v = nOut; v < n; ++v) vars_[v] = bs.lo[v];
-      if (!reductionEmpty) {
-        do {
-          acc = combine(st.reduce, acc, eval(rhs));
-        } while (advance(nOut, n));
-      }
+      loop(bs, nOut, n, [&] { acc = combine(st.reduce, acc, eval(rhs)); });
       std::int64_t off = 0;
-      for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
-        off += vars_[static_cast<std::size_t>(st.lhsVars[d])] * outStride[d];
+      if (!offsetOf(lhs, &off)) return; // unreachable: outputs are never padded
       double& slot = out[static_cast<std::size_t>(off)];
       slot = st.assign == Assign::Accumulate ? combine(st.reduce, slot, acc) : acc;
-    } while (advance(0, nOut));
+    });
+  }
+
+  // Runs body for every value of the index variables [v, end), in order; a dependent range
+  // is evaluated from the current values of the indices before it.
+  template <class F>
+  void loop(const BoundStatement& bs, std::size_t v, std::size_t end, F&& body) {
+    if (v == end) {
+      body();
+      return;
+    }
+    std::int64_t lo = bs.lo[v], hi = bs.hi[v];
+    if (bs.dependent[v]) {
+      lo = bs.loBound[v].eval(vars_);
+      hi = bs.hiBound[v].eval(vars_);
+    }
+    for (std::int64_t x = lo; x < hi; ++x) {
+      vars_[v] = x;
+      loop(bs, v + 1, end, body);
+    }
   }
 };
 

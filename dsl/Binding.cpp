@@ -2,6 +2,7 @@
 
 #include "dsl/Printer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace einjit::dsl {
@@ -95,14 +96,30 @@ public:
   void statementRanges(std::size_t k) {
     const Statement& st = p_.stmts[k];
     BoundStatement bs;
-    for (const IndexVar& v : st.vars) {
-      bs.lo.push_back(b_.eval(p_, v.lo));
-      bs.hi.push_back(b_.eval(p_, v.hi));
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      const IndexVar& iv = st.vars[v];
+      bs.dependent.push_back(iv.dependent);
+      bs.loBound.push_back(iv.dependent ? concrete(iv.loBound) : ConcreteBound{});
+      bs.hiBound.push_back(iv.dependent ? concrete(iv.hiBound) : ConcreteBound{});
+      if (iv.dependent) {
+        // Earlier indices are already in lo/hi: the hull over their box.
+        std::vector<std::int64_t> hiIncl;
+        for (std::size_t u = 0; u < v; ++u) hiIncl.push_back(bs.hi[u] - 1);
+        hiIncl.resize(st.vars.size(), 0);
+        std::vector<std::int64_t> lo = bs.lo;
+        lo.resize(st.vars.size(), 0);
+        bs.lo.push_back(bs.loBound.back().interval(lo, hiIncl).first);
+        bs.hi.push_back(bs.hiBound.back().interval(lo, hiIncl).second);
+      } else {
+        bs.lo.push_back(b_.eval(p_, iv.lo));
+        bs.hi.push_back(b_.eval(p_, iv.hi));
+      }
       if (bs.hi.back() <= bs.lo.back()) bs.empty = true;
     }
     checkBareUses(st);
     if (!bs.empty) {
-      for (const BoundsCheck& c : st.boundsChecks) checkBounds(st, bs, c);
+      for (const BoundsCheck& c : st.boundsChecks)
+        if (!readsDependent(st, *c.sub)) checkBounds(st, bs, c);
     }
     if (st.assign == Assign::Define) {
       std::vector<std::int64_t> shape;
@@ -127,6 +144,28 @@ private:
   const Program& p_;
   BoundProgram& b_;
   const Source& src_;
+
+  // Subscripts over dependent indices are checked while running (the box hull would reject
+  // triangular domains that stay in bounds).
+  static bool readsDependent(const Statement& st, const Subscript& s) {
+    for (std::size_t v = 0; v < s.coef.size(); ++v)
+      if (s.coef[v] != 0 && st.vars[v].dependent) return true;
+    return false;
+  }
+
+  ConcreteBound concrete(const IndexBound& b) const {
+    ConcreteBound c;
+    c.kind = b.kind;
+    if (b.kind == IndexBound::Kind::Affine) {
+      for (std::size_t v = 0; v < b.coef.size(); ++v)
+        if (b.coef[v] != 0) c.terms.push_back({static_cast<int>(v), b.coef[v]});
+      c.constant = b_.eval(p_, b.constant);
+    }
+    for (const IndexBound& a : b.args) c.args.push_back(concrete(a));
+    c.scale = b.scale;
+    c.divisor = b.divisor;
+    return c;
+  }
 
   std::int64_t extent(int tensor, int dim) const {
     return b_.tensors[static_cast<std::size_t>(tensor)].shape[static_cast<std::size_t>(dim)];
@@ -188,6 +227,82 @@ private:
 };
 
 } // namespace
+
+std::int64_t ConcreteBound::eval(const std::vector<std::int64_t>& vars) const {
+  switch (kind) {
+  case IndexBound::Kind::Affine: {
+    std::int64_t v = constant;
+    for (auto [var, c] : terms)
+      v = checkedAdd(v, checkedMul(c, vars[static_cast<std::size_t>(var)]));
+    return v;
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    std::int64_t v = args[0].eval(vars);
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      std::int64_t w = args[i].eval(vars);
+      v = kind == IndexBound::Kind::Max ? std::max(v, w) : std::min(v, w);
+    }
+    return v;
+  }
+  case IndexBound::Kind::FDiv: return floorDiv(args[0].eval(vars), divisor);
+  case IndexBound::Kind::CDiv: return ceilDiv(args[0].eval(vars), divisor);
+  case IndexBound::Kind::Sum: {
+    std::int64_t v = 0;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      v = checkedAdd(v, checkedMul(scale[i], args[i].eval(vars)));
+    return v;
+  }
+  }
+  return 0;
+}
+
+std::pair<std::int64_t, std::int64_t>
+ConcreteBound::interval(const std::vector<std::int64_t>& lo,
+                        const std::vector<std::int64_t>& hiIncl) const {
+  switch (kind) {
+  case IndexBound::Kind::Affine: {
+    std::int64_t a = constant, b = constant;
+    for (auto [var, c] : terms) {
+      auto v = static_cast<std::size_t>(var);
+      a = checkedAdd(a, checkedMul(c, c > 0 ? lo[v] : hiIncl[v]));
+      b = checkedAdd(b, checkedMul(c, c > 0 ? hiIncl[v] : lo[v]));
+    }
+    return {a, b};
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    auto r = args[0].interval(lo, hiIncl);
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      auto w = args[i].interval(lo, hiIncl);
+      if (kind == IndexBound::Kind::Max)
+        r = {std::max(r.first, w.first), std::max(r.second, w.second)};
+      else
+        r = {std::min(r.first, w.first), std::min(r.second, w.second)};
+    }
+    return r;
+  }
+  case IndexBound::Kind::FDiv: {
+    auto r = args[0].interval(lo, hiIncl);
+    return {floorDiv(r.first, divisor), floorDiv(r.second, divisor)};
+  }
+  case IndexBound::Kind::CDiv: {
+    auto r = args[0].interval(lo, hiIncl);
+    return {ceilDiv(r.first, divisor), ceilDiv(r.second, divisor)};
+  }
+  case IndexBound::Kind::Sum: {
+    std::int64_t a = 0, b = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      auto r = args[i].interval(lo, hiIncl);
+      std::int64_t s = scale[i];
+      a = checkedAdd(a, checkedMul(s, s > 0 ? r.first : r.second));
+      b = checkedAdd(b, checkedMul(s, s > 0 ? r.second : r.first));
+    }
+    return {a, b};
+  }
+  }
+  return {0, 0};
+}
 
 std::int64_t BoundProgram::eval(const Program& p, const Sym& s) const {
   SymEnv env;

@@ -17,9 +17,27 @@ struct ArgSpec {
   std::vector<std::int64_t> shape;
 };
 
+// An IndexBound with its symbols evaluated: a function of the index variables' values.
+struct ConcreteBound {
+  IndexBound::Kind kind = IndexBound::Kind::Affine;
+  std::vector<std::pair<int, std::int64_t>> terms; // Affine: (variable, coefficient)
+  std::int64_t constant = 0;
+  std::vector<ConcreteBound> args;
+  std::vector<std::int64_t> scale;
+  std::int64_t divisor = 1;
+  std::int64_t eval(const std::vector<std::int64_t>& vars) const;
+  // Smallest and largest value over the box lo[v] <= var v <= hiIncl[v].
+  std::pair<std::int64_t, std::int64_t> interval(const std::vector<std::int64_t>& lo,
+                                                 const std::vector<std::int64_t>& hiIncl) const;
+};
+
 struct BoundStatement {
-  std::vector<std::int64_t> lo, hi; // per index variable, half-open
-  bool empty = false;               // some index has an empty range
+  // Per index variable, half-open. For a dependent index, the hull of its ranges over the
+  // values of the indices it reads.
+  std::vector<std::int64_t> lo, hi;
+  std::vector<bool> dependent;                 // the range is evaluated per iteration
+  std::vector<ConcreteBound> loBound, hiBound; // for dependent indices
+  bool empty = false; // no iteration evaluates the right-hand side (an empty range or hull)
 };
 
 struct BoundProgram {

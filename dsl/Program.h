@@ -85,13 +85,31 @@ struct ParamInfo {
   bool usedInIndex = false; // must then be an integer at call time
 };
 
+// A range bound that depends on other index variables ("where k in max(0, j-N+1):min(K, j+1)"):
+// max/min/floor-/ceil-division/sums over affine forms in the statement's index variables.
+struct IndexBound {
+  enum class Kind : unsigned char { Affine, Max, Min, FDiv, CDiv, Sum };
+  Kind kind = Kind::Affine;
+  std::vector<std::int64_t> coef;  // Affine: one per index variable
+  Sym constant;                    // Affine
+  std::vector<IndexBound> args;    // Max/Min: >= 2; FDiv/CDiv: 1; Sum: >= 2
+  std::vector<std::int64_t> scale; // Sum: the coefficient of each argument
+  std::int64_t divisor = 1;        // FDiv/CDiv: > 0
+  // Marks the index variables it reads in `vars`.
+  void collectVars(std::vector<bool>& vars) const;
+};
+
 struct IndexVar {
   std::string name;
   SourceRange firstUse;
   bool isOutput = false;
-  Sym lo, hi;             // half-open range
+  Sym lo, hi;             // half-open range (the box; unused when `dependent`)
   bool fromWhere = false; // range given by a 'where' clause
   SourceRange whereRange;
+  // The 'where' bounds read other index variables, which all come earlier in the statement's
+  // iteration order; the range is evaluated per iteration from loBound/hiBound.
+  bool dependent = false;
+  IndexBound loBound, hiBound;
 };
 
 // A use of index variable `var` alone in dimension `dim` of `tensor` (or of the output of an
@@ -116,7 +134,11 @@ struct Statement {
   Reduce reduce = Reduce::Add;
   Assign assign = Assign::Define;
   int output = -1;
-  std::vector<int> lhsVars; // per left-hand dimension (repeats allowed: diagonal writes)
+  // Per left-hand dimension when every left-hand subscript is a bare index (always for ':=';
+  // repeats allowed: diagonal writes); empty otherwise ('=' and '+=' take any subscript).
+  std::vector<int> lhsVars;
+  bool scatter = false; // the left-hand side gathers ("dE[tok[i], d] += ..."): may hit an
+                        // element several times, so it runs as an accumulating scatter
   std::vector<IndexVar> vars;
   CExprPtr rhs;
   CExprPtr lhs; // the output as an access: a Read of `output` with one subscript per dimension
@@ -140,6 +162,9 @@ struct Program {
 // Parse + Sema + RangeInference. Throws einjit::Error with a caret on any misuse.
 Program check(const ProgramAst& ast);
 Program check(const std::string& text, const std::string& name = "<program>");
+
+// A dependent range bound in einjit syntax, with the statement's index names.
+std::string printBound(const IndexBound& b, const Statement& st);
 
 // "i in 0:size(x,0)" per index of each statement, grouped under the statement's text.
 std::string describeRanges(const Program& p);

@@ -53,30 +53,25 @@ void inferRanges(Program& p, int k) {
   const Source& src = *p.source;
   const std::size_t n = st.vars.size();
   Collector c{p, st, {}, std::vector<std::vector<SourceRange>>(n)};
+  // The left-hand side of '='/'+=' is an access of an existing tensor like any other (it
+  // bounds its indices); that of ':=' defines the shape and bounds nothing.
+  if (st.assign != Assign::Define) c.walk(st.lhs);
   c.walk(st.rhs);
-
-  // '='/'+=' outputs: the left-hand indices range over the output's extents.
-  std::vector<std::pair<int, Sym>> lhsBounds;
-  if (st.assign != Assign::Define) {
-    const TensorInfo& out = p.tensors[static_cast<std::size_t>(st.output)];
-    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
-      lhsBounds.push_back({st.lhsVars[d], symSize(out.name, static_cast<int>(d))});
-      // A 'where' range may reach past the output: checked per call like any access.
-      st.boundsChecks.push_back({st.output, static_cast<int>(d), &st.lhs->subs[d], st.lhs});
-    }
-  }
 
   std::vector<bool> resolved(n, false);
   for (std::size_t v = 0; v < n; ++v) resolved[v] = st.vars[v].fromWhere;
 
+  auto readsDependent = [&](const Subscript& s, int v) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (static_cast<int>(r) != v && s.coef[r] != 0 && st.vars[r].dependent) return true;
+    return false;
+  };
   auto othersResolved = [&](const Subscript& s, int v) {
     for (std::size_t r = 0; r < n; ++r)
       if (static_cast<int>(r) != v && s.coef[r] != 0 && !resolved[r]) return false;
     return true;
   };
   auto hasBareUse = [&](int v) {
-    if (std::any_of(lhsBounds.begin(), lhsBounds.end(), [&](auto& b) { return b.first == v; }))
-      return true;
     return std::any_of(c.constraints.begin(), c.constraints.end(),
                        [&](const Constraint& x) { return x.bare && involves(*x.sub, v); });
   };
@@ -86,15 +81,12 @@ void inferRanges(Program& p, int k) {
     std::vector<Sym> los, his;
     // Bare uses must all agree (Binding checks it), so the first one stands for all.
     bool haveBare = false;
-    for (auto& [var, extent] : lhsBounds)
-      if (var == v && !haveBare) {
-        los.push_back(symConst(0));
-        his.push_back(extent);
-        haveBare = true;
-      }
     for (const Constraint& x : c.constraints) {
       const Subscript& s = *x.sub;
       if (!involves(s, v) || !othersResolved(s, v)) continue;
+      // An index with a range that depends on others has no box to reason with: such uses
+      // are checked while running instead.
+      if (readsDependent(s, v)) continue;
       if (x.bare) {
         if (haveBare) continue;
         haveBare = true;
@@ -121,6 +113,10 @@ void inferRanges(Program& p, int k) {
       }
     }
     IndexVar& iv = st.vars[static_cast<std::size_t>(v)];
+    if (los.empty())
+      fail(src, iv.firstUse, "cannot infer the range of index '" + iv.name + "'",
+           {{{}, "its uses involve indices whose 'where' ranges depend on other indices", false},
+            {{}, "give it a range with 'where " + iv.name + " in lo:hi'", false}});
     iv.lo = symMax(los);
     iv.hi = symMin(his);
     resolved[static_cast<std::size_t>(v)] = true;

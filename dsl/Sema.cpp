@@ -67,6 +67,12 @@ std::optional<int> Subscript::bareVar() const {
   return found;
 }
 
+void IndexBound::collectVars(std::vector<bool>& vars) const {
+  for (std::size_t v = 0; v < coef.size() && v < vars.size(); ++v)
+    if (coef[v] != 0) vars[v] = true;
+  for (const IndexBound& a : args) a.collectVars(vars);
+}
+
 int Statement::numOutputVars() const {
   int n = 0;
   for (const IndexVar& v : vars) n += v.isOutput ? 1 : 0;
@@ -256,17 +262,32 @@ private:
     vars_.clear();
 
     // Index variables: left-hand names, subscript names, 'where' names.
+    // Left-hand indices: names for ':=' (the shape is theirs); any subscript for '='/'+='.
     std::set<std::string> names;
-    std::vector<std::string> lhsNames;
+    std::vector<std::string> lhsNames; // output indices, in order of first appearance
+    bool lhsBare = true;
     for (const ExprPtr& l : s.lhs) {
-      if (l->kind != ExprKind::Ident)
-        fail(src_, l->range,
-             "the left-hand side takes index names only (such as y[i, j]); found '" +
-                 printExpr(*l) + "'");
+      if (l->kind != ExprKind::Ident) {
+        lhsBare = false;
+        if (s.assign == Assign::Define)
+          fail(src_, l->range,
+               "the left-hand side of ':=' takes index names only (such as y[i, j]); found '" +
+                   printExpr(*l) + "'",
+               {{{},
+                 "write into an existing tensor with '=' or '+=' to use other subscripts",
+                 false}});
+        std::vector<std::string> found;
+        collectVarNames(*l, true, found, names);
+        for (const auto& n : found)
+          if (std::find(lhsNames.begin(), lhsNames.end(), n) == lhsNames.end())
+            lhsNames.push_back(n);
+        continue;
+      }
       if (isTensorName(l->name))
         fail(src_, l->range, "'" + l->name + "' is a tensor and cannot be an index");
       names.insert(l->name);
-      lhsNames.push_back(l->name);
+      if (std::find(lhsNames.begin(), lhsNames.end(), l->name) == lhsNames.end())
+        lhsNames.push_back(l->name);
     }
     std::vector<std::string> subscriptNames;
     collectVarNames(*s.rhs, false, subscriptNames, names);
@@ -284,6 +305,7 @@ private:
     orderVars(*s.rhs, names, order);
     for (const RangeDecl& r : s.where)
       if (std::find(order.begin(), order.end(), r.index) == order.end()) order.push_back(r.index);
+    order = orderByRangeDependencies(s, order, names, lhsNames);
     for (const auto& n : order) {
       IndexVar v;
       v.name = n;
@@ -291,30 +313,168 @@ private:
       vars_[n] = static_cast<int>(st_->vars.size());
       st_->vars.push_back(std::move(v));
     }
-    for (const auto& n : lhsNames) st_->lhsVars.push_back(vars_[n]);
-    for (std::size_t i = 0; i < s.lhs.size(); ++i) firstUse(vars_[lhsNames[i]], s.lhs[i]->range);
+    if (lhsBare) {
+      for (const ExprPtr& l : s.lhs) {
+        st_->lhsVars.push_back(vars_[l->name]);
+        firstUse(vars_[l->name], l->range);
+      }
+    }
 
     // The output, before the right-hand side: arguments are ordered by first appearance.
     output(s);
 
-    st_->rhs = value(*s.rhs);
     st_->lhs = outputAccess(s);
+    st_->rhs = value(*s.rhs);
 
     for (const RangeDecl& r : s.where) {
       IndexVar& v = st_->vars[static_cast<std::size_t>(vars_[r.index])];
       v.fromWhere = true;
       v.whereRange = r.range;
-      v.lo = constant(*r.lo, "a range bound");
-      v.hi = constant(*r.hi, "a range bound");
+      if (readsIndex(*r.lo) || readsIndex(*r.hi)) {
+        v.dependent = true;
+        v.loBound = bound(*r.lo);
+        v.hiBound = bound(*r.hi);
+        v.lo = v.hi = symConst(0);
+      } else {
+        v.lo = constant(*r.lo, "a range bound");
+        v.hi = constant(*r.hi, "a range bound");
+      }
       firstUse(vars_[r.index], r.indexRange);
     }
 
-    if (s.assign != Assign::Define)
-      for (std::size_t d = 0; d < s.lhs.size(); ++d)
-        st_->bareUses.push_back(
-            {st_->lhsVars[d], st_->output, static_cast<int>(d), s.lhs[d]->range});
+    if (s.assign == Assign::Overwrite) checkWritesOnce(s);
 
     inferRanges(p_, k);
+  }
+
+  // Index names a range bound reads (size() arguments are tensors).
+  void boundNames(const Expr& e, const std::set<std::string>& names, std::set<std::string>& out) {
+    if (e.kind == ExprKind::Ident && names.count(e.name)) out.insert(e.name);
+    if (e.kind == ExprKind::Call && e.name == "size") return;
+    for (const auto& a : e.args) boundNames(*a, names, out);
+  }
+
+  bool readsIndex(const Expr& e) {
+    std::set<std::string> all;
+    for (const auto& [n, id] : vars_) all.insert(n);
+    std::set<std::string> used;
+    boundNames(e, all, used);
+    return !used.empty();
+  }
+
+  // Stable topological order: an index whose 'where' range reads other indices comes after
+  // them. Output indices stay first (they are the outer loops).
+  std::vector<std::string> orderByRangeDependencies(const Stmt& s,
+                                                    const std::vector<std::string>& order,
+                                                    const std::set<std::string>& names,
+                                                    const std::vector<std::string>& lhsNames) {
+    std::map<std::string, std::set<std::string>> deps;
+    std::map<std::string, SourceRange> at;
+    for (const RangeDecl& r : s.where) {
+      boundNames(*r.lo, names, deps[r.index]);
+      boundNames(*r.hi, names, deps[r.index]);
+      at[r.index] = r.range;
+      if (deps[r.index].count(r.index))
+        fail(src_, r.range, "the range of '" + r.index + "' cannot depend on '" + r.index + "'");
+    }
+    auto isOut = [&](const std::string& n) {
+      return std::find(lhsNames.begin(), lhsNames.end(), n) != lhsNames.end();
+    };
+    for (const auto& [n, d] : deps) {
+      if (d.empty() || !isOut(n)) continue;
+      if (s.assign == Assign::Define)
+        fail(
+            src_, at[n],
+            "the range of output index '" + n + "' cannot depend on other indices in a ':=' " +
+                "statement: the new tensor's shape must be a box",
+            {{{}, "write into an existing tensor with '=' or '+=' for a triangular range", false}});
+      for (const auto& u : d)
+        if (!isOut(u))
+          fail(src_, at[n],
+               "the range of output index '" + n + "' cannot depend on reduction index '" + u +
+                   "'");
+    }
+    std::vector<std::string> out;
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<std::string> group;
+      for (const auto& n : order)
+        if (isOut(n) == (pass == 0)) group.push_back(n);
+      while (!group.empty()) {
+        auto ready = std::find_if(group.begin(), group.end(), [&](const std::string& n) {
+          for (const auto& u : deps[n])
+            if (std::find(out.begin(), out.end(), u) == out.end()) return false;
+          return true;
+        });
+        if (ready == group.end())
+          fail(src_, at[group.front()],
+               "the ranges of '" + group.front() +
+                   "' and the indices it reads depend on each "
+                   "other");
+        out.push_back(*ready);
+        group.erase(ready);
+      }
+    }
+    return out;
+  }
+
+  // A range bound over index variables: max/min/fdiv/cdiv and sums of affine forms.
+  IndexBound bound(const Expr& e) {
+    IndexBound b;
+    if (e.kind == ExprKind::Call && (e.name == "max" || e.name == "min")) {
+      if (e.args.size() != 2) fail(src_, e.range, "'" + e.name + "' takes two arguments");
+      b.kind = e.name == "max" ? IndexBound::Kind::Max : IndexBound::Kind::Min;
+      for (const auto& a : e.args) b.args.push_back(bound(*a));
+      return b;
+    }
+    if (e.kind == ExprKind::Call && (e.name == "fdiv" || e.name == "cdiv")) {
+      if (e.args.size() != 2) fail(src_, e.range, "'" + e.name + "' takes two arguments");
+      std::int64_t d;
+      if (e.args[1]->kind != ExprKind::Number || !e.args[1]->isInteger ||
+          (d = static_cast<std::int64_t>(e.args[1]->number)) <= 0)
+        fail(src_, e.args[1]->range, "the divisor of '" + e.name + "' must be a positive integer");
+      b.kind = e.name == "fdiv" ? IndexBound::Kind::FDiv : IndexBound::Kind::CDiv;
+      b.args.push_back(bound(*e.args[0]));
+      b.divisor = d;
+      return b;
+    }
+    auto sum = [&](std::vector<IndexBound> args, std::vector<std::int64_t> scale) {
+      // All affine: fold into one affine form.
+      if (std::all_of(args.begin(), args.end(),
+                      [](const IndexBound& a) { return a.kind == IndexBound::Kind::Affine; })) {
+        IndexBound f;
+        f.coef.assign(st_->vars.size(), 0);
+        f.constant = symConst(0);
+        for (std::size_t i = 0; i < args.size(); ++i) {
+          for (std::size_t v = 0; v < f.coef.size(); ++v)
+            f.coef[v] = checkedAdd(f.coef[v], checkedMul(scale[i], args[i].coef[v]));
+          f.constant = symAdd(f.constant, symScale(args[i].constant, scale[i]));
+        }
+        return f;
+      }
+      IndexBound f;
+      f.kind = IndexBound::Kind::Sum;
+      f.args = std::move(args);
+      f.scale = std::move(scale);
+      return f;
+    };
+    if (e.kind == ExprKind::Binary && (e.binop == BinOp::Add || e.binop == BinOp::Sub))
+      return sum({bound(*e.args[0]), bound(*e.args[1])}, {1, e.binop == BinOp::Add ? 1 : -1});
+    if (e.kind == ExprKind::Unary && e.unop == UnOp::Neg) return sum({bound(*e.args[0])}, {-1});
+    if (e.kind == ExprKind::Binary && e.binop == BinOp::Mul) {
+      IndexBound a = bound(*e.args[0]), c = bound(*e.args[1]);
+      std::int64_t k;
+      auto isConst = [&](const IndexBound& x) {
+        return x.kind == IndexBound::Kind::Affine &&
+               std::all_of(x.coef.begin(), x.coef.end(), [](std::int64_t v) { return v == 0; }) &&
+               symIsConst(x.constant, &k);
+      };
+      if (isConst(c)) return sum({a}, {k});
+      if (isConst(a)) return sum({c}, {k});
+    }
+    AffineForm f = affine(e, false);
+    b.coef = f.coef;
+    b.constant = f.constant;
+    return b;
   }
 
   void firstUse(int var, SourceRange r) {
@@ -346,20 +506,59 @@ private:
     st_->output = id;
   }
 
-  // The left-hand side as an access of the output: one bare subscript per dimension.
+  // The left-hand side as an access of the output.
   CExprPtr outputAccess(const Stmt& s) {
     CExpr c{CKind::Read, s.outputBracketed ? SourceRange::join(s.outputRange, s.lhs.back()->range)
                                            : s.outputRange};
     c.tensor = st_->output;
-    for (std::size_t d = 0; d < s.lhs.size(); ++d) {
-      Subscript sub;
-      sub.coef.assign(st_->vars.size(), 0);
-      sub.coef[static_cast<std::size_t>(st_->lhsVars[d])] = 1;
-      sub.constant = symConst(0);
-      sub.range = s.lhs[d]->range;
+    for (const ExprPtr& l : s.lhs) {
+      Subscript sub = subscript(*l);
+      if (sub.mode != IndexMode::Plain)
+        fail(src_, l->range,
+             "pad/clamp/wrap cannot be used on the left-hand side: every written element must "
+             "exist");
+      if (sub.gather && s.assign != Assign::Accumulate)
+        fail(src_, l->range,
+             "a gather on the left-hand side (a scatter) may hit an element several times; "
+             "write it with '+='");
+      if (sub.gather) st_->scatter = true;
       c.subs.push_back(std::move(sub));
     }
     return make(std::move(c));
+  }
+
+  // '=' must write each element once: the output indices map injectively to elements when
+  // the left-hand coefficient matrix has full column rank.
+  void checkWritesOnce(const Stmt& s) {
+    const auto& subs = st_->lhs->subs;
+    std::vector<int> outs;
+    for (std::size_t v = 0; v < st_->vars.size(); ++v)
+      if (st_->vars[v].isOutput) outs.push_back(static_cast<int>(v));
+    // Fraction-free Gaussian elimination on rows = dimensions, columns = output indices.
+    std::vector<std::vector<long double>> m;
+    for (const Subscript& sub : subs) {
+      std::vector<long double> row;
+      for (int v : outs)
+        row.push_back(static_cast<long double>(sub.coef[static_cast<std::size_t>(v)]));
+      m.push_back(std::move(row));
+    }
+    std::size_t rank = 0;
+    for (std::size_t col = 0; col < outs.size() && rank < m.size(); ++col) {
+      std::size_t piv = rank;
+      while (piv < m.size() && m[piv][col] == 0) ++piv;
+      if (piv == m.size()) continue;
+      std::swap(m[piv], m[rank]);
+      for (std::size_t r = rank + 1; r < m.size(); ++r) {
+        long double f = m[r][col] / m[rank][col];
+        for (std::size_t c2 = col; c2 < outs.size(); ++c2) m[r][c2] -= f * m[rank][c2];
+      }
+      ++rank;
+    }
+    if (rank < outs.size())
+      fail(src_, SourceRange::join(s.lhs.front()->range, s.lhs.back()->range),
+           "with '=' every element must be written once, but this left-hand side reaches some "
+           "elements from several index values",
+           {{{}, "accumulate with '+=' instead", false}});
   }
 
   // --- value expressions -------------------------------------------------------------------
@@ -651,12 +850,67 @@ Program check(const std::string& text, const std::string& name) {
   return check(parse(std::make_shared<Source>(text, name)));
 }
 
+std::string printBound(const IndexBound& b, const Statement& st) {
+  switch (b.kind) {
+  case IndexBound::Kind::Affine: {
+    std::string out;
+    for (std::size_t v = 0; v < b.coef.size(); ++v) {
+      std::int64_t c = b.coef[v];
+      if (c == 0) continue;
+      std::int64_t mag = c < 0 ? -c : c;
+      out += out.empty() ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + ");
+      if (mag != 1) out += std::to_string(mag) + "*";
+      out += st.vars[v].name;
+    }
+    std::int64_t k;
+    if (symIsConst(b.constant, &k)) {
+      if (out.empty()) return std::to_string(k);
+      if (k > 0) out += " + " + std::to_string(k);
+      if (k < 0) out += " - " + std::to_string(-k);
+      return out;
+    }
+    const std::string& c = symPrint(b.constant);
+    if (out.empty()) return c;
+    return c[0] == '-' ? out + " - " + c.substr(1) : out + " + " + c;
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    std::string out = b.kind == IndexBound::Kind::Max ? "max(" : "min(";
+    for (std::size_t i = 0; i < b.args.size(); ++i)
+      out += (i ? ", " : "") + printBound(b.args[i], st);
+    return out + ")";
+  }
+  case IndexBound::Kind::FDiv:
+  case IndexBound::Kind::CDiv:
+    return std::string(b.kind == IndexBound::Kind::FDiv ? "fdiv(" : "cdiv(") +
+           printBound(b.args[0], st) + ", " + std::to_string(b.divisor) + ")";
+  case IndexBound::Kind::Sum: {
+    std::string out;
+    for (std::size_t i = 0; i < b.args.size(); ++i) {
+      std::int64_t c = b.scale[i], mag = c < 0 ? -c : c;
+      out += i == 0 ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + ");
+      if (mag != 1) out += std::to_string(mag) + "*";
+      bool paren =
+          b.args[i].kind == IndexBound::Kind::Affine || b.args[i].kind == IndexBound::Kind::Sum;
+      out += paren ? "(" + printBound(b.args[i], st) + ")" : printBound(b.args[i], st);
+    }
+    return out;
+  }
+  }
+  return "?";
+}
+
 std::string describeRanges(const Program& p) {
   std::ostringstream os;
   for (const Statement& s : p.stmts) {
     os << printStmt(s.ast) << '\n';
-    for (const IndexVar& v : s.vars)
-      os << "  " << v.name << " in " << symPrint(v.lo) << ':' << symPrint(v.hi) << '\n';
+    for (const IndexVar& v : s.vars) {
+      if (v.dependent)
+        os << "  " << v.name << " in " << printBound(v.loBound, s) << ':'
+           << printBound(v.hiBound, s) << '\n';
+      else
+        os << "  " << v.name << " in " << symPrint(v.lo) << ':' << symPrint(v.hi) << '\n';
+    }
   }
   return os.str();
 }

@@ -9,6 +9,7 @@
 // signed zeros, randomized loop references) are separate TEST_CASEs.
 #include "TestSupport.h"
 
+#include "dsl/Program.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
@@ -648,4 +649,108 @@ TEST_CASE("interpreter: embedding with random token ids against a loop") {
   for (int b = 0; b < Bn; ++b)
     for (int d = 0; d < D; ++d) want.push_back(e.get({static_cast<std::int64_t>(tok.get({b})), d}));
   checkTensor(y, {Bn, D}, want);
+}
+
+// ---- ranges that depend on other indices ------------------------------------------------------
+
+TEST_CASE("interpreter: dependent ranges give prefix sums and triangular writes") {
+  Tensor x = Tensor::fromValues({4}, {1, 2, 3, 4}, DType::f64);
+  Tensor c = einjit::compile("y[i] := x[k] where i in 0:size(x,0), k in 0:i+1")(x);
+  CHECK(c.toVector() == std::vector<double>{1, 3, 6, 10});
+  // Reverse cumulative maximum, the reduction index read after its bound's index.
+  Tensor m = einjit::compile("(max) y[i] := x[k] where i in 0:4, k in i:size(x,0)")(
+      Tensor::fromValues({4}, {3, 1, 4, 1}, DType::f64));
+  CHECK(m.toVector() == std::vector<double>{4, 4, 4, 1});
+  // '=' with a triangular output range: the upper triangle keeps its values.
+  Tensor y = Tensor::full({3, 3}, -1, DType::f64);
+  Tensor a = Tensor::fromValues({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, DType::f64);
+  einjit::compile("y[i,j] = a[i,j] * 10 where j in 0:i+1")(y, a);
+  CHECK(y.toVector() == std::vector<double>{10, -1, -1, 40, 50, -1, 70, 80, 90});
+  // Floor division in a bound: k runs over 0..floor(i/2).
+  Tensor h = einjit::compile("y[i] := x[k] where i in 0:4, k in 0:fdiv(i, 2)+1")(x);
+  CHECK(h.toVector() == std::vector<double>{1, 1, 3, 3});
+  // An empty dependent range writes the reduction's identity.
+  Tensor e = einjit::compile("(*) y[i] := x[k] where i in 0:3, k in 1:i")(x);
+  CHECK(e.toVector() == std::vector<double>{1, 1, 2});
+}
+
+TEST_CASE("interpreter: a conv1d input gradient in gather form with exact bounds (E1)") {
+  // y[i] = sum_k x[i+k] w[k]; dx[j] = sum_{k = max(0, j-N+1)}^{min(K-1, j)} dy[j-k] w[k].
+  const std::int64_t M = 9, K = 3, N = M - K + 1;
+  Tensor dy = Tensor::random({N}, DType::f64, 5), w = Tensor::random({K}, DType::f64, 6);
+  Tensor dx = Tensor::zeros({M}, DType::f64);
+  einjit::compile("dx[j] = dy[j-k] * w[k] where k in max(0, j-size(dy,0)+1):min(size(w,0), j+1)")(
+      dx, dy, w);
+  std::vector<double> want(M, 0.0); // the scatter form, by hand
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t k = 0; k < K; ++k)
+      want[static_cast<std::size_t>(i + k)] += dy.get({i}) * w.get({k});
+  std::vector<double> got = dx.toVector();
+  for (std::size_t j = 0; j < want.size(); ++j)
+    CHECK(got[j] == doctest::Approx(want[j]).epsilon(1e-14));
+}
+
+TEST_CASE("interpreter: the stride-2 phase form of a strided conv1d gradient (E2b)") {
+  // y[i] = sum_k x[2i+k] w[k]; dx[2q+r] = sum_m dy[q-m] w[r+2m], one statement per phase r.
+  const std::int64_t M = 11, K = 3, N = (M - K) / 2 + 1;
+  Tensor dy = Tensor::random({N}, DType::f64, 7), w = Tensor::random({K}, DType::f64, 8);
+  Tensor dx = Tensor::full({M}, 99, DType::f64);
+  einjit::Kernel phases = einjit::compile(R"(
+    dx[2q] = dy[q-m] * w[2m]
+      where q in 0:fdiv(size(dx,0)-1, 2)+1, m in max(0, q-size(dy,0)+1):min(fdiv(size(w,0)-1, 2)+1, q+1)
+    dx[2q+1] = dy[q-m] * w[2m+1]
+      where q in 0:fdiv(size(dx,0)-2, 2)+1, m in max(0, q-size(dy,0)+1):min(fdiv(size(w,0)-2, 2)+1, q+1)
+  )");
+  CHECK(phases.tensorArguments() == std::vector<std::string>{"dx", "dy", "w"});
+  phases(dx, dy, w);
+  std::vector<double> want(M, 0.0);
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t k = 0; k < K; ++k)
+      want[static_cast<std::size_t>(2 * i + k)] += dy.get({i}) * w.get({k});
+  std::vector<double> got = dx.toVector();
+  for (std::size_t j = 0; j < want.size(); ++j)
+    CHECK(got[j] == doctest::Approx(want[j]).epsilon(1e-14));
+}
+
+TEST_CASE("interpreter: an access that a dependent range pushes out of bounds is an error") {
+  Tensor x = Tensor::fromValues({3}, {1, 2, 3}, DType::f64);
+  Tensor w = Tensor::fromValues({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, DType::f64);
+  try {
+    einjit::compile("s := x[i] + w[i,k] where k in 0:i+2")(x, w);
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    CHECK(std::string(e.what()).find("subscript 'k' goes out of bounds: it reaches 3") !=
+          std::string::npos);
+    CHECK(e.column() == 17);
+  }
+  Tensor y = Tensor::full({3}, 7, DType::f64);
+  CHECK_THROWS_AS(einjit::compile("y[i] = x[k] where k in 0:i+2")(y, x), einjit::Error);
+  CHECK(y.toVector() == std::vector<double>{7, 7, 7}); // nothing written
+}
+
+TEST_CASE("interpreter: affine and gathering left-hand sides") {
+  Tensor x = Tensor::fromValues({4}, {1, 2, 3, 4}, DType::f64);
+  // Reversal written through the left-hand side.
+  Tensor r = Tensor::zeros({4}, DType::f64);
+  einjit::compile("r[N-1-i] = x[i]")(r, x, 4);
+  CHECK(r.toVector() == std::vector<double>{4, 3, 2, 1});
+  // Interleave two tensors into the even and odd elements.
+  Tensor a = Tensor::fromValues({3}, {1, 2, 3}, DType::f64);
+  Tensor b = Tensor::fromValues({3}, {10, 20, 30}, DType::f64);
+  Tensor z = Tensor::full({6}, -1, DType::f64);
+  einjit::compile("z[2i] = a[i]; z[2i+1] = b[i]")(z, a, b);
+  CHECK(z.toVector() == std::vector<double>{1, 10, 2, 20, 3, 30});
+  // A scatter: the gradient of an embedding lookup with repeated tokens.
+  Tensor tok = Tensor::fromValues({4}, {2, 0, 2, 1}, DType::i64);
+  Tensor dy = Tensor::fromValues({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, DType::f64);
+  Tensor dE = Tensor::zeros({3, 2}, DType::f64);
+  einjit::Kernel k = einjit::compile("dE[tok[b], d] += dy[b, d]");
+  CHECK(k.program().stmts[0].scatter);
+  k(dE, tok, dy);
+  CHECK(dE.toVector() == std::vector<double>{3, 4, 7, 8, 6, 8});
+  // '+=' may reach an element from several index values: y[i+j] sums anti-diagonals.
+  Tensor m = Tensor::fromValues({2, 2}, {1, 2, 3, 4}, DType::f64);
+  Tensor s = Tensor::zeros({3}, DType::f64);
+  einjit::compile("s[i+j] += m[i,j]")(s, m);
+  CHECK(s.toVector() == std::vector<double>{1, 5, 4});
 }
