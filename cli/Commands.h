@@ -12,6 +12,8 @@ using Words = std::vector<std::string>;
 int check(const Words& args, std::ostream& out, std::ostream& err);
 int run(const Words& args, std::ostream& out, std::ostream& err);
 int demo(const Words& args, std::ostream& out, std::ostream& err);
+int grad(const Words& args, std::ostream& out, std::ostream& err);
+int gradcheck(const Words& args, std::ostream& out, std::ostream& err);
 int help(std::ostream& out);
 
 } // namespace einjit::cli

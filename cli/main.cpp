@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
     if (cmd == "check") return check(args, std::cout, std::cerr);
     if (cmd == "run") return run(args, std::cout, std::cerr);
     if (cmd == "demo") return demo(args, std::cout, std::cerr);
+    if (cmd == "grad") return grad(args, std::cout, std::cerr);
+    if (cmd == "gradcheck") return gradcheck(args, std::cout, std::cerr);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") return help(std::cout);
     std::cerr << "einjit: unknown command '" << cmd << "'\n";
     help(std::cerr);

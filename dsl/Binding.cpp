@@ -28,7 +28,7 @@ public:
       int id = p_.arguments[i];
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
       const ArgSpec& a = args[i];
-      if (static_cast<int>(a.shape.size()) != t.rank)
+      if (t.rank >= 0 && static_cast<int>(a.shape.size()) != t.rank)
         fail(src_, t.firstUse,
              "'" + t.name + "' has rank " + std::to_string(t.rank) + " in the program but the " +
                  "argument has shape " + shapeText(a.shape) + " (rank " +
@@ -36,6 +36,14 @@ public:
       for (std::int64_t e : a.shape)
         if (e < 0) fail(src_, t.firstUse, "'" + t.name + "' has a negative extent");
       b_.tensors[static_cast<std::size_t>(id)] = a;
+    }
+    for (const SizeUse& u : p_.sizeUses) {
+      const ArgSpec& a = b_.tensors[static_cast<std::size_t>(u.tensor)];
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(u.tensor)];
+      if (t.isArgument && u.dim >= static_cast<int>(a.shape.size()))
+        fail(src_, u.range,
+             "dimension " + std::to_string(u.dim) + " is out of range for '" + t.name +
+                 "', whose argument has shape " + shapeText(a.shape));
     }
     // The value dtype: that of the first floating-point tensor that carries values.
     int first = -1;

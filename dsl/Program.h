@@ -69,7 +69,7 @@ struct CExpr {
 
 struct TensorInfo {
   std::string name;
-  int rank = -1;
+  int rank = -1; // -1: only used in size(), any rank is accepted
   SourceRange firstUse;
   bool isArgument = false;    // supplied by the caller (an input, or an '='/'+=' output)
   int definedBy = -1;         // the ':=' statement that creates it, or -1
@@ -147,6 +147,13 @@ struct Statement {
   int numOutputVars() const;
 };
 
+// size(t, d) somewhere in the program: Binding checks d against t's rank.
+struct SizeUse {
+  int tensor;
+  int dim;
+  SourceRange range;
+};
+
 struct Program {
   SourcePtr source;
   ProgramAst ast;
@@ -155,6 +162,7 @@ struct Program {
   std::vector<Statement> stmts;
   std::vector<int> arguments; // tensor ids the caller passes, in order of first appearance
   std::vector<int> outputs;   // assigned tensors that no later statement reads
+  std::vector<SizeUse> sizeUses;
   int findTensor(std::string_view name) const;
   int findParam(std::string_view name) const;
 };

@@ -154,11 +154,6 @@ public:
                  p_.tensors[static_cast<std::size_t>(id)].name + "' of rank " +
                  std::to_string(rank));
     }
-    for (const TensorInfo& t : p_.tensors)
-      if (t.rank < 0)
-        fail(src_, t.firstUse,
-             "the rank of '" + t.name +
-                 "' is unknown: it is only used in size(); index it somewhere");
     findOutputs();
     return std::move(p_);
   }
@@ -180,12 +175,20 @@ private:
   void collectTensorNames() {
     std::function<void(const Expr&)> walk = [&](const Expr& e) {
       if (e.kind == ExprKind::Access) tensorNames_.insert(e.name);
+      // size(x, d) names a tensor too, possibly one passed only for its shape.
+      if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty() &&
+          e.args[0]->kind == ExprKind::Ident)
+        tensorNames_.insert(e.args[0]->name);
       for (const auto& a : e.args) walk(*a);
     };
     for (const Stmt& s : p_.ast.stmts) {
       tensorNames_.insert(s.output);
       for (const auto& l : s.lhs) walk(*l);
       walk(*s.rhs);
+      for (const RangeDecl& r : s.where) {
+        walk(*r.lo);
+        walk(*r.hi);
+      }
     }
   }
 
@@ -658,6 +661,7 @@ private:
     int dim = static_cast<int>(e.args[1]->number);
     int rank = p_.tensors[static_cast<std::size_t>(id)].rank;
     if (rank < 0) pendingSizeChecks_.emplace_back(id, dim, e.args[1]->range);
+    p_.sizeUses.push_back({id, dim, e.range});
     if (rank >= 0 && dim >= rank)
       fail(src_, e.args[1]->range,
            "dimension " + std::to_string(dim) + " is out of range for '" + t.name + "' of rank " +

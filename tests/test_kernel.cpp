@@ -130,3 +130,13 @@ TEST_CASE("the options' name is used as the file name in diagnostics") {
   CHECK_THROWS_WITH_AS(einjit::compile("y[i] := q(x[i])", o), doctest::Contains("layer.ein:1:9:"),
                        einjit::Error);
 }
+
+TEST_CASE("a tensor used only in size() is passed for its shape, of any rank") {
+  auto k = einjit::compile("y[i] := x[i] * size(z, 1) where i in 0:size(x, 0)");
+  CHECK(k.tensorArguments() == std::vector<std::string>{"x", "z"});
+  Tensor x = Tensor::fromValues({2}, {1, 2}, DType::f64);
+  Tensor y = k(x, Tensor::zeros({4, 5, 6}, DType::f64));
+  CHECK(values(y) == std::vector<double>{5, 10});
+  CHECK_THROWS_WITH_AS(k(x, Tensor::zeros({4}, DType::f64)),
+                       doctest::Contains("dimension 1 is out of range for 'z'"), einjit::Error);
+}

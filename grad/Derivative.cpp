@@ -1,0 +1,216 @@
+#include "grad/Derivative.h"
+
+#include <cmath>
+
+namespace einjit::grad {
+
+using namespace einjit::dsl;
+
+namespace {
+
+CExprPtr node(CExpr e) { return std::make_shared<const CExpr>(std::move(e)); }
+
+bool isConst(const CExprPtr& e, double* v = nullptr) {
+  if (e->kind != CKind::Const) return false;
+  if (v) *v = e->value;
+  return true;
+}
+
+// The derivative of a call with respect to its argument i (times that argument's derivative,
+// applied by the caller).
+CExprPtr callPartial(const CExpr& e, std::size_t i) {
+  const CExprPtr& a = e.args[0];
+  auto one = [] { return constant(1); };
+  switch (e.fn) {
+  case Fn::Exp: return call(Fn::Exp, {a});
+  case Fn::Log: return binary(BinOp::Div, one(), a);
+  case Fn::Sqrt: return binary(BinOp::Div, constant(0.5), call(Fn::Sqrt, {a}));
+  case Fn::Tanh: {
+    CExprPtr t = call(Fn::Tanh, {a});
+    return binary(BinOp::Sub, one(), binary(BinOp::Mul, t, t));
+  }
+  case Fn::Sigmoid: {
+    CExprPtr s = call(Fn::Sigmoid, {a});
+    return binary(BinOp::Mul, s, binary(BinOp::Sub, one(), s));
+  }
+  case Fn::Relu: return binary(BinOp::Gt, a, constant(0));
+  case Fn::Abs:
+    return binary(BinOp::Sub, binary(BinOp::Gt, a, constant(0)), binary(BinOp::Lt, a, constant(0)));
+  case Fn::Pow: {
+    const CExprPtr& b = e.args[1];
+    if (i == 0) // b * a^(b-1)
+      return binary(BinOp::Mul, b, call(Fn::Pow, {a, binary(BinOp::Sub, b, one())}));
+    return binary(BinOp::Mul, call(Fn::Pow, {a, b}), call(Fn::Log, {a})); // a^b log a
+  }
+  case Fn::Min:   // the interpreter returns b only when b < a
+  case Fn::Max: { // ... and b only when b > a
+    BinOp takesB = e.fn == Fn::Min ? BinOp::Lt : BinOp::Gt;
+    CExprPtr pickB = binary(takesB, e.args[1], a);
+    return i == 1 ? pickB : binary(BinOp::Sub, one(), pickB);
+  }
+  case Fn::Sin: return call(Fn::Cos, {a});
+  case Fn::Cos: return unary(UnOp::Neg, call(Fn::Sin, {a}));
+  case Fn::Erf: // 2/sqrt(pi) exp(-a^2)
+    return binary(BinOp::Mul, constant(2.0 / std::sqrt(M_PI)),
+                  call(Fn::Exp, {unary(UnOp::Neg, binary(BinOp::Mul, a, a))}));
+  case Fn::ToF32:
+  case Fn::ToF64: return one();
+  case Fn::Floor:
+  case Fn::Ceil:
+  case Fn::FDiv:
+  case Fn::CDiv:
+  case Fn::ToI32:
+  case Fn::ToI64: return constant(0);
+  }
+  return constant(0);
+}
+
+} // namespace
+
+CExprPtr constant(double v) {
+  CExpr c{CKind::Const};
+  c.value = v;
+  return node(std::move(c));
+}
+CExprPtr binary(BinOp op, CExprPtr a, CExprPtr b) {
+  CExpr c{CKind::Binary};
+  c.binop = op;
+  c.args = {std::move(a), std::move(b)};
+  return node(std::move(c));
+}
+CExprPtr unary(UnOp op, CExprPtr a) {
+  CExpr c{CKind::Unary};
+  c.unop = op;
+  c.args = {std::move(a)};
+  return node(std::move(c));
+}
+CExprPtr call(Fn f, std::vector<CExprPtr> args) {
+  CExpr c{CKind::Call};
+  c.fn = f;
+  c.args = std::move(args);
+  return node(std::move(c));
+}
+CExprPtr ternary(CExprPtr c0, CExprPtr a, CExprPtr b) {
+  CExpr c{CKind::Ternary};
+  c.args = {std::move(c0), std::move(a), std::move(b)};
+  return node(std::move(c));
+}
+bool isConstant(const CExpr& e, double v) { return e.kind == CKind::Const && e.value == v; }
+
+CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
+  switch (e->kind) {
+  case CKind::Read: return constant(e.get() == site ? 1 : 0);
+  case CKind::Const:
+  case CKind::Index:
+  case CKind::Param:
+  case CKind::Size: return constant(0);
+  case CKind::Unary:
+    if (e->unop == UnOp::Not) return constant(0);
+    return simplify(unary(UnOp::Neg, derivative(e->args[0], site)));
+  case CKind::Ternary:
+    return simplify(
+        ternary(e->args[0], derivative(e->args[1], site), derivative(e->args[2], site)));
+  case CKind::Binary: {
+    const CExprPtr &a = e->args[0], &b = e->args[1];
+    CExprPtr da = derivative(a, site), db = derivative(b, site);
+    switch (e->binop) {
+    case BinOp::Add: return simplify(binary(BinOp::Add, da, db));
+    case BinOp::Sub: return simplify(binary(BinOp::Sub, da, db));
+    case BinOp::Mul:
+      return simplify(binary(BinOp::Add, binary(BinOp::Mul, da, b), binary(BinOp::Mul, a, db)));
+    case BinOp::Div: // da/b - a*db/(b*b)
+      return simplify(
+          binary(BinOp::Sub, binary(BinOp::Div, da, b),
+                 binary(BinOp::Div, binary(BinOp::Mul, a, db), binary(BinOp::Mul, b, b))));
+    case BinOp::Mod: // fmod(a,b) = a - b*trunc(a/b): da - db*trunc(a/b), trunc = (a - fmod)/b
+      return simplify(binary(
+          BinOp::Sub, da, binary(BinOp::Mul, db, binary(BinOp::Div, binary(BinOp::Sub, a, e), b))));
+    case BinOp::Pow: {
+      // d a^b = b a^(b-1) da + a^b log(a) db (the second term only when b varies).
+      CExprPtr t1 = binary(
+          BinOp::Mul,
+          binary(BinOp::Mul, b, binary(BinOp::Pow, a, binary(BinOp::Sub, b, constant(1)))), da);
+      CExprPtr db2 = simplify(db);
+      if (isConst(db2)) return simplify(t1);
+      CExprPtr t2 = binary(BinOp::Mul, binary(BinOp::Mul, e, call(Fn::Log, {a})), db2);
+      return simplify(binary(BinOp::Add, t1, t2));
+    }
+    default: return constant(0); // comparisons and logic
+    }
+  }
+  case CKind::Call: {
+    CExprPtr sum = constant(0);
+    for (std::size_t i = 0; i < e->args.size(); ++i) {
+      CExprPtr di = simplify(derivative(e->args[i], site));
+      if (isConst(di) && di->value == 0) continue;
+      sum = binary(BinOp::Add, sum, binary(BinOp::Mul, callPartial(*e, i), di));
+    }
+    return simplify(sum);
+  }
+  }
+  return constant(0);
+}
+
+CExprPtr simplify(const CExprPtr& e) {
+  switch (e->kind) {
+  case CKind::Unary: {
+    CExprPtr a = simplify(e->args[0]);
+    double v;
+    if (isConst(a, &v)) return constant(e->unop == UnOp::Neg ? -v : (v == 0 ? 1 : 0));
+    if (e->unop == UnOp::Neg && a->kind == CKind::Unary && a->unop == UnOp::Neg) return a->args[0];
+    return a == e->args[0] ? e : unary(e->unop, a);
+  }
+  case CKind::Binary: {
+    CExprPtr a = simplify(e->args[0]), b = simplify(e->args[1]);
+    double x = 0, y = 0;
+    bool ca = isConst(a, &x), cb = isConst(b, &y);
+    switch (e->binop) {
+    case BinOp::Add:
+      if (ca && cb) return constant(x + y);
+      if (ca && x == 0) return b;
+      if (cb && y == 0) return a;
+      break;
+    case BinOp::Sub:
+      if (ca && cb) return constant(x - y);
+      if (cb && y == 0) return a;
+      if (ca && x == 0) return simplify(unary(UnOp::Neg, b));
+      break;
+    case BinOp::Mul:
+      if (ca && cb) return constant(x * y);
+      if ((ca && x == 0) || (cb && y == 0)) return constant(0);
+      if (ca && x == 1) return b;
+      if (cb && y == 1) return a;
+      if (ca && x == -1) return simplify(unary(UnOp::Neg, b));
+      if (cb && y == -1) return simplify(unary(UnOp::Neg, a));
+      break;
+    case BinOp::Div:
+      if (ca && x == 0) return constant(0);
+      if (cb && y == 1) return a;
+      break;
+    default: break;
+    }
+    if (a == e->args[0] && b == e->args[1]) return e;
+    return binary(e->binop, a, b);
+  }
+  case CKind::Ternary: {
+    CExprPtr c = simplify(e->args[0]), a = simplify(e->args[1]), b = simplify(e->args[2]);
+    double x = 0, y = 0;
+    if (isConst(c, &x)) return x != 0 ? a : b;
+    if (isConst(a, &x) && isConst(b, &y) && x == y) return a;
+    if (c == e->args[0] && a == e->args[1] && b == e->args[2]) return e;
+    return ternary(c, a, b);
+  }
+  case CKind::Call: {
+    std::vector<CExprPtr> args;
+    bool same = true;
+    for (const auto& a : e->args) {
+      args.push_back(simplify(a));
+      same = same && args.back() == a;
+    }
+    return same ? e : call(e->fn, std::move(args));
+  }
+  default: return e;
+  }
+}
+
+} // namespace einjit::grad

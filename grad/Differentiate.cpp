@@ -1,0 +1,518 @@
+#include "grad/Differentiate.h"
+
+#include "dsl/Printer.h"
+#include "grad/Derivative.h"
+#include "grad/IndexSolver.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace einjit::grad {
+
+using namespace einjit::dsl;
+
+namespace {
+
+// --- building syntax --------------------------------------------------------------------------
+
+ExprPtr num(std::int64_t v) {
+  ExprPtr n = Expr::makeNumber(static_cast<double>(v < 0 ? -v : v), true);
+  return v < 0 ? Expr::makeUnary(UnOp::Neg, n) : n;
+}
+ExprPtr ident(const std::string& n) { return Expr::makeIdent(n); }
+ExprPtr add(ExprPtr a, ExprPtr b) { return Expr::makeBinary(BinOp::Add, a, b); }
+ExprPtr mul(ExprPtr a, ExprPtr b) { return Expr::makeBinary(BinOp::Mul, a, b); }
+ExprPtr fn(const std::string& name, std::vector<ExprPtr> args) {
+  return Expr::makeCall(name, std::move(args));
+}
+
+// c*e added to an expression being built as a sum (sign folded into the operator).
+ExprPtr addTerm(ExprPtr acc, std::int64_t c, ExprPtr e) {
+  if (c == 0) return acc;
+  std::int64_t mag = c < 0 ? -c : c;
+  ExprPtr term = mag == 1 ? e : mul(num(mag), e);
+  if (!acc) return c < 0 ? Expr::makeUnary(UnOp::Neg, term) : term;
+  return Expr::makeBinary(c < 0 ? BinOp::Sub : BinOp::Add, acc, term);
+}
+
+ExprPtr symExpr(const Sym& s);
+
+ExprPtr plusConst(ExprPtr acc, std::int64_t k) {
+  if (k == 0) return acc;
+  return Expr::makeBinary(k < 0 ? BinOp::Sub : BinOp::Add, acc, num(k < 0 ? -k : k));
+}
+
+ExprPtr symAtom(const Sym& s) {
+  switch (s->kind) {
+  case SymKind::Size: return fn("size", {ident(s->tensor), num(s->dim)});
+  case SymKind::Param: return ident(s->tensor);
+  case SymKind::Max:
+  case SymKind::Min: {
+    ExprPtr acc = symExpr(s->args[0]);
+    for (std::size_t i = 1; i < s->args.size(); ++i)
+      acc = fn(s->kind == SymKind::Max ? "max" : "min", {acc, symExpr(s->args[i])});
+    return acc;
+  }
+  case SymKind::FDiv:
+  case SymKind::CDiv:
+    return fn(s->kind == SymKind::FDiv ? "fdiv" : "cdiv", {symExpr(s->args[0]), num(s->divisor)});
+  case SymKind::Lin: return symExpr(s);
+  }
+  return num(0);
+}
+
+ExprPtr symExpr(const Sym& s) {
+  if (s->kind != SymKind::Lin) return symAtom(s);
+  ExprPtr acc;
+  for (const auto& [t, c] : s->terms) acc = addTerm(acc, c, symAtom(t));
+  if (!acc) return num(s->constant);
+  return plusConst(acc, s->constant);
+}
+
+// Affine forms and loop bounds as syntax, with a name per slot.
+struct Emit {
+  std::vector<std::string> names;
+  std::function<Sym(const Sym&)> resolve; // extents of intermediates in terms of inputs
+  // Under an element mask, reads outside the forward domain may leave their tensors: they are
+  // padded (and their values discarded by the mask).
+  bool padReads = false;
+
+  ExprPtr subscript(ExprPtr e) const { return padReads ? fn("pad", {e}) : e; }
+
+  ExprPtr aff(const Aff& in) const {
+    Aff a = in;
+    if (resolve) a.k = resolve(a.k);
+    ExprPtr acc;
+    for (std::size_t i = 0; i < a.c.size(); ++i) acc = addTerm(acc, a.c[i], ident(names[i]));
+    std::int64_t k;
+    if (symIsConst(a.k, &k)) {
+      if (!acc) return num(k);
+      return k == 0 ? acc : plusConst(acc, k);
+    }
+    if (!acc) return symExpr(a.k);
+    // Fold the symbolic constant in term by term so signs read naturally.
+    ExprPtr out = acc;
+    const Sym& s = a.k;
+    if (s->kind == SymKind::Lin) {
+      for (const auto& [t, c] : s->terms) out = addTerm(out, c, symAtom(t));
+      return s->constant != 0 ? plusConst(out, s->constant) : out;
+    }
+    return add(out, symAtom(s));
+  }
+
+  // lo: max over cdiv(num, d); hi (exclusive): min over fdiv(num, d) + 1.
+  ExprPtr bound(const std::vector<BoundTerm>& terms, bool hi) const {
+    ExprPtr acc;
+    for (const BoundTerm& t : terms) {
+      ExprPtr e;
+      if (t.divisor == 1) {
+        Aff a = t.num;
+        if (hi) a.k = symAddConst(a.k, 1);
+        e = aff(a);
+      } else {
+        e = fn(hi ? "fdiv" : "cdiv", {aff(t.num), num(t.divisor)});
+        if (hi) e = add(e, num(1));
+      }
+      acc = acc ? fn(hi ? "min" : "max", {acc, e}) : e;
+    }
+    return acc;
+  }
+};
+
+// --- the gradient builder ---------------------------------------------------------------------
+
+class Builder {
+public:
+  Builder(const Program& p, const std::vector<std::string>& wrt) : p_(p), src_(*p.source) {
+    for (const TensorInfo& t : p.tensors) used_.insert(t.name);
+    for (const ParamInfo& prm : p.params) used_.insert(prm.name);
+    for (const Statement& st : p.stmts)
+      for (const IndexVar& v : st.vars) used_.insert(v.name);
+    chooseWrt(wrt);
+  }
+
+  Gradient run() {
+    // Which tensors carry gradient: the requested inputs and every result computed from them.
+    needs_.assign(p_.tensors.size(), false);
+    for (int id : wrtIds_) needs_[static_cast<std::size_t>(id)] = true;
+    for (const Statement& st : p_.stmts)
+      if (readsNeeding(st)) needs_[static_cast<std::size_t>(st.output)] = true;
+    // Output gradients are inputs of the gradient program.
+    gradName_.assign(p_.tensors.size(), "");
+    for (int id : p_.outputs) {
+      std::string n = fresh("d" + p_.tensors[static_cast<std::size_t>(id)].name);
+      gradName_[static_cast<std::size_t>(id)] = n;
+      g_.outputGrads.push_back(n);
+    }
+    for (std::size_t k = p_.stmts.size(); k-- > 0;) statement(p_.stmts[k]);
+    // Inputs that no contribution reached have a zero gradient.
+    for (int id : wrtIds_) {
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      if (!defined_.count(id)) zeroFill(id);
+      g_.inputGrads.push_back(gradOf(id));
+      (void)t;
+    }
+    assemble();
+    return std::move(g_);
+  }
+
+private:
+  const Program& p_;
+  const Source& src_;
+  std::set<std::string> used_;
+  std::vector<int> wrtIds_;
+  std::vector<bool> needs_;
+  std::vector<std::string> gradName_;
+  std::set<int> defined_; // tensors whose gradient statement exists (':=' emitted)
+  std::vector<Stmt> stmts_;
+  Gradient g_;
+
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; used_.count(n); ++i) n = base + "_" + std::to_string(i);
+    used_.insert(n);
+    return n;
+  }
+
+  void chooseWrt(const std::vector<std::string>& wrt) {
+    if (wrt.empty()) {
+      for (int id : p_.arguments) {
+        const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+        if (t.readAsValue && !t.readAsIndex && t.writtenBy.empty()) wrtIds_.push_back(id);
+      }
+      return;
+    }
+    for (const std::string& n : wrt) {
+      int id = p_.findTensor(n);
+      std::string args;
+      for (int a : p_.arguments)
+        args += (args.empty() ? "" : ", ") + p_.tensors[static_cast<std::size_t>(a)].name;
+      if (id < 0 || !p_.tensors[static_cast<std::size_t>(id)].isArgument)
+        throw Error("cannot differentiate with respect to '" + n +
+                    "': it is not a tensor argument of the program (arguments: " + args + ")");
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      if (t.readAsIndex)
+        fail(src_, t.firstUse,
+             "cannot differentiate with respect to '" + n + "': it holds integer indices");
+      if (!t.writtenBy.empty())
+        fail(src_, t.firstUse,
+             "cannot differentiate with respect to '" + n + "': the program writes it");
+      if (std::find(wrtIds_.begin(), wrtIds_.end(), id) == wrtIds_.end()) wrtIds_.push_back(id);
+    }
+  }
+
+  bool readsNeeding(const Statement& st) const {
+    bool found = false;
+    std::function<void(const CExprPtr&)> walk = [&](const CExprPtr& e) {
+      if (e->kind == CKind::Read && needs_[static_cast<std::size_t>(e->tensor)]) found = true;
+      for (const auto& a : e->args) walk(a);
+    };
+    walk(st.rhs);
+    return found;
+  }
+
+  std::string gradOf(int tensor) {
+    std::string& n = gradName_[static_cast<std::size_t>(tensor)];
+    if (n.empty()) n = fresh("d" + p_.tensors[static_cast<std::size_t>(tensor)].name);
+    return n;
+  }
+
+  // --- one forward statement ----------------------------------------------------------------
+
+  void statement(const Statement& st) {
+    int y = st.output;
+    if (gradName_[static_cast<std::size_t>(y)].empty() ||
+        (!defined_.count(y) &&
+         std::find(p_.outputs.begin(), p_.outputs.end(), y) == p_.outputs.end()))
+      return; // no gradient reaches this statement's output
+    if (!readsNeeding(st)) return;
+    if (st.assign != Assign::Define)
+      fail(src_, st.ast.assignRange,
+           "gradients of statements that write existing tensors ('=' or '+=') are not "
+           "supported yet");
+    if (st.reduce != Reduce::Add)
+      fail(src_, st.ast.range,
+           "gradients of (" + std::string(reduceSpelling(st.reduce)) +
+               ") reductions are not supported yet; (+) reductions are");
+    for (const IndexVar& v : st.vars)
+      if (v.dependent)
+        fail(src_, v.whereRange,
+             "gradients through ranges that depend on other indices are not "
+             "supported yet");
+    // Every read of a tensor that carries gradient is a site.
+    std::vector<const CExpr*> sites;
+    std::function<void(const CExprPtr&)> walk = [&](const CExprPtr& e) {
+      if (e->kind == CKind::Read && needs_[static_cast<std::size_t>(e->tensor)])
+        sites.push_back(e.get());
+      for (const auto& a : e->args) walk(a);
+    };
+    walk(st.rhs);
+    for (const CExpr* site : sites) contribution(st, *site);
+  }
+
+  void contribution(const Statement& st, const CExpr& site) {
+    CExprPtr partial = simplify(derivative(st.rhs, &site));
+    if (isConstant(*partial, 0)) return;
+    int x = site.tensor;
+    const TensorInfo& xt = p_.tensors[static_cast<std::size_t>(x)];
+    for (const Subscript& s : site.subs)
+      if (s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap)
+        fail(src_, s.range,
+             "gradients through clamp() and wrap() subscripts are not supported yet");
+
+    std::vector<std::vector<Sym>> extents;
+    for (int r = 0; r < static_cast<int>(site.subs.size()); ++r) {
+      extents.push_back({extentOf(x, r)});
+      if (auto v = site.subs[static_cast<std::size_t>(r)].bareVar())
+        for (const BareUse& b : st.bareUses)
+          if (b.var == *v) extents.back().push_back(extentOf(b.tensor, b.dim));
+    }
+    std::vector<std::pair<Sym, Sym>> ranges;
+    for (const IndexVar& v : st.vars) ranges.push_back({resolve(v.lo), resolve(v.hi)});
+    SiteSolution sol = solveSite(st, site, extents, ranges);
+    if (!sol.solved) {
+      scatter(st, site, partial, sol.why);
+      return;
+    }
+    // Names: dX's index r reuses the forward index when the subscript is that index alone.
+    std::vector<std::string> names(sol.slots, "");
+    std::set<std::string> taken;
+    for (std::size_t r = 0; r < site.subs.size(); ++r)
+      if (auto v = site.subs[r].bareVar(); v && sol.rowPivot[r] == *v) {
+        names[r] = st.vars[static_cast<std::size_t>(*v)].name;
+        taken.insert(names[r]);
+      }
+    for (std::size_t v = 0; v < st.vars.size(); ++v)
+      if (!sol.eliminated[v]) taken.insert(st.vars[v].name);
+    for (std::size_t r = 0; r < site.subs.size(); ++r) {
+      if (!names[r].empty()) continue;
+      for (int i = 0; names[r].empty(); ++i) {
+        std::string n = i < 3 ? std::string(1, "uvp"[i]) : "u" + std::to_string(i);
+        if (!taken.count(n) && !used_.count(n)) names[r] = n;
+      }
+      taken.insert(names[r]);
+    }
+    for (std::size_t v = 0; v < st.vars.size(); ++v) names[site.subs.size() + v] = st.vars[v].name;
+
+    Emit emit{names, resolver()};
+    emit.padReads = !sol.conditions.empty();
+    // The summand: dY[o(v)] * partial(v), with v = sigma(u, z).
+    std::vector<Aff> varAff = sol.varAff;
+    ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+    ExprPtr rhs = summand(dy, partial, st, varAff, emit);
+    if (!sol.conditions.empty()) {
+      ExprPtr cond;
+      for (const Aff& c : sol.conditions) {
+        ExprPtr one = Expr::makeBinary(BinOp::Ge, emit.aff(c), num(0));
+        cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
+      }
+      for (const Aff& c : sol.equalities) {
+        ExprPtr one = Expr::makeBinary(BinOp::Eq, emit.aff(c), num(0));
+        cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
+      }
+      rhs = Expr::makeTernary(cond, rhs, num(0));
+    } else if (!sol.equalities.empty()) {
+      ExprPtr cond;
+      for (const Aff& c : sol.equalities) {
+        ExprPtr one = Expr::makeBinary(BinOp::Eq, emit.aff(c), num(0));
+        cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
+      }
+      rhs = Expr::makeTernary(cond, rhs, num(0));
+    }
+    Stmt out;
+    out.output = gradOf(x);
+    out.outputBracketed = !site.subs.empty();
+    for (std::size_t r = 0; r < site.subs.size(); ++r) out.lhs.push_back(ident(names[r]));
+    out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
+    out.rhs = rhs;
+    for (std::size_t r = 0; r < site.subs.size(); ++r)
+      out.where.push_back({names[r], {}, num(0), symExpr(extentOf(x, static_cast<int>(r))), {}});
+    for (const FreeBound& b : sol.bounds)
+      out.where.push_back({names[site.subs.size() + static_cast<std::size_t>(b.var)],
+                           {},
+                           emit.bound(b.lo, false),
+                           emit.bound(b.hi, true),
+                           {}});
+    defined_.insert(x);
+    stmts_.push_back(std::move(out));
+    (void)xt;
+  }
+
+  ExprPtr summand(ExprPtr dy, const CExprPtr& partial, const Statement& st,
+                  const std::vector<Aff>& varAff, Emit& emit) {
+    if (isConstant(*partial, 1)) return dy;
+    if (isConstant(*partial, -1)) return Expr::makeUnary(UnOp::Neg, dy);
+    return mul(dy, toExpr(partial, st, varAff, emit));
+  }
+
+  // The extent of a tensor; for a ':=' result, in terms of what it was computed from, so the
+  // gradient program does not recompute intermediates only to learn their shapes.
+  Sym extentOf(int tensor, int dim) {
+    return resolve(symSize(p_.tensors[static_cast<std::size_t>(tensor)].name, dim));
+  }
+
+  Sym resolve(const Sym& s) const {
+    return symSubstitute(s, [&](const SymNode& atom) -> Sym {
+      if (atom.kind != SymKind::Size) return nullptr;
+      int id = p_.findTensor(atom.tensor);
+      if (id < 0) return nullptr;
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      if (t.definedBy < 0 || static_cast<std::size_t>(atom.dim) >= t.extents.size()) return nullptr;
+      return resolve(t.extents[static_cast<std::size_t>(atom.dim)]);
+    });
+  }
+
+  std::function<Sym(const Sym&)> resolver() const {
+    return [this](const Sym& s) { return resolve(s); };
+  }
+
+  // dY[o(v)]: the output's left-hand indices are bare variables (':=').
+  ExprPtr accessOfOutput(const Statement& st, const std::string& name,
+                         const std::vector<Aff>& varAff, Emit& emit) {
+    if (st.lhsVars.empty()) return ident(name);
+    std::vector<ExprPtr> idx;
+    for (int v : st.lhsVars)
+      idx.push_back(emit.subscript(emit.aff(varAff[static_cast<std::size_t>(v)])));
+    return Expr::makeAccess(name, idx);
+  }
+
+  // A checked expression as syntax, with the forward indices replaced by their solutions.
+  ExprPtr toExpr(const CExprPtr& e, const Statement& st, const std::vector<Aff>& varAff,
+                 Emit& emit) {
+    switch (e->kind) {
+    case CKind::Const: {
+      double v = e->value;
+      bool isInt = v == static_cast<double>(static_cast<long long>(v)) && std::abs(v) < 9e15;
+      ExprPtr n = Expr::makeNumber(v < 0 ? -v : v, isInt);
+      return v < 0 ? Expr::makeUnary(UnOp::Neg, n) : n;
+    }
+    case CKind::Index: return emit.aff(varAff[static_cast<std::size_t>(e->var)]);
+    case CKind::Param: return ident(p_.params[static_cast<std::size_t>(e->param)].name);
+    case CKind::Size:
+      return fn("size", {ident(p_.tensors[static_cast<std::size_t>(e->tensor)].name), num(e->dim)});
+    case CKind::Read: {
+      const std::string& name = p_.tensors[static_cast<std::size_t>(e->tensor)].name;
+      if (e->subs.empty()) return ident(name);
+      std::vector<ExprPtr> idx;
+      for (const Subscript& s : e->subs) idx.push_back(subscriptExpr(s, st, varAff, emit));
+      return Expr::makeAccess(name, idx);
+    }
+    case CKind::Unary: return Expr::makeUnary(e->unop, toExpr(e->args[0], st, varAff, emit));
+    case CKind::Binary:
+      return Expr::makeBinary(e->binop, toExpr(e->args[0], st, varAff, emit),
+                              toExpr(e->args[1], st, varAff, emit));
+    case CKind::Ternary:
+      return Expr::makeTernary(toExpr(e->args[0], st, varAff, emit),
+                               toExpr(e->args[1], st, varAff, emit),
+                               toExpr(e->args[2], st, varAff, emit));
+    case CKind::Call: {
+      std::vector<ExprPtr> args;
+      for (const auto& a : e->args) args.push_back(toExpr(a, st, varAff, emit));
+      return fn(std::string(functionName(e->fn)), std::move(args));
+    }
+    }
+    return num(0);
+  }
+
+  ExprPtr subscriptExpr(const Subscript& s, const Statement& st, const std::vector<Aff>& varAff,
+                        Emit& emit) {
+    Aff a = composeSubscript(s, varAff);
+    ExprPtr e = emit.aff(a);
+    if (s.gather) e = add(toExpr(s.gather, st, varAff, emit), e);
+    if (s.mode != IndexMode::Plain) return fn(std::string(indexModeName(s.mode)), {e});
+    return s.gather ? e : emit.subscript(e);
+  }
+
+  // --- fallbacks and fills ----------------------------------------------------------------
+
+  void zeroFill(int x) {
+    const TensorInfo& t = p_.tensors[static_cast<std::size_t>(x)];
+    Stmt out;
+    out.output = gradOf(x);
+    out.outputBracketed = t.rank > 0;
+    std::vector<std::string> names;
+    for (int r = 0; r < t.rank; ++r) {
+      std::string n = "u" + std::to_string(r);
+      out.lhs.push_back(ident(n));
+      out.where.push_back({n, {}, num(0), symExpr(extentOf(x, r)), {}});
+    }
+    out.assign = Assign::Define;
+    out.rhs = num(0);
+    defined_.insert(x);
+    stmts_.push_back(std::move(out));
+  }
+
+  // dX[phi(v)] += dY[o(v)] * partial(v) over the forward domain.
+  void scatter(const Statement& st, const CExpr& site, const CExprPtr& partial,
+               const std::string& why) {
+    int x = site.tensor;
+    for (const Subscript& s : site.subs)
+      if (s.mode == IndexMode::Pad)
+        fail(src_, s.range,
+             "the gradient of this padded read needs residue phases, which are "
+             "not supported yet (" +
+                 why + ")");
+    if (!defined_.count(x)) zeroFill(x);
+    std::vector<std::string> names;
+    for (const IndexVar& v : st.vars) names.push_back(v.name);
+    Emit emit{names, resolver()};
+    std::vector<Aff> varAff;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) varAff.push_back(Aff::unit(st.vars.size(), v));
+    Stmt out;
+    out.output = gradOf(x);
+    out.outputBracketed = !site.subs.empty();
+    for (const Subscript& s : site.subs) out.lhs.push_back(subscriptExpr(s, st, varAff, emit));
+    out.assign = Assign::Accumulate;
+    ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+    out.rhs = summand(dy, partial, st, varAff, emit);
+    for (const IndexVar& v : st.vars)
+      out.where.push_back({v.name, {}, symExpr(resolve(v.lo)), symExpr(resolve(v.hi)), {}});
+    g_.scatters.push_back(printStmt(out) + "   # " + why);
+    stmts_.push_back(std::move(out));
+  }
+
+  // --- the final program ------------------------------------------------------------------
+
+  // Forward statements whose results the gradient statements read, in forward order, then
+  // the gradient statements.
+  void assemble() {
+    std::set<std::string> read;
+    std::function<void(const Expr&)> names = [&](const Expr& e) {
+      if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) read.insert(e.name);
+      if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty())
+        read.insert(e.args[0]->name);
+      for (const auto& a : e.args) names(*a);
+    };
+    auto collect = [&](const Stmt& s) {
+      names(*s.rhs);
+      for (const auto& l : s.lhs) names(*l);
+      for (const auto& r : s.where) {
+        names(*r.lo);
+        names(*r.hi);
+      }
+    };
+    for (const Stmt& s : stmts_) collect(s);
+    std::vector<bool> keep(p_.stmts.size(), false);
+    for (std::size_t k = p_.stmts.size(); k-- > 0;) {
+      const Statement& st = p_.stmts[k];
+      const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
+      if (!read.count(out)) continue;
+      keep[k] = true;
+      collect(st.ast);
+    }
+    g_.program.source = p_.source;
+    for (std::size_t k = 0; k < p_.stmts.size(); ++k)
+      if (keep[k]) g_.program.stmts.push_back(p_.stmts[k].ast);
+    for (Stmt& s : stmts_) g_.program.stmts.push_back(std::move(s));
+  }
+};
+
+} // namespace
+
+Gradient differentiate(const Program& program, const std::vector<std::string>& wrt) {
+  return Builder(program, wrt).run();
+}
+
+} // namespace einjit::grad

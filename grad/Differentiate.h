@@ -1,0 +1,35 @@
+#pragma once
+// differentiate(program, wrt): the gradient program, as einjit statements.
+//
+// For every requested input X the result computes dX from the gradients of the program's
+// outputs (new inputs named d<Y>, or d<Y>_<n> when that name is taken) and the forward
+// inputs. Each contribution to dX is its own statement in gather form: dX's indices are the
+// outer loops, each element written once, the rest a reduction with exact bounds solved from
+// the index equations (GRADIENTS.md: unit pivots, Fourier-Motzkin bounds). Intermediate
+// results the gradients read are recomputed first, and the chain rule runs through the
+// statements in reverse order.
+//
+// Implemented so far: (+) reductions into ':=' outputs; plain and padded affine reads
+// solved with unit pivots (G2a) and exact Fourier-Motzkin bounds (G4); sub-lattices such
+// as A[i,i] (G2d) as masks. Reads that need residue phases (G2b/G3) or Euclid steps (G2c)
+// fall back to an accumulating scatter over the forward domain, and a gather's gradient is
+// a scatter by nature; both are listed in Gradient::scatters.
+#include "dsl/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace einjit::grad {
+
+struct Gradient {
+  dsl::ProgramAst program;              // the gradient program (print it, check it, run it)
+  std::vector<std::string> outputGrads; // d<Y> input name per forward program output
+  std::vector<std::string> inputGrads;  // dX output name per requested input, in wrt order
+  std::vector<std::string> scatters;    // a line per contribution emitted as a scatter
+};
+
+// wrt: names of tensor arguments of `program` (empty: every floating-point input read as a
+// value). Throws einjit::Error for what cannot be differentiated.
+Gradient differentiate(const dsl::Program& program, const std::vector<std::string>& wrt);
+
+} // namespace einjit::grad

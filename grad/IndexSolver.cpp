@@ -1,0 +1,201 @@
+#include "grad/IndexSolver.h"
+
+#include <algorithm>
+
+namespace einjit::grad {
+
+using namespace einjit::dsl;
+
+Aff Aff::zero(std::size_t slots) { return {std::vector<std::int64_t>(slots, 0), symConst(0)}; }
+
+Aff Aff::unit(std::size_t slots, std::size_t slot) {
+  Aff a = zero(slots);
+  a.c[slot] = 1;
+  return a;
+}
+
+bool Aff::hasSlots() const {
+  return std::any_of(c.begin(), c.end(), [](std::int64_t x) { return x != 0; });
+}
+
+Aff affAdd(const Aff& a, const Aff& b) {
+  Aff r = a;
+  for (std::size_t i = 0; i < r.c.size(); ++i) r.c[i] = checkedAdd(r.c[i], b.c[i]);
+  r.k = symAdd(a.k, b.k);
+  return r;
+}
+
+Aff affScale(const Aff& a, std::int64_t s) {
+  Aff r = a;
+  for (auto& x : r.c) x = checkedMul(x, s);
+  r.k = symScale(a.k, s);
+  return r;
+}
+
+Aff composeSubscript(const Subscript& s, const std::vector<Aff>& varAff) {
+  std::size_t slots = varAff.empty() ? 0 : varAff[0].c.size();
+  Aff r = Aff::zero(slots);
+  r.k = s.constant;
+  for (std::size_t v = 0; v < s.coef.size(); ++v)
+    if (s.coef[v] != 0) r = affAdd(r, affScale(varAff[v], s.coef[v]));
+  return r;
+}
+
+namespace {
+
+bool sameAff(const Aff& a, const Aff& b) { return a.c == b.c && symPrint(a.k) == symPrint(b.k); }
+
+// A constraint a >= 0 that the box 0 <= u_r < extent of the gradient's own indices implies.
+bool impliedByBox(const Aff& a, std::size_t R, const std::vector<std::vector<Sym>>& extents) {
+  int which = -1;
+  for (std::size_t i = 0; i < a.c.size(); ++i) {
+    if (a.c[i] == 0) continue;
+    if (i >= R || which >= 0 || (a.c[i] != 1 && a.c[i] != -1)) return false;
+    which = static_cast<int>(i);
+  }
+  std::int64_t v;
+  if (which < 0) return symIsConst(a.k, &v) && v >= 0;
+  if (a.c[static_cast<std::size_t>(which)] == 1) // u + k >= 0 holds when k >= 0
+    return symIsConst(a.k, &v) && v >= 0;
+  // k - u >= 0 holds for u <= extent - 1 when k - (extent - 1) >= 0.
+  for (const Sym& e : extents[static_cast<std::size_t>(which)])
+    if (symIsConst(symSub(a.k, symAddConst(e, -1)), &v) && v >= 0) return true;
+  return false;
+}
+
+} // namespace
+
+SiteSolution solveSite(const Statement& st, const CExpr& site,
+                       const std::vector<std::vector<Sym>>& extents,
+                       const std::vector<std::pair<Sym, Sym>>& ranges) {
+  SiteSolution sol;
+  const std::size_t R = site.subs.size(), n = st.vars.size();
+  sol.slots = R + n;
+  sol.rowPivot.assign(R, -1);
+  sol.eliminated.assign(n, false);
+  for (std::size_t v = 0; v < n; ++v) sol.varAff.push_back(Aff::unit(sol.slots, R + v));
+  for (const Subscript& s : site.subs)
+    if (s.gather) {
+      sol.why = "a gather's gradient is a scatter";
+      return sol;
+    }
+
+  // Rows phi_r(v) - u_r = 0, eliminated one at a time with unit pivots.
+  std::vector<Aff> rows;
+  for (std::size_t r = 0; r < R; ++r) {
+    Aff row = composeSubscript(site.subs[r], sol.varAff);
+    row.c[r] = -1;
+    rows.push_back(row);
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    Aff& row = rows[r];
+    int pivot = -1;
+    // Output indices first (they usually have the largest extent), then in order.
+    for (int pass = 0; pass < 2 && pivot < 0; ++pass)
+      for (std::size_t v = 0; v < n && pivot < 0; ++v) {
+        std::int64_t a = row.c[R + v];
+        if ((a == 1 || a == -1) && st.vars[v].isOutput == (pass == 0)) pivot = static_cast<int>(v);
+      }
+    bool anyVar = false;
+    for (std::size_t v = 0; v < n; ++v) anyVar |= row.c[R + v] != 0;
+    if (pivot < 0) {
+      if (anyVar) {
+        sol.why = "dimension " + std::to_string(r) +
+                  " has no index with coefficient +-1 (strides need residue phases)";
+        return sol;
+      }
+      sol.equalities.push_back(row); // u alone: a sub-lattice such as A[i,i]
+      continue;
+    }
+    auto pv = static_cast<std::size_t>(pivot);
+    std::int64_t a = row.c[R + pv];
+    // a*v + rest = 0  =>  v = -a * rest  (a = +-1)
+    Aff rest = row;
+    rest.c[R + pv] = 0;
+    Aff value = affScale(rest, -a);
+    sol.eliminated[pv] = true;
+    sol.rowPivot[r] = pivot;
+    // Substitute v everywhere.
+    auto substitute = [&](Aff& f) {
+      std::int64_t c = f.c[R + pv];
+      if (c == 0) return;
+      f.c[R + pv] = 0;
+      f = affAdd(f, affScale(value, c));
+    };
+    for (std::size_t q = r + 1; q < R; ++q) substitute(rows[q]);
+    for (std::size_t v = 0; v < n; ++v) substitute(sol.varAff[v]);
+    sol.varAff[pv] = value;
+  }
+
+  // Constraints lo_v <= v <= hi_v - 1 over the slots, as forms >= 0.
+  struct Constraint {
+    Aff f;
+    bool original;
+  };
+  std::vector<Constraint> cons;
+  for (std::size_t v = 0; v < n; ++v) {
+    const Aff& x = sol.varAff[v];
+    Aff lo = Aff::zero(sol.slots), hi = Aff::zero(sol.slots);
+    lo.k = ranges[v].first;
+    hi.k = symAddConst(ranges[v].second, -1);
+    cons.push_back({affAdd(x, affScale(lo, -1)), true});
+    cons.push_back({affAdd(hi, affScale(x, -1)), true});
+  }
+
+  // Fourier-Motzkin, innermost free index first.
+  std::vector<std::size_t> freeVars;
+  for (std::size_t v = 0; v < n; ++v)
+    if (!sol.eliminated[v]) freeVars.push_back(v);
+  for (std::size_t i = freeVars.size(); i-- > 0;) {
+    std::size_t slot = R + freeVars[i];
+    FreeBound b;
+    b.var = static_cast<int>(freeVars[i]);
+    std::vector<Constraint> lowers, uppers, rest;
+    for (const Constraint& c : cons) {
+      std::int64_t a = c.f.c[slot];
+      if (a > 0)
+        lowers.push_back(c);
+      else if (a < 0)
+        uppers.push_back(c);
+      else
+        rest.push_back(c);
+    }
+    if (lowers.empty() || uppers.empty()) {
+      sol.why = "an index is unbounded after solving";
+      return sol;
+    }
+    for (const Constraint& c : lowers) { // a z + R >= 0  =>  z >= cdiv(-R, a)
+      Aff r = c.f;
+      std::int64_t a = r.c[slot];
+      r.c[slot] = 0;
+      b.lo.push_back({affScale(r, -1), a});
+    }
+    for (const Constraint& c : uppers) { // -m z + R >= 0  =>  z <= fdiv(R, m)
+      Aff r = c.f;
+      std::int64_t m = -r.c[slot];
+      r.c[slot] = 0;
+      b.hi.push_back({r, m});
+    }
+    // The rational shadow: outer bounds may be loose, which only adds empty trips.
+    for (const Constraint& l : lowers)
+      for (const Constraint& u : uppers) {
+        std::int64_t a = l.f.c[slot], m = -u.f.c[slot];
+        Aff f = affAdd(affScale(l.f, m), affScale(u.f, a));
+        f.c[slot] = 0;
+        bool dup = std::any_of(rest.begin(), rest.end(),
+                               [&](const Constraint& c) { return sameAff(c.f, f); });
+        if (!dup && f.hasSlots()) rest.push_back({f, false});
+      }
+    cons = std::move(rest);
+    sol.bounds.insert(sol.bounds.begin(), b);
+  }
+
+  // What is left constrains u alone. Original constraints must hold (a mask); shadows are
+  // implied by the exact inner bounds.
+  for (const Constraint& c : cons)
+    if (c.original && !impliedByBox(c.f, R, extents)) sol.conditions.push_back(c.f);
+  sol.solved = true;
+  return sol;
+}
+
+} // namespace einjit::grad

@@ -1,0 +1,59 @@
+#pragma once
+// Index solving for gradients in gather form (GRADIENTS.md, G2 and G4).
+//
+// A site X[phi(v)] of a forward statement contributes dY[o(v)] * P(v) to dX[phi(v)]. To write
+// each element u of dX once, solve phi(v) = u for as many forward indices v as possible
+// (unit pivots, the largest-extent index first), and turn the forward ranges of all indices
+// into exact loop bounds for the indices left free (Fourier-Motzkin, innermost first).
+#include "dsl/Program.h"
+
+namespace einjit::grad {
+
+// An affine form over slots (the gradient's indices u_0..u_{R-1}, then the forward
+// statement's indices v_0..v_{n-1}) plus a symbolic constant.
+struct Aff {
+  std::vector<std::int64_t> c;
+  dsl::Sym k;
+  static Aff zero(std::size_t slots);
+  static Aff unit(std::size_t slots, std::size_t slot);
+  bool dependsOn(std::size_t slot) const { return slot < c.size() && c[slot] != 0; }
+  bool hasSlots() const;
+};
+Aff affAdd(const Aff& a, const Aff& b);
+Aff affScale(const Aff& a, std::int64_t s);
+
+// One side of a loop bound: max (lo) or min (hi, inclusive) over terms Aff / divisor.
+struct BoundTerm {
+  Aff num;
+  std::int64_t divisor = 1;
+};
+
+struct FreeBound {
+  int var;                   // forward index left free: a reduction loop of the gradient
+  std::vector<BoundTerm> lo; // var >= max cdiv(num, divisor)
+  std::vector<BoundTerm> hi; // var <= min fdiv(num, divisor)   (inclusive)
+};
+
+struct SiteSolution {
+  bool solved = false;
+  std::string why;               // when not solved
+  std::size_t slots = 0;         // R + n
+  std::vector<int> rowPivot;     // per dimension of X: the index it eliminated, or -1
+  std::vector<bool> eliminated;  // per forward index
+  std::vector<Aff> varAff;       // per forward index: its value in terms of the slots
+  std::vector<FreeBound> bounds; // free indices, outermost first
+  std::vector<Aff> conditions;   // element conditions: each >= 0
+  std::vector<Aff> equalities;   // sub-lattice conditions: each == 0
+};
+
+// extents: per dimension of the site's tensor, its symbolic extent first, then any extent known
+// to be equal to it (the other bare uses of the same index, which Binding checks agree).
+// ranges: per forward index, its [lo, hi) (the statement's own, or equal ones in other terms).
+SiteSolution solveSite(const dsl::Statement& st, const dsl::CExpr& site,
+                       const std::vector<std::vector<dsl::Sym>>& extents,
+                       const std::vector<std::pair<dsl::Sym, dsl::Sym>>& ranges);
+
+// The subscript's affine part with the forward indices replaced by their forms.
+Aff composeSubscript(const dsl::Subscript& s, const std::vector<Aff>& varAff);
+
+} // namespace einjit::grad
