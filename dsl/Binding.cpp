@@ -182,6 +182,9 @@ private:
   void checkBareUses(const Statement& st) {
     for (std::size_t i = 0; i < st.bareUses.size(); ++i) {
       const BareUse& a = st.bareUses[i];
+      // A 'where' range is authoritative: bare uses are then accesses like any other,
+      // checked for bounds, not for agreement.
+      if (st.vars[static_cast<std::size_t>(a.var)].fromWhere) continue;
       for (std::size_t j = 0; j < i; ++j) {
         const BareUse& f = st.bareUses[j];
         if (f.var != a.var) continue;

@@ -131,7 +131,7 @@ CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
           BinOp::Mul,
           binary(BinOp::Mul, b, binary(BinOp::Pow, a, binary(BinOp::Sub, b, constant(1)))), da);
       CExprPtr db2 = simplify(db);
-      if (isConst(db2)) return simplify(t1);
+      if (isConstant(*db2, 0)) return simplify(t1);
       CExprPtr t2 = binary(BinOp::Mul, binary(BinOp::Mul, e, call(Fn::Log, {a})), db2);
       return simplify(binary(BinOp::Add, t1, t2));
     }

@@ -125,7 +125,8 @@ struct Emit {
 
 class Builder {
 public:
-  Builder(const Program& p, const std::vector<std::string>& wrt) : p_(p), src_(*p.source) {
+  Builder(const Program& p, const std::vector<std::string>& wrt, bool scatterOnly)
+      : p_(p), src_(*p.source), scatterOnly_(scatterOnly) {
     for (const TensorInfo& t : p.tensors) used_.insert(t.name);
     for (const ParamInfo& prm : p.params) used_.insert(prm.name);
     for (const Statement& st : p.stmts)
@@ -161,6 +162,7 @@ public:
 private:
   const Program& p_;
   const Source& src_;
+  bool scatterOnly_;
   std::set<std::string> used_;
   std::vector<int> wrtIds_;
   std::vector<bool> needs_;
@@ -272,6 +274,7 @@ private:
     std::vector<std::pair<Sym, Sym>> ranges;
     for (const IndexVar& v : st.vars) ranges.push_back({resolve(v.lo), resolve(v.hi)});
     SiteSolution sol = solveSite(st, site, extents, ranges);
+    if (scatterOnly_) sol.solved = false, sol.why = "scatter-only reference";
     if (!sol.solved) {
       scatter(st, site, partial, sol.why);
       return;
@@ -420,7 +423,11 @@ private:
                         Emit& emit) {
     Aff a = composeSubscript(s, varAff);
     ExprPtr e = emit.aff(a);
-    if (s.gather) e = add(toExpr(s.gather, st, varAff, emit), e);
+    std::int64_t k;
+    if (s.gather) {
+      ExprPtr g = toExpr(s.gather, st, varAff, emit);
+      e = !a.hasSlots() && symIsConst(a.k, &k) && k == 0 ? g : add(g, e);
+    }
     if (s.mode != IndexMode::Plain) return fn(std::string(indexModeName(s.mode)), {e});
     return s.gather ? e : emit.subscript(e);
   }
@@ -511,8 +518,9 @@ private:
 
 } // namespace
 
-Gradient differentiate(const Program& program, const std::vector<std::string>& wrt) {
-  return Builder(program, wrt).run();
+Gradient differentiate(const Program& program, const std::vector<std::string>& wrt,
+                       bool scatterOnly) {
+  return Builder(program, wrt, scatterOnly).run();
 }
 
 } // namespace einjit::grad

@@ -30,6 +30,9 @@ struct Gradient {
 
 // wrt: names of tensor arguments of `program` (empty: every floating-point input read as a
 // value). Throws einjit::Error for what cannot be differentiated.
-Gradient differentiate(const dsl::Program& program, const std::vector<std::string>& wrt);
+// scatterOnly: emit every contribution as the naive scatter over the forward domain instead
+// (the reference the gather form is tested against).
+Gradient differentiate(const dsl::Program& program, const std::vector<std::string>& wrt,
+                       bool scatterOnly = false);
 
 } // namespace einjit::grad

@@ -6,6 +6,7 @@
 #include "dsl/Parser.h"
 #include "dsl/Printer.h"
 #include "dsl/Program.h"
+#include "grad/Differentiate.h"
 
 #include <algorithm>
 
@@ -23,6 +24,7 @@ std::string Device::name() const {
 struct Kernel::Impl {
   dsl::Program program;
   Options options;
+  std::vector<std::string> gradientInputs, gradientOutputs, scatters; // gradient kernels
 };
 
 // --- Outputs ---------------------------------------------------------------------------------
@@ -250,6 +252,23 @@ std::vector<std::string> Kernel::outputNames() const {
     v.push_back(impl_->program.tensors[static_cast<std::size_t>(id)].name);
   return v;
 }
+
+Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
+  grad::Gradient g = grad::differentiate(impl_->program, wrt);
+  auto impl = std::make_shared<Kernel::Impl>();
+  impl->program = dsl::check(dsl::printProgram(g.program), impl_->options.name + " (gradient)");
+  impl->options = impl_->options;
+  impl->gradientInputs = g.outputGrads;
+  impl->gradientOutputs = g.inputGrads;
+  impl->scatters = g.scatters;
+  Kernel k;
+  k.impl_ = std::move(impl);
+  return k;
+}
+
+std::vector<std::string> Kernel::gradientInputs() const { return impl_->gradientInputs; }
+std::vector<std::string> Kernel::gradientOutputs() const { return impl_->gradientOutputs; }
+std::vector<std::string> Kernel::scatters() const { return impl_->scatters; }
 
 std::string Kernel::source() const { return dsl::printProgram(impl_->program.ast); }
 std::string Kernel::ranges() const { return dsl::describeRanges(impl_->program); }

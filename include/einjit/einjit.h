@@ -103,6 +103,17 @@ public:
   Outputs call(const std::map<std::string, Tensor>& tensors,
                const std::map<std::string, double>& scalars = {}) const;
 
+  // The gradient program with respect to the named tensor arguments (all floating-point
+  // inputs when empty), compiled like any program. It takes the gradients of this program's
+  // outputs (named d<Y>; see gradientInputs()) and the forward inputs; it returns d<X> for
+  // each requested X, in order.
+  Kernel gradient(const std::vector<std::string>& wrt = {}) const;
+  // For a gradient kernel: the output-gradient names it takes (one per forward output), the
+  // gradients it returns, and the contributions it computes as scatters (see docs).
+  std::vector<std::string> gradientInputs() const;
+  std::vector<std::string> gradientOutputs() const;
+  std::vector<std::string> scatters() const;
+
   // Tensor arguments, then scalar parameters, in the order positional calls take them.
   std::vector<std::string> tensorArguments() const;
   std::vector<std::string> scalarArguments() const;
@@ -119,5 +130,18 @@ private:
 };
 
 Kernel compile(const std::string& source, const Options& options = {});
+
+// Checks a gradient against central finite differences in float64: random f64 inputs of the
+// given shapes (index tensors get random valid-looking small integers), a random gradient for
+// each output, loss = sum <dY, Y>. One entry per differentiated input.
+struct GradCheckResult {
+  std::vector<std::string> inputs;      // X names
+  std::vector<double> maxRelativeError; // max |fd - analytic| / max(1, max |fd|)
+  bool passed = false;                  // every error <= tolerance
+};
+GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
+                          const std::map<std::string, double>& scalars = {},
+                          const std::vector<std::string>& wrt = {}, std::uint64_t seed = 1,
+                          double tolerance = 1e-6);
 
 } // namespace einjit

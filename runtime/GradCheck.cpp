@@ -1,0 +1,98 @@
+// gradcheck(): a gradient program against central finite differences in float64.
+#include "einjit/einjit.h"
+
+#include "dsl/Program.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace einjit {
+
+GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
+                          const std::map<std::string, double>& scalars,
+                          const std::vector<std::string>& wrt, std::uint64_t seed,
+                          double tolerance) {
+  Options opt;
+  opt.defaultDType = DType::f64;
+  Kernel fwd = compile(source, opt);
+  Kernel back = fwd.gradient(wrt);
+  const dsl::Program& p = fwd.program();
+
+  std::map<std::string, Tensor> inputs;
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    auto it = shapes.find(t.name);
+    if (it == shapes.end())
+      dsl::fail(*p.source, t.firstUse, "gradcheck needs a shape for '" + t.name + "'");
+    inputs[t.name] = t.readAsIndex ? Tensor::randomInt(it->second, 0, 2, DType::i64, ++seed)
+                                   : Tensor::random(it->second, DType::f64, ++seed);
+  }
+  Outputs y = fwd.call(inputs, scalars);
+  std::vector<Tensor> dys;
+  std::map<std::string, Tensor> backTensors;
+  std::map<std::string, double> backScalars = scalars;
+  std::vector<std::string> dyNames = back.gradientInputs();
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    Tensor dy = Tensor::random(y[i].shape(), DType::f64, ++seed);
+    dys.push_back(dy);
+    if (y[i].rank() == 0)
+      backScalars[dyNames[i]] = dy.get({});
+    else
+      backTensors[dyNames[i]] = dy;
+  }
+  std::map<std::string, Tensor> tin;
+  for (const std::string& n : back.tensorArguments())
+    tin[n] = backTensors.count(n) ? backTensors.at(n) : inputs.at(n);
+  std::map<std::string, double> sin;
+  for (const std::string& n : back.scalarArguments()) sin[n] = backScalars.at(n);
+  Outputs grads = back.call(tin, sin);
+
+  auto loss = [&] {
+    Outputs r = fwd.call(inputs, scalars);
+    double l = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      std::vector<double> yv = r[i].toVector(), dv = dys[i].toVector();
+      for (std::size_t j = 0; j < yv.size(); ++j) l += yv[j] * dv[j];
+    }
+    return l;
+  };
+
+  GradCheckResult res;
+  res.passed = true;
+  std::vector<std::string> xs = wrt;
+  if (xs.empty())
+    for (int id : p.arguments) {
+      const auto& t = p.tensors[static_cast<std::size_t>(id)];
+      if (t.readAsValue && !t.readAsIndex && t.writtenBy.empty()) xs.push_back(t.name);
+    }
+  std::vector<std::string> gnames = back.gradientOutputs();
+  for (std::size_t w = 0; w < xs.size(); ++w) {
+    Tensor x = inputs.at(xs[w]);
+    std::vector<double> analytic = grads[std::string_view(gnames[w])].toVector();
+    double maxErr = 0, scale = 0;
+    const double h = 1e-6;
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(x.rank()), 0);
+    for (std::int64_t e = 0; e < x.numel(); ++e) {
+      double orig = x.get(idx);
+      x.set(idx, orig + h);
+      double lp = loss();
+      x.set(idx, orig - h);
+      double lm = loss();
+      x.set(idx, orig);
+      double fd = (lp - lm) / (2 * h);
+      maxErr = std::max(maxErr, std::fabs(fd - analytic[static_cast<std::size_t>(e)]));
+      scale = std::max(scale, std::fabs(fd));
+      for (std::size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < x.dim(static_cast<int>(d))) break;
+        idx[d] = 0;
+      }
+    }
+    double rel = maxErr / std::max(1.0, scale);
+    res.inputs.push_back(xs[w]);
+    res.maxRelativeError.push_back(rel);
+    res.passed = res.passed && rel <= tolerance;
+  }
+  return res;
+}
+
+} // namespace einjit
