@@ -195,8 +195,12 @@ int help(std::ostream& out) {
          "  einjit run '<program>' --shape NAME=AxB ... [--scalar NAME=VALUE] [--seed N]\n"
          "             [--dtype f32|f64]\n"
          "      run on random inputs; print each output's shape and checksum\n"
+         "  einjit grad '<program>' [--wrt x,w]\n"
+         "      print the gradient program (gather form) as einjit text\n"
+         "  einjit gradcheck '<program>' --shape NAME=AxB ... [--wrt x,w] [--scalar ...] [--seed N]\n"
+         "      the gradient against central finite differences in float64 (status 1 above 1e-6)\n"
          "  einjit demo\n"
-         "      a strided convolution layer: parsed, ranges inferred, run and checked\n";
+         "      a strided convolution layer: parsed, ranges inferred, run, differentiated, checked\n";
   return 0;
 }
 
@@ -274,6 +278,20 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
   out << buf;
   bool ok = maxErr <= 1e-5 * std::max(1.0, maxRef) && y.shape() == Shape{N, O, OH, OW};
   out << (ok ? "check: PASS\n" : "check: FAIL\n");
+
+  // The backward pass: one gather-form statement per gradient, checked in float64.
+  Kernel back = conv.gradient({"x", "k"});
+  out << "\ngradient program (" << back.gradientInputs()[0] << " in; "
+      << back.gradientOutputs()[0] << ", " << back.gradientOutputs()[1] << " out):\n"
+      << back.source() << '\n';
+  GradCheckResult gc = einjit::gradcheck(src, {{"x", {1, 2, 7, 8}}, {"k", {3, 2, 3, 3}}});
+  for (std::size_t i = 0; i < gc.inputs.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "gradcheck d%s: max relative error %.3g (float64, central "
+                  "differences)\n", gc.inputs[i].c_str(), gc.maxRelativeError[i]);
+    out << buf;
+  }
+  out << (gc.passed ? "gradcheck: PASS\n" : "gradcheck: FAIL\n");
+  ok = ok && gc.passed;
   return ok ? 0 : 1;
 }
 

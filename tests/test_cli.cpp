@@ -92,3 +92,20 @@ TEST_CASE("demo runs the conv layer and checks it against hand-written loops") {
   CHECK(has(r.out, "  y has shape 2x16x8x8"));
   CHECK(has(r.out, "check: PASS"));
 }
+
+TEST_CASE("grad prints the gradient program; gradcheck checks it") {
+  Result g = runCli("grad 'y[i] := x[i+k] * w[k]' --wrt x");
+  CHECK(g.status == 0);
+  CHECK(g.out == "dx[u] := dy[u - k] * w[k] where u in 0:size(x, 0), k in max(u + size(w, 0) - "
+                 "size(x, 0), 0):min(u + 1, size(w, 0))\n");
+  Result c = runCli("gradcheck 'y[i] := x[2i+k] * w[k]' --shape x=11 --shape w=3");
+  CHECK(c.status == 0);
+  CHECK(has(c.out, "dx: max relative error"));
+  CHECK(has(c.out, "dw: max relative error"));
+  CHECK(has(c.out, "gradcheck: PASS"));
+  Result e = runCli("grad 'y[i] := x[i]' --wrt q");
+  CHECK(e.status == 1);
+  CHECK(has(e.out, "not a tensor argument"));
+  Result s = runCli("grad 'y[b,d] := E[tok[b], d]'");
+  CHECK(has(s.out, "# scatter: dE[tok[b], d] += dy[b, d]"));
+}
