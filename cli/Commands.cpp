@@ -1,5 +1,7 @@
 #include "Commands.h"
 
+#include "Arguments.h"
+
 #include "codegen/Interpreter.h"
 #include "dsl/Binding.h"
 #include "dsl/Printer.h"
@@ -16,77 +18,6 @@
 namespace einjit::cli {
 
 namespace {
-
-struct Parsed {
-  std::string program;
-  std::map<std::string, Shape> shapes;
-  std::map<std::string, double> scalars;
-  std::uint64_t seed = 1;
-  DType dtype = DType::f32;
-};
-
-Shape parseShape(const std::string& name, const std::string& text) {
-  Shape s;
-  if (text.empty() || text == "scalar") return s;
-  std::size_t i = 0;
-  while (i <= text.size()) {
-    std::size_t j = text.find('x', i);
-    if (j == std::string::npos) j = text.size();
-    std::string part = text.substr(i, j - i);
-    char* end = nullptr;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 0)
-      throw Error("--shape " + name + "=" + text +
-                  ": extents are non-negative integers joined by 'x' (4x5x6)");
-    s.push_back(v);
-    i = j + 1;
-  }
-  return s;
-}
-
-Parsed parseArgs(const Words& args, bool needProgram = true) {
-  Parsed p;
-  bool haveProgram = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* flag) -> std::string {
-      if (i + 1 >= args.size()) throw Error(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    auto splitEq = [&](const std::string& v, const char* flag) {
-      auto eq = v.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw Error(std::string(flag) + " takes NAME=VALUE, got '" + v + "'");
-      return std::pair{v.substr(0, eq), v.substr(eq + 1)};
-    };
-    if (a == "--shape") {
-      auto [n, v] = splitEq(value("--shape"), "--shape");
-      p.shapes[n] = parseShape(n, v);
-    } else if (a == "--scalar") {
-      auto [n, v] = splitEq(value("--scalar"), "--scalar");
-      char* end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0') throw Error("--scalar " + n + "=" + v + ": not a number");
-      p.scalars[n] = d;
-    } else if (a == "--seed") {
-      p.seed = std::strtoull(value("--seed").c_str(), nullptr, 10);
-    } else if (a == "--dtype") {
-      std::string d = value("--dtype");
-      auto t = parseDType(d);
-      if (!t || !isFloat(*t)) throw Error("--dtype takes f32 or f64, got '" + d + "'");
-      p.dtype = *t;
-    } else if (a.size() > 1 && a[0] == '-' && a[1] == '-') {
-      throw Error("unknown option '" + a + "'");
-    } else if (!haveProgram) {
-      p.program = a;
-      haveProgram = true;
-    } else {
-      throw Error("unexpected argument '" + a + "' (quote the program as one argument)");
-    }
-  }
-  if (needProgram && !haveProgram) throw Error("missing the program text");
-  return p;
-}
 
 // Valid values for an index tensor: [0, extent) of the first dimension it gathers into.
 std::int64_t gatherExtent(const dsl::Program& prog, int indexTensor,
@@ -151,7 +82,7 @@ struct Inputs {
 };
 
 // Random tensors for every argument (index tensors get valid indices) and the scalars.
-Inputs makeInputs(const dsl::Program& prog, const Parsed& args) {
+Inputs makeInputs(const dsl::Program& prog, const Arguments& args) {
   Inputs in;
   for (std::size_t i = 0; i < prog.arguments.size(); ++i) {
     int id = prog.arguments[i];
@@ -197,15 +128,17 @@ int help(std::ostream& out) {
          "      run on random inputs; print each output's shape and checksum\n"
          "  einjit grad '<program>' [--wrt x,w]\n"
          "      print the gradient program (gather form) as einjit text\n"
-         "  einjit gradcheck '<program>' --shape NAME=AxB ... [--wrt x,w] [--scalar ...] [--seed N]\n"
+         "  einjit gradcheck '<program>' --shape NAME=AxB ... [--wrt x,w] [--scalar ...] [--seed "
+         "N]\n"
          "      the gradient against central finite differences in float64 (status 1 above 1e-6)\n"
          "  einjit demo\n"
-         "      a strided convolution layer: parsed, ranges inferred, run, differentiated, checked\n";
+         "      a strided convolution layer: parsed, ranges inferred, run, differentiated, "
+         "checked\n";
   return 0;
 }
 
 int check(const Words& words, std::ostream& out, std::ostream&) {
-  Parsed args = parseArgs(words);
+  Arguments args = parseArguments(words);
   Options opt;
   opt.defaultDType = args.dtype;
   Kernel k = compile(args.program, opt);
@@ -221,7 +154,7 @@ int check(const Words& words, std::ostream& out, std::ostream&) {
 }
 
 int run(const Words& words, std::ostream& out, std::ostream&) {
-  Parsed args = parseArgs(words);
+  Arguments args = parseArguments(words);
   Options opt;
   opt.defaultDType = args.dtype;
   Kernel k = compile(args.program, opt);
@@ -281,13 +214,15 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
 
   // The backward pass: one gather-form statement per gradient, checked in float64.
   Kernel back = conv.gradient({"x", "k"});
-  out << "\ngradient program (" << back.gradientInputs()[0] << " in; "
-      << back.gradientOutputs()[0] << ", " << back.gradientOutputs()[1] << " out):\n"
+  out << "\ngradient program (" << back.gradientInputs()[0] << " in; " << back.gradientOutputs()[0]
+      << ", " << back.gradientOutputs()[1] << " out):\n"
       << back.source() << '\n';
   GradCheckResult gc = einjit::gradcheck(src, {{"x", {1, 2, 7, 8}}, {"k", {3, 2, 3, 3}}});
   for (std::size_t i = 0; i < gc.inputs.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "gradcheck d%s: max relative error %.3g (float64, central "
-                  "differences)\n", gc.inputs[i].c_str(), gc.maxRelativeError[i]);
+    std::snprintf(buf, sizeof buf,
+                  "gradcheck d%s: max relative error %.3g (float64, central "
+                  "differences)\n",
+                  gc.inputs[i].c_str(), gc.maxRelativeError[i]);
     out << buf;
   }
   out << (gc.passed ? "gradcheck: PASS\n" : "gradcheck: FAIL\n");

@@ -1,0 +1,84 @@
+#include "Arguments.h"
+
+#include "einjit/Error.h"
+
+#include <cstdlib>
+
+namespace einjit::cli {
+
+namespace {
+
+Shape parseShape(const std::string& name, const std::string& text) {
+  Shape s;
+  if (text.empty() || text == "scalar") return s;
+  std::size_t i = 0;
+  while (i <= text.size()) {
+    std::size_t j = text.find('x', i);
+    if (j == std::string::npos) j = text.size();
+    std::string part = text.substr(i, j - i);
+    char* end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 0)
+      throw Error("--shape " + name + "=" + text +
+                  ": extents are non-negative integers joined by 'x' (4x5x6)");
+    s.push_back(v);
+    i = j + 1;
+  }
+  return s;
+}
+
+} // namespace
+
+Arguments parseArguments(const Words& args) {
+  Arguments p;
+  bool haveProgram = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> std::string {
+      if (i + 1 >= args.size()) throw Error(std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    auto splitEq = [&](const std::string& v, const char* flag) {
+      auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error(std::string(flag) + " takes NAME=VALUE, got '" + v + "'");
+      return std::pair{v.substr(0, eq), v.substr(eq + 1)};
+    };
+    if (a == "--shape") {
+      auto [n, v] = splitEq(value("--shape"), "--shape");
+      p.shapes[n] = parseShape(n, v);
+    } else if (a == "--scalar") {
+      auto [n, v] = splitEq(value("--scalar"), "--scalar");
+      char* end = nullptr;
+      double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0') throw Error("--scalar " + n + "=" + v + ": not a number");
+      p.scalars[n] = d;
+    } else if (a == "--wrt") {
+      std::string list = value("--wrt");
+      for (std::size_t b = 0; b <= list.size();) {
+        std::size_t e = list.find(',', b);
+        if (e == std::string::npos) e = list.size();
+        if (e > b) p.wrt.push_back(list.substr(b, e - b));
+        b = e + 1;
+      }
+    } else if (a == "--seed") {
+      p.seed = std::strtoull(value("--seed").c_str(), nullptr, 10);
+    } else if (a == "--dtype") {
+      std::string d = value("--dtype");
+      auto t = parseDType(d);
+      if (!t || !isFloat(*t)) throw Error("--dtype takes f32 or f64, got '" + d + "'");
+      p.dtype = *t;
+    } else if (a.size() > 1 && a[0] == '-' && a[1] == '-') {
+      throw Error("unknown option '" + a + "'");
+    } else if (!haveProgram) {
+      p.program = a;
+      haveProgram = true;
+    } else {
+      throw Error("unexpected argument '" + a + "' (quote the program as one argument)");
+    }
+  }
+  if (!haveProgram) throw Error("missing the program text");
+  return p;
+}
+
+} // namespace einjit::cli
