@@ -297,7 +297,17 @@ private:
       }
       taken.insert(names[r]);
     }
-    for (std::size_t v = 0; v < st.vars.size(); ++v) names[site.subs.size() + v] = st.vars[v].name;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      names[site.subs.size() + v] = st.vars[v].name;
+      if (!sol.renamed[v] || sol.eliminated[v]) continue;
+      for (int i = 0;; ++i) { // a new index from a Euclid step
+        std::string m = i == 0 ? "m" : "m" + std::to_string(i);
+        if (taken.count(m) || used_.count(m)) continue;
+        names[site.subs.size() + v] = m;
+        taken.insert(m);
+        break;
+      }
+    }
 
     Emit emit{names, resolver()};
     emit.padReads = !sol.conditions.empty();
@@ -324,14 +334,27 @@ private:
       }
       rhs = Expr::makeTernary(cond, rhs, num(0));
     }
+    // Residue phases write dX[g*q + rho]: into a tensor that exists, zero elsewhere.
+    bool phased = std::any_of(sol.phaseStride.begin(), sol.phaseStride.end(),
+                              [](std::int64_t g) { return g != 1; });
+    if (phased && !defined_.count(x)) zeroFill(x);
     Stmt out;
     out.output = gradOf(x);
     out.outputBracketed = !site.subs.empty();
-    for (std::size_t r = 0; r < site.subs.size(); ++r) out.lhs.push_back(ident(names[r]));
+    for (std::size_t r = 0; r < site.subs.size(); ++r) {
+      std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];
+      ExprPtr e = ident(names[r]);
+      if (g != 1) e = plusConst(mul(num(g), e), rho);
+      out.lhs.push_back(e);
+    }
     out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
     out.rhs = rhs;
-    for (std::size_t r = 0; r < site.subs.size(); ++r)
-      out.where.push_back({names[r], {}, num(0), symExpr(extentOf(x, static_cast<int>(r))), {}});
+    for (std::size_t r = 0; r < site.subs.size(); ++r) {
+      std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];
+      Sym hi = extentOf(x, static_cast<int>(r));
+      if (g != 1) hi = symAddConst(symFloorDiv(symAddConst(hi, -1 - rho), g), 1);
+      out.where.push_back({names[r], {}, num(0), symExpr(hi), {}});
+    }
     for (const FreeBound& b : sol.bounds)
       out.where.push_back({names[site.subs.size() + static_cast<std::size_t>(b.var)],
                            {},

@@ -1,6 +1,8 @@
 #include "grad/IndexSolver.h"
 
 #include <algorithm>
+#include <numeric>
+#include <tuple>
 
 namespace einjit::grad {
 
@@ -87,17 +89,77 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     row.c[r] = -1;
     rows.push_back(row);
   }
+  sol.renamed.assign(n, false);
+  sol.phaseStride.assign(R, 1);
+  sol.phaseOffset.assign(R, 0);
+  std::vector<std::vector<Sym>> boxes = extents; // the range of each slot u_r (or q_r)
+  auto findPivot = [&](const Aff& row) {
+    // Output indices first (they usually have the largest extent), then in order.
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t v = 0; v < n; ++v) {
+        std::int64_t a = row.c[R + v];
+        if ((a == 1 || a == -1) && st.vars[v].isOutput == (pass == 0)) return static_cast<int>(v);
+      }
+    return -1;
+  };
   for (std::size_t r = 0; r < R; ++r) {
     Aff& row = rows[r];
-    int pivot = -1;
-    // Output indices first (they usually have the largest extent), then in order.
-    for (int pass = 0; pass < 2 && pivot < 0; ++pass)
-      for (std::size_t v = 0; v < n && pivot < 0; ++v) {
-        std::int64_t a = row.c[R + v];
-        if ((a == 1 || a == -1) && st.vars[v].isOutput == (pass == 0)) pivot = static_cast<int>(v);
-      }
+    int pivot = findPivot(row);
     bool anyVar = false;
-    for (std::size_t v = 0; v < n; ++v) anyVar |= row.c[R + v] != 0;
+    std::int64_t g = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+      anyVar |= row.c[R + v] != 0;
+      g = std::gcd(g, row.c[R + v]);
+    }
+    // G2b/G3: every index coefficient shares g > 1, so only u = rho (mod g) is reached. Write
+    // u = g*q + rho: the other phases stay zero, and this one is a dense problem in q.
+    std::int64_t k;
+    bool ownSlotOnly = row.c[r] == -1;
+    for (std::size_t q = 0; q < R; ++q) ownSlotOnly = ownSlotOnly && (q == r || row.c[q] == 0);
+    if (pivot < 0 && anyVar && g > 1 && ownSlotOnly && symIsConst(row.k, &k)) {
+      std::int64_t rho = ((k % g) + g) % g;
+      sol.phaseStride[r] = g;
+      sol.phaseOffset[r] = rho;
+      for (std::size_t v = 0; v < n; ++v) row.c[R + v] /= g;
+      row.k = symConst((k - rho) / g);
+      for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, -1 - rho), g), 1);
+      pivot = findPivot(row);
+    }
+    // G2c: the coefficients have gcd 1 but none is +-1 (stride 2, dilation 3). A unimodular
+    // change of two indices a, b (a = x a' - (cb/g) b', b = y a' + (ca/g) b' with
+    // x ca + y cb = g) leaves coefficient g on a' and 0 on b'; repeat until one is +-1.
+    for (int step = 0; pivot < 0 && anyVar && ownSlotOnly && step < 64; ++step) {
+      std::size_t a = n, b = n;
+      std::int64_t best = 0;
+      for (std::size_t v = 0; v < n; ++v)
+        for (std::size_t w = v + 1; w < n; ++w) {
+          std::int64_t cv = row.c[R + v], cw = row.c[R + w];
+          if (cv == 0 || cw == 0) continue;
+          std::int64_t gg = std::gcd(cv, cw);
+          if (a == n || gg < best) a = v, b = w, best = gg;
+        }
+      if (a == n) break;
+      std::int64_t ca = row.c[R + a], cb = row.c[R + b];
+      // Extended Euclid: x ca + y cb = g.
+      std::int64_t r0 = ca, r1 = cb, x0 = 1, x1 = 0, y0 = 0, y1 = 1;
+      while (r1 != 0) {
+        std::int64_t q = r0 / r1;
+        std::tie(r0, r1) = std::pair{r1, r0 - q * r1};
+        std::tie(x0, x1) = std::pair{x1, x0 - q * x1};
+        std::tie(y0, y1) = std::pair{y1, y0 - q * y1};
+      }
+      if (r0 < 0) r0 = -r0, x0 = -x0, y0 = -y0;
+      const std::int64_t gg = r0, x = x0, y = y0;
+      auto transform = [&](Aff& f) {
+        std::int64_t fa = f.c[R + a], fb = f.c[R + b];
+        f.c[R + a] = checkedAdd(checkedMul(fa, x), checkedMul(fb, y));
+        f.c[R + b] = checkedAdd(checkedMul(-fa, cb / gg), checkedMul(fb, ca / gg));
+      };
+      for (std::size_t q = r; q < R; ++q) transform(rows[q]);
+      for (std::size_t v = 0; v < n; ++v) transform(sol.varAff[v]);
+      sol.renamed[a] = sol.renamed[b] = true;
+      pivot = findPivot(row);
+    }
     if (pivot < 0) {
       if (anyVar) {
         sol.why = "dimension " + std::to_string(r) +
@@ -123,8 +185,8 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
       f = affAdd(f, affScale(value, c));
     };
     for (std::size_t q = r + 1; q < R; ++q) substitute(rows[q]);
+    // (varAff[pv] becomes `value` too: it is the slot itself unless a Euclid step changed it.)
     for (std::size_t v = 0; v < n; ++v) substitute(sol.varAff[v]);
-    sol.varAff[pv] = value;
   }
 
   // Constraints lo_v <= v <= hi_v - 1 over the slots, as forms >= 0.
@@ -193,7 +255,7 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
   // What is left constrains u alone. Original constraints must hold (a mask); shadows are
   // implied by the exact inner bounds.
   for (const Constraint& c : cons)
-    if (c.original && !impliedByBox(c.f, R, extents)) sol.conditions.push_back(c.f);
+    if (c.original && !impliedByBox(c.f, R, boxes)) sol.conditions.push_back(c.f);
   sol.solved = true;
   return sol;
 }

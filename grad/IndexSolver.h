@@ -36,10 +36,16 @@ struct FreeBound {
 
 struct SiteSolution {
   bool solved = false;
-  std::string why;               // when not solved
-  std::size_t slots = 0;         // R + n
-  std::vector<int> rowPivot;     // per dimension of X: the index it eliminated, or -1
-  std::vector<bool> eliminated;  // per forward index
+  std::string why;           // when not solved
+  std::size_t slots = 0;     // R + n
+  std::vector<int> rowPivot; // per dimension of X: the index it eliminated, or -1
+  // Per dimension of X: u_r = phaseStride*q_r + phaseOffset, and slot r is q_r (stride 1 and
+  // offset 0: no phases). Elements of the other phases receive nothing.
+  std::vector<std::int64_t> phaseStride, phaseOffset;
+  std::vector<bool> eliminated; // per forward index
+  // Per forward index: its slot now holds a new index from a Euclid step (G2c), which needs a
+  // name of its own.
+  std::vector<bool> renamed;
   std::vector<Aff> varAff;       // per forward index: its value in terms of the slots
   std::vector<FreeBound> bounds; // free indices, outermost first
   std::vector<Aff> conditions;   // element conditions: each >= 0

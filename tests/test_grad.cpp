@@ -48,6 +48,9 @@ const std::vector<GradRow> kRows = {
     {"y[i] := x[i+2k] * w[k]", {{"x", {10}}, {"w", {3}}}},
     {"y[i] := x[2i+2k] * w[k]", {{"x", {12}}, {"w", {3}}}},
     {"y[i] := x[2i+3k] * w[k]", {{"x", {14}}, {"w", {3}}}},
+    {"y[i] := x[3i+2k] * w[k]", {{"x", {17}}, {"w", {4}}}},
+    {"y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]", {{"x", {1, 2, 11, 12}}, {"k", {2, 2, 3, 2}}}},
+    {"y[i] := x[2i+1]", {{"x", {8}}}},
     {"y[i] := x[i+j-k] * w[j,k]", {{"x", {9}}, {"w", {3, 2}}}},
     {"y[i,j] := x[i-j] * w[j]", {{"x", {8}}, {"w", {3}}}},
     {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 2, 6, 5}}, {"k", {3, 2, 3, 2}}}},
@@ -198,9 +201,11 @@ TEST_CASE("gradients: every gradient program prints, reparses and checks") {
 
 TEST_CASE("gradients: gather form for affine reads, scatter only where it must be") {
   // Unit pivots solve these; none of them may fall back to a scatter.
-  for (const char* prog : {"C[i,k] := A[i,j] * B[j,k]", "y[i] := x[i+k] * w[k]",
-                           "y[i] := x[2i+k] * w[k]", "y[i] := x[i+j-k] * w[j,k]",
-                           "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", "s := A[i,i]"}) {
+  for (const char* prog :
+       {"C[i,k] := A[i,j] * B[j,k]", "y[i] := x[i+k] * w[k]", "y[i] := x[2i+k] * w[k]",
+        "y[i] := x[i+j-k] * w[j,k]", "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", "s := A[i,i]",
+        "y[i] := x[2i]", "y[i] := x[2i+2k] * w[k]", "y[i] := x[2i+3k] * w[k]",
+        "y[i] := x[3i+2k] * w[k]", "y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]"}) {
     std::string program = prog;
     CAPTURE(program);
     auto g = einjit::grad::differentiate(einjit::dsl::check(prog), {});
@@ -252,4 +257,18 @@ TEST_CASE("gradients: f32() passes the gradient through unchanged") {
   // Finite differences cannot see this (f32 rounding is coarser than any usable step).
   auto g = einjit::grad::differentiate(einjit::dsl::check("y[i] := f32(x[i]) * 2"), {});
   CHECK(einjit::dsl::printProgram(g.program) == "dx[i] := dy[i] * 2 where i in 0:size(x, 0)");
+}
+
+TEST_CASE("gradients: residue phases (G3) and Euclid steps (G2c) instead of scatters") {
+  // E8: x[2i+2k] reaches only even elements: the odd phase stays zero, the even one is dense.
+  auto e8 = einjit::grad::differentiate(einjit::dsl::check("y[i] := x[2i+2k] * w[k]"), {"x"});
+  CHECK(einjit::dsl::printProgram(e8.program) ==
+        "dx[u0] := 0 where u0 in 0:size(x, 0)\n"
+        "dx[2u] += dy[u - k] * w[k] where u in 0:fdiv(size(x, 0) - 1, 2) + 1, k in max(u - "
+        "fdiv(size(x, 0) - 2 * size(w, 0) + 1, 2), 0):min(u + 1, size(w, 0))");
+  // E2c: stride 2, dilation 3: a unimodular change of indices, strided reads, no modulo.
+  auto e2c = einjit::grad::differentiate(einjit::dsl::check("y[i] := x[2i+3k] * w[k]"), {"x"});
+  std::string text = einjit::dsl::printProgram(e2c.program);
+  CHECK(text.find("dy[-u - 3m] * w[u + 2m]") != std::string::npos);
+  CHECK(text.find('%') == std::string::npos);
 }
