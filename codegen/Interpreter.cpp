@@ -352,7 +352,7 @@ private:
       double acc = reduceIdentity(st.reduce);
       loop(bs, nOut, n, [&] { acc = combine(st.reduce, acc, eval(rhs)); });
       std::int64_t off = 0;
-      if (!offsetOf(lhs, &off)) return; // unreachable: outputs are never padded
+      if (!offsetOf(lhs, &off)) return; // pad() on the left: a write outside is dropped
       double& slot = out[static_cast<std::size_t>(off)];
       slot = st.assign == Assign::Accumulate ? combine(st.reduce, slot, acc) : acc;
     });

@@ -516,10 +516,17 @@ private:
     c.tensor = st_->output;
     for (const ExprPtr& l : s.lhs) {
       Subscript sub = subscript(*l);
-      if (sub.mode != IndexMode::Plain)
+      // pad() on the left drops writes outside the tensor: meaningful for a scatter ('+='),
+      // where the forward domain may reach past the edges (the gradient of a padded read).
+      if (sub.mode == IndexMode::Pad && s.assign != Assign::Accumulate)
         fail(src_, l->range,
-             "pad/clamp/wrap cannot be used on the left-hand side: every written element must "
-             "exist");
+             "pad() on the left-hand side needs '+=' (it drops writes outside "
+             "the tensor)");
+      if (sub.mode == IndexMode::Clamp || sub.mode == IndexMode::Wrap)
+        fail(src_, l->range,
+             "clamp/wrap cannot be used on the left-hand side: several elements would land "
+             "on one");
+      if (sub.mode == IndexMode::Pad) st_->scatter = true;
       if (sub.gather && s.assign != Assign::Accumulate)
         fail(src_, l->range,
              "a gather on the left-hand side (a scatter) may hit an element several times; "

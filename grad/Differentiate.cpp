@@ -478,12 +478,6 @@ private:
   void scatter(const Statement& st, const CExpr& site, const CExprPtr& partial,
                const std::string& why) {
     int x = site.tensor;
-    for (const Subscript& s : site.subs)
-      if (s.mode == IndexMode::Pad)
-        fail(src_, s.range,
-             "the gradient of this padded read needs residue phases, which are "
-             "not supported yet (" +
-                 why + ")");
     if (!defined_.count(x)) zeroFill(x);
     std::vector<std::string> names;
     for (const IndexVar& v : st.vars) names.push_back(v.name);

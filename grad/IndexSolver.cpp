@@ -113,13 +113,18 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     }
     // G2b/G3: every index coefficient shares g > 1, so only u = rho (mod g) is reached. Write
     // u = g*q + rho: the other phases stay zero, and this one is a dense problem in q.
+    // Other u's may appear (from earlier substitutions) when g divides their coefficients:
+    // they vanish modulo g.
     std::int64_t k;
-    bool ownSlotOnly = row.c[r] == -1;
-    for (std::size_t q = 0; q < R; ++q) ownSlotOnly = ownSlotOnly && (q == r || row.c[q] == 0);
-    if (pivot < 0 && anyVar && g > 1 && ownSlotOnly && symIsConst(row.k, &k)) {
+    bool othersDivisible = row.c[r] == -1 && g > 1;
+    for (std::size_t q = 0; q < R && othersDivisible; ++q)
+      othersDivisible = q == r || row.c[q] % g == 0;
+    if (pivot < 0 && anyVar && g > 1 && othersDivisible && symIsConst(row.k, &k)) {
       std::int64_t rho = ((k % g) + g) % g;
       sol.phaseStride[r] = g;
       sol.phaseOffset[r] = rho;
+      for (std::size_t q = 0; q < R; ++q)
+        if (q != r) row.c[q] /= g;
       for (std::size_t v = 0; v < n; ++v) row.c[R + v] /= g;
       row.k = symConst((k - rho) / g);
       for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, -1 - rho), g), 1);
@@ -128,7 +133,7 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     // G2c: the coefficients have gcd 1 but none is +-1 (stride 2, dilation 3). A unimodular
     // change of two indices a, b (a = x a' - (cb/g) b', b = y a' + (ca/g) b' with
     // x ca + y cb = g) leaves coefficient g on a' and 0 on b'; repeat until one is +-1.
-    for (int step = 0; pivot < 0 && anyVar && ownSlotOnly && step < 64; ++step) {
+    for (int step = 0; pivot < 0 && anyVar && step < 64; ++step) {
       std::size_t a = n, b = n;
       std::int64_t best = 0;
       for (std::size_t v = 0; v < n; ++v)
@@ -162,8 +167,11 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     }
     if (pivot < 0) {
       if (anyVar) {
+        // What is left: a common factor whose residue class depends on other dimensions
+        // (u1 = 2 u0 + 4 mod 5) would need one joint phase split over them.
         sol.why = "dimension " + std::to_string(r) +
-                  " has no index with coefficient +-1 (strides need residue phases)";
+                  ": residue classes coupled with other dimensions (a joint phase split is not "
+                  "implemented)";
         return sol;
       }
       sol.equalities.push_back(row); // u alone: a sub-lattice such as A[i,i]
