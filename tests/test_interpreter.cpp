@@ -754,3 +754,12 @@ TEST_CASE("interpreter: affine and gathering left-hand sides") {
   einjit::compile("s[i+j] += m[i,j]")(s, m);
   CHECK(s.toVector() == std::vector<double>{1, 5, 4});
 }
+
+TEST_CASE("interpreter: pad() on a '+=' left-hand side drops writes outside the tensor") {
+  Tensor x = Tensor::fromValues({4}, {1, 2, 3, 4}, DType::f64);
+  Tensor y = Tensor::zeros({3}, DType::f64);
+  einjit::Kernel k = einjit::compile("y[pad(i-1)] += x[i]");
+  CHECK(k.program().stmts[0].scatter);
+  k(y, x);
+  CHECK(y.toVector() == std::vector<double>{2, 3, 4}); // x[0] would land at -1: dropped
+}
