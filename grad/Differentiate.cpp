@@ -169,6 +169,8 @@ private:
   std::vector<std::string> gradName_;
   std::set<int> defined_; // tensors whose gradient statement exists (':=' emitted)
   std::vector<Stmt> stmts_;
+  std::vector<std::string> extraTensors_; // tensors the gradient program adds (first_y, ...)
+  std::vector<Sym> symValues_;            // Param nodes with param < 0 stand for these
   Gradient g_;
 
   std::string fresh(const std::string& base) {
@@ -234,10 +236,6 @@ private:
       fail(src_, st.ast.assignRange,
            "gradients of statements that write existing tensors ('=' or '+=') are not "
            "supported yet");
-    if (st.reduce != Reduce::Add)
-      fail(src_, st.ast.range,
-           "gradients of (" + std::string(reduceSpelling(st.reduce)) +
-               ") reductions are not supported yet; (+) reductions are");
     for (const IndexVar& v : st.vars)
       if (v.dependent)
         fail(src_, v.whereRange,
@@ -246,12 +244,127 @@ private:
     // Every read of a tensor that carries gradient is a site.
     std::vector<const CExpr*> sites;
     std::function<void(const CExprPtr&)> walk = [&](const CExprPtr& e) {
-      if (e->kind == CKind::Read && needs_[static_cast<std::size_t>(e->tensor)])
-        sites.push_back(e.get());
+      if (e->kind == CKind::Read && needsGrad(e->tensor)) sites.push_back(e.get());
       for (const auto& a : e->args) walk(a);
     };
     walk(st.rhs);
-    for (const CExpr* site : sites) contribution(st, *site);
+    // (max)/(min) and (*) become a (+) statement whose summand carries the local derivative
+    // of the reduction as a factor that is not differentiated itself.
+    Statement sum = st;
+    sum.reduce = Reduce::Add;
+    if (st.reduce == Reduce::Max || st.reduce == Reduce::Min) sum.rhs = selection(st);
+    if (st.reduce == Reduce::Mul) sum.rhs = product(st);
+    for (const CExpr* site : sites) contribution(sum, *site);
+  }
+
+  // --- (max), (min), (*) ----------------------------------------------------------------------
+
+  // The reduction's iteration order as one number: sum_j (r_j - lo_j) * prod_{l>j} (hi_l - lo_l).
+  CExprPtr iterationNumber(const Statement& st) {
+    CExprPtr lin = constant(0);
+    std::vector<std::size_t> reds;
+    for (std::size_t v = 0; v < st.vars.size(); ++v)
+      if (!st.vars[v].isOutput) reds.push_back(v);
+    for (std::size_t j = 0; j < reds.size(); ++j) {
+      const IndexVar& r = st.vars[reds[j]];
+      CExpr idx{CKind::Index};
+      idx.var = static_cast<int>(reds[j]);
+      CExprPtr term = binary(BinOp::Sub, std::make_shared<const CExpr>(idx), symValue(r.lo));
+      for (std::size_t l = j + 1; l < reds.size(); ++l) {
+        const IndexVar& q = st.vars[reds[l]];
+        term = binary(BinOp::Mul, term, binary(BinOp::Sub, symValue(q.hi), symValue(q.lo)));
+      }
+      lin = binary(BinOp::Add, lin, term);
+    }
+    return simplify(lin);
+  }
+
+  // A statement over the forward statement's indices and ranges, into a new tensor.
+  int helperStatement(const Statement& st, const std::string& base, Reduce reduce,
+                      const CExprPtr& rhs) {
+    int id = addTensor(fresh(base));
+    std::vector<std::string> names;
+    for (const IndexVar& v : st.vars) names.push_back(v.name);
+    Emit emit{names, resolver()};
+    std::vector<Aff> varAff;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) varAff.push_back(Aff::unit(st.vars.size(), v));
+    Stmt out;
+    out.reduce = reduce;
+    out.output = tensorName(id);
+    out.outputBracketed = !st.lhsVars.empty();
+    for (int v : st.lhsVars) out.lhs.push_back(ident(names[static_cast<std::size_t>(v)]));
+    out.assign = Assign::Define;
+    out.rhs = toExpr(rhs, st, varAff, emit);
+    for (const IndexVar& v : st.vars)
+      out.where.push_back({v.name, {}, symExpr(resolve(v.lo)), symExpr(resolve(v.hi)), {}});
+    stmts_.push_back(std::move(out));
+    return id;
+  }
+
+  // The output's element o as a read of another tensor with the same indices.
+  CExprPtr sameElementOf(const Statement& st, int tensor) {
+    CExpr c = *st.lhs;
+    c.tensor = tensor;
+    return std::make_shared<const CExpr>(std::move(c));
+  }
+
+  // (max)/(min): the gradient goes to the first extreme value in iteration order. first[o] is
+  // the smallest iteration number whose value equals y[o]; the summand is masked to it.
+  CExprPtr selection(const Statement& st) {
+    CExprPtr lin = iterationNumber(st);
+    CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), st.lhs);
+    int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
+                                ternary(isExtreme, lin, constant(1e300)));
+    return ternary(binary(BinOp::Eq, lin, sameElementOf(st, first)), st.rhs, constant(0));
+  }
+
+  // (*): d prod / d F(v) is the product of the other factors, correct with zeros: count the
+  // zeros and multiply the non-zero factors, then pick per factor.
+  CExprPtr product(const Statement& st) {
+    const std::string& y = tensorName(st.output);
+    CExprPtr f = copy(st.rhs);
+    CExprPtr isZero = binary(BinOp::Eq, f, constant(0));
+    int zeros = helperStatement(st, "zeros_" + y, Reduce::Add, isZero);
+    int rest =
+        helperStatement(st, "nonzero_product_" + y, Reduce::Mul, ternary(isZero, constant(1), f));
+    CExprPtr nz = sameElementOf(st, zeros), pr = sameElementOf(st, rest);
+    CExprPtr others = ternary(
+        isZero, ternary(binary(BinOp::Eq, nz, constant(1)), pr, constant(0)),
+        ternary(binary(BinOp::Eq, nz, constant(0)), binary(BinOp::Div, pr, f), constant(0)));
+    return binary(BinOp::Mul, others, st.rhs);
+  }
+
+  // A copy with fresh nodes: reads in it are not sites, so it is not differentiated.
+  static CExprPtr copy(const CExprPtr& e) {
+    CExpr c = *e;
+    for (auto& a : c.args) a = copy(a);
+    for (auto& s : c.subs)
+      if (s.gather) s.gather = copy(s.gather);
+    return std::make_shared<const CExpr>(std::move(c));
+  }
+
+  // A symbolic integer as a value (a parameter slot that toExpr prints as the expression).
+  CExprPtr symValue(const Sym& s) {
+    std::int64_t k;
+    if (symIsConst(s, &k)) return constant(static_cast<double>(k));
+    symValues_.push_back(s);
+    CExpr c{CKind::Param};
+    c.param = -static_cast<int>(symValues_.size());
+    return std::make_shared<const CExpr>(std::move(c));
+  }
+
+  int addTensor(const std::string& name) {
+    extraTensors_.push_back(name);
+    return static_cast<int>(p_.tensors.size() + extraTensors_.size() - 1);
+  }
+
+  const std::string& tensorName(int id) const {
+    auto i = static_cast<std::size_t>(id);
+    return i < p_.tensors.size() ? p_.tensors[i].name : extraTensors_[i - p_.tensors.size()];
+  }
+
+  bool needsGrad(int id) const {
+    return static_cast<std::size_t>(id) < needs_.size() && needs_[static_cast<std::size_t>(id)];
   }
 
   void contribution(const Statement& st, const CExpr& site) {
@@ -415,11 +528,13 @@ private:
       return v < 0 ? Expr::makeUnary(UnOp::Neg, n) : n;
     }
     case CKind::Index: return emit.aff(varAff[static_cast<std::size_t>(e->var)]);
-    case CKind::Param: return ident(p_.params[static_cast<std::size_t>(e->param)].name);
-    case CKind::Size:
-      return fn("size", {ident(p_.tensors[static_cast<std::size_t>(e->tensor)].name), num(e->dim)});
+    case CKind::Param:
+      if (e->param < 0)
+        return symExpr(resolve(symValues_[static_cast<std::size_t>(-e->param - 1)]));
+      return ident(p_.params[static_cast<std::size_t>(e->param)].name);
+    case CKind::Size: return fn("size", {ident(tensorName(e->tensor)), num(e->dim)});
     case CKind::Read: {
-      const std::string& name = p_.tensors[static_cast<std::size_t>(e->tensor)].name;
+      const std::string& name = tensorName(e->tensor);
       if (e->subs.empty()) return ident(name);
       std::vector<ExprPtr> idx;
       for (const Subscript& s : e->subs) idx.push_back(subscriptExpr(s, st, varAff, emit));

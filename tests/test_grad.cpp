@@ -96,6 +96,20 @@ const std::vector<GradRow> kRows = {
     {"a[i] := x[i] * 2\nb[i] := x[i] * a[i]\ny[i] := a[i] + b[i]", {{"x", {5}}}},
     // gathers: the scatter of an embedding's gradient, with repeated indices
     {"y[b,d] := E[tok[b], d] * s[b]", {{"E", {4, 3}}, {"tok", {6}}, {"s", {6}}}, {}, {"E", "s"}},
+    // selections and products
+    {"(max) y[i] := x[i,j]", {{"x", {3, 4}}}},
+    {"(min) y[i] := x[i+k] * w[k]", {{"x", {7}}, {"w", {3}}}},
+    {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2", {{"x", {6, 7}}}},
+    {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:3, b in 0:3", {{"x", {7, 9}}}},
+    {"(max) s := x[i] * w[i]", {{"x", {5}}, {"w", {5}}}},
+    {"(*) y[i] := x[i,j]", {{"x", {3, 4}}}},
+    {"(*) y[i] := x[i,j] + w[j]", {{"x", {2, 3}}, {"w", {3}}}},
+    {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]",
+     {{"x", {3, 4}}}},
+    {"(max) m[i] := x[i,j]\ns[i] := exp(x[i,j] - m[i])\ny[i] := log(s[i]) + m[i]", {{"x", {3, 5}}}},
+    {"q[t,d] := x[t,e] * wq[e,d]\ns[t,u] := q[t,d] * x[u,d]\n(max) m[t] := s[t,u]\n"
+     "p[t,u] := exp(s[t,u] - m[t])\nz[t] := p[t,u]\ny[t,d] := p[t,u] / z[t] * x[u,d]",
+     {{"x", {3, 4}}, {"wq", {4, 4}}}},
     // the requested subset only
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {3, 4}}, {"B", {4, 5}}}, {}, {"B"}},
 };
@@ -352,4 +366,40 @@ TEST_CASE("gradients: 500 random statements against finite differences and the s
   CHECK(checked == 500);
   // Coupled residue classes (u1 = 2 u0 + 4 mod 5) still fall back to a scatter.
   MESSAGE("random statements with a scatter fallback: " << scatters << " of 500");
+}
+
+TEST_CASE("gradients: (max) sends the gradient to the first maximum, also with many ties") {
+  // Max-pool 2x2 stride 2 over values drawn from {0, 1}: most windows tie.
+  auto pool = einjit::compile("(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2");
+  auto back = pool.gradient({"x"});
+  Tensor x = Tensor::randomInt({6, 8}, 0, 2, DType::i64, 5).to(DType::f64);
+  Tensor dy = Tensor::random({3, 4}, DType::f64, 6);
+  Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 4; ++j) {
+      // The first maximum in the order a, then b.
+      std::int64_t ba = 0, bb = 0;
+      for (std::int64_t a = 0; a < 2; ++a)
+        for (std::int64_t b = 0; b < 2; ++b)
+          if (x.get({2 * i + a, 2 * j + b}) > x.get({2 * i + ba, 2 * j + bb})) ba = a, bb = b;
+      for (std::int64_t a = 0; a < 2; ++a)
+        for (std::int64_t b = 0; b < 2; ++b) {
+          double want = (a == ba && b == bb) ? dy.get({i, j}) : 0.0;
+          CHECK(dx.get({2 * i + a, 2 * j + b}) == want);
+        }
+    }
+  // (min) likewise: the first of two equal minima gets everything.
+  auto mn = einjit::compile("(min) y[i] := x[i,j]").gradient();
+  Tensor xm = Tensor::fromValues({1, 4}, {3, 1, 1, 2}, DType::f64);
+  Tensor g = mn.call({{"dy", Tensor::fromValues({1}, {5}, DType::f64)}, {"x", xm}})["dx"];
+  CHECK(g.toVector() == std::vector<double>{0, 5, 0, 0});
+}
+
+TEST_CASE("gradients: (*) is exact with zeros (products of the other factors)") {
+  auto back = einjit::compile("(*) y[i] := x[i,j]").gradient();
+  Tensor x = Tensor::fromValues({3, 3}, {2, 3, 4, 0, 5, 6, 0, 7, 0}, DType::f64);
+  Tensor dy = Tensor::fromValues({3}, {1, 1, 1}, DType::f64);
+  Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
+  // Row 0: no zero; row 1: one zero gets 5*6, the others 0; row 2: two zeros, all 0.
+  CHECK(dx.toVector() == std::vector<double>{12, 8, 6, 30, 0, 0, 0, 0, 0});
 }
