@@ -135,8 +135,9 @@ struct Node {
 
 class Interpreter {
 public:
-  Interpreter(const Program& p, const BoundProgram& b, const std::vector<HostBuffer>& t)
-      : p_(p), b_(b), bufs_(t) {}
+  Interpreter(const Program& p, const BoundProgram& b, const std::vector<HostBuffer>& t,
+              std::vector<std::vector<std::int64_t>>* writeCounts)
+      : p_(p), b_(b), bufs_(t), writeCounts_(writeCounts) {}
 
   void run() {
     if (bufs_.size() != p_.tensors.size()) throw InternalError("interpret: wrong tensor count");
@@ -149,6 +150,7 @@ private:
   const Program& p_;
   const BoundProgram& b_;
   const std::vector<HostBuffer>& bufs_;
+  std::vector<std::vector<std::int64_t>>* writeCounts_;
   std::vector<std::vector<double>> vals_;              // dense row-major copies
   std::vector<std::vector<std::int64_t>> denseStride_; // per tensor
   std::vector<std::int64_t> vars_;
@@ -348,12 +350,19 @@ private:
     Node lhs = compile(*st.lhs);
     vars_.assign(n, 0);
     auto& out = vals_[static_cast<std::size_t>(st.output)];
+    std::vector<std::int64_t>* counts = nullptr;
+    if (writeCounts_) {
+      writeCounts_->resize(p_.stmts.size());
+      counts = &(*writeCounts_)[k];
+      counts->assign(out.size(), 0);
+    }
     loop(bs, 0, nOut, [&] {
       double acc = reduceIdentity(st.reduce);
       loop(bs, nOut, n, [&] { acc = combine(st.reduce, acc, eval(rhs)); });
       std::int64_t off = 0;
       if (!offsetOf(lhs, &off)) return; // pad() on the left: a write outside is dropped
       double& slot = out[static_cast<std::size_t>(off)];
+      if (counts) ++(*counts)[static_cast<std::size_t>(off)];
       slot = st.assign == Assign::Accumulate ? combine(st.reduce, slot, acc) : acc;
     });
   }
@@ -381,8 +390,9 @@ private:
 } // namespace
 
 void interpret(const Program& program, const BoundProgram& bound,
-               const std::vector<HostBuffer>& tensors) {
-  Interpreter(program, bound, tensors).run();
+               const std::vector<HostBuffer>& tensors,
+               std::vector<std::vector<std::int64_t>>* writeCounts) {
+  Interpreter(program, bound, tensors, writeCounts).run();
 }
 
 } // namespace einjit::codegen

@@ -27,7 +27,12 @@ struct HostBuffer {
 // `tensors` has one entry per Program tensor: the arguments as passed and every ':=' tensor
 // allocated by the caller with the shape and dtype from `bound`. Every tensor that a
 // statement assigns is written; nothing else is.
+//
+// writeCounts, when given, receives per statement the number of times each element of its
+// output was written (row-major): the test that gradient statements write each element once,
+// that is, that their outer loops can run in parallel.
 void interpret(const dsl::Program& program, const dsl::BoundProgram& bound,
-               const std::vector<HostBuffer>& tensors);
+               const std::vector<HostBuffer>& tensors,
+               std::vector<std::vector<std::int64_t>>* writeCounts = nullptr);
 
 } // namespace einjit::codegen

@@ -4,6 +4,7 @@
 // and check.
 #include "TestSupport.h"
 
+#include "codegen/Interpreter.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
@@ -402,4 +403,54 @@ TEST_CASE("gradients: (*) is exact with zeros (products of the other factors)") 
   Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
   // Row 0: no zero; row 1: one zero gets 5*6, the others 0; row 2: two zeros, all 0.
   CHECK(dx.toVector() == std::vector<double>{12, 8, 6, 30, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("gradients: gather-form statements write each element once (safe to run in parallel)") {
+  for (const GradRow& row : kRows) {
+    std::string program = row.program;
+    CAPTURE(program);
+    einjit::Options opt;
+    opt.defaultDType = DType::f64;
+    einjit::Kernel fwd = einjit::compile(row.program, opt);
+    auto in = randomInputs(fwd.program(), row, 3);
+    einjit::Outputs y = fwd.call(in, row.scalars);
+    auto g = einjit::grad::differentiate(fwd.program(), row.wrt);
+    einjit::dsl::Program gp = einjit::dsl::check(einjit::dsl::printProgram(g.program));
+    std::map<std::string, double> scalars = row.scalars;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      if (y[i].rank() == 0)
+        scalars[g.outputGrads[i]] = 0.5;
+      else
+        in[g.outputGrads[i]] = Tensor::random(y[i].shape(), DType::f64, 9);
+    }
+    std::vector<einjit::dsl::ArgSpec> specs;
+    for (int id : gp.arguments) {
+      const Tensor& t = in.at(gp.tensors[static_cast<std::size_t>(id)].name);
+      specs.push_back({t.dtype(), t.shape()});
+    }
+    std::vector<double> params;
+    for (const auto& prm : gp.params) params.push_back(scalars.at(prm.name));
+    einjit::dsl::BoundProgram b = einjit::dsl::bind(gp, specs, params, DType::f64);
+    std::vector<Tensor> all(gp.tensors.size());
+    for (std::size_t id = 0; id < gp.tensors.size(); ++id)
+      all[id] = gp.tensors[id].isArgument ? in.at(gp.tensors[id].name)
+                                          : Tensor::empty(b.tensors[id].shape, b.tensors[id].dtype);
+    std::vector<einjit::codegen::HostBuffer> bufs;
+    for (const Tensor& t : all) bufs.push_back({t.dtype(), t.data(), t.shape(), t.strides()});
+    std::vector<std::vector<std::int64_t>> counts;
+    einjit::codegen::interpret(gp, b, bufs, &counts);
+    for (std::size_t k = 0; k < gp.stmts.size(); ++k) {
+      const auto& st = gp.stmts[k];
+      std::string text = einjit::dsl::printStmt(st.ast);
+      CAPTURE(text);
+      if (st.scatter || k >= counts.size()) continue;
+      std::int64_t most = 0, least = counts[k].empty() ? 0 : counts[k][0];
+      for (std::int64_t c : counts[k]) most = std::max(most, c), least = std::min(least, c);
+      CHECK(most <= 1);
+      // A ':=' gradient statement covers all of dX.
+      const std::string& out = gp.tensors[static_cast<std::size_t>(st.output)].name;
+      bool isGrad = std::find(g.inputGrads.begin(), g.inputGrads.end(), out) != g.inputGrads.end();
+      if (isGrad && st.assign == einjit::dsl::Assign::Define) CHECK(least == 1);
+    }
+  }
 }
