@@ -135,6 +135,9 @@ public:
   }
 
   Gradient run() {
+    if (wrtIds_.empty())
+      throw Error("nothing to differentiate: the program reads no floating-point tensor argument "
+                  "as a value (a tensor used only through size() has no gradient)");
     // Which tensors carry gradient: the requested inputs and every result computed from them.
     needs_.assign(p_.tensors.size(), false);
     for (int id : wrtIds_) needs_[static_cast<std::size_t>(id)] = true;
@@ -232,15 +235,19 @@ private:
          std::find(p_.outputs.begin(), p_.outputs.end(), y) == p_.outputs.end()))
       return; // no gradient reaches this statement's output
     if (!readsNeeding(st)) return;
-    if (st.assign != Assign::Define)
+    // '+=' adds to what earlier statements wrote: the gradient of the final value flows to
+    // every writer unchanged (gradient programs are built this way). '=' would hide earlier
+    // values of the elements it covers.
+    if (st.assign == Assign::Overwrite)
       fail(src_, st.ast.assignRange,
-           "gradients of statements that write existing tensors ('=' or '+=') are not "
-           "supported yet");
-    for (const IndexVar& v : st.vars)
-      if (v.dependent)
-        fail(src_, v.whereRange,
-             "gradients through ranges that depend on other indices are not "
-             "supported yet");
+           "gradients of statements that overwrite existing tensors ('=') are not supported yet");
+    if (st.assign == Assign::Accumulate && st.reduce != Reduce::Add)
+      fail(src_, st.ast.assignRange,
+           "gradients of '+=' with a (" + std::string(reduceSpelling(st.reduce)) +
+               ") reduction are not supported yet");
+    if (st.assign == Assign::Accumulate && p_.tensors[static_cast<std::size_t>(y)].isArgument)
+      fail(src_, st.ast.outputRange,
+           "gradients of '+=' into a tensor that is passed in are not supported yet");
     // Every read of a tensor that carries gradient is a site.
     std::vector<const CExpr*> sites;
     std::function<void(const CExprPtr&)> walk = [&](const CExprPtr& e) {
@@ -295,8 +302,10 @@ private:
     for (int v : st.lhsVars) out.lhs.push_back(ident(names[static_cast<std::size_t>(v)]));
     out.assign = Assign::Define;
     out.rhs = toExpr(rhs, st, varAff, emit);
-    for (const IndexVar& v : st.vars)
-      out.where.push_back({v.name, {}, symExpr(resolve(v.lo)), symExpr(resolve(v.hi)), {}});
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      auto [lo, hi] = rangeOf(st, v);
+      out.where.push_back({st.vars[v].name, {}, lo, hi, {}});
+    }
     stmts_.push_back(std::move(out));
     return id;
   }
@@ -508,13 +517,23 @@ private:
   }
 
   // dY[o(v)]: the output's left-hand indices are bare variables (':=').
+  // dY read where the statement wrote: its left-hand subscripts with v = sigma(u, z) (a padded
+  // left-hand side, which drops writes, reads zeros there).
   ExprPtr accessOfOutput(const Statement& st, const std::string& name,
                          const std::vector<Aff>& varAff, Emit& emit) {
-    if (st.lhsVars.empty()) return ident(name);
+    if (st.lhs->subs.empty()) return ident(name);
     std::vector<ExprPtr> idx;
-    for (int v : st.lhsVars)
-      idx.push_back(emit.subscript(emit.aff(varAff[static_cast<std::size_t>(v)])));
+    for (const Subscript& s : st.lhs->subs) idx.push_back(subscriptExpr(s, st, varAff, emit));
     return Expr::makeAccess(name, idx);
+  }
+
+  // The where range of index v of a forward statement, as written or inferred.
+  std::pair<ExprPtr, ExprPtr> rangeOf(const Statement& st, std::size_t v) {
+    const IndexVar& iv = st.vars[v];
+    if (iv.dependent)
+      for (const RangeDecl& r : st.ast.where)
+        if (r.index == iv.name) return {r.lo, r.hi};
+    return {symExpr(resolve(iv.lo)), symExpr(resolve(iv.hi))};
   }
 
   // A checked expression as syntax, with the forward indices replaced by their solutions.
@@ -606,8 +625,10 @@ private:
     out.assign = Assign::Accumulate;
     ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
     out.rhs = summand(dy, partial, st, varAff, emit);
-    for (const IndexVar& v : st.vars)
-      out.where.push_back({v.name, {}, symExpr(resolve(v.lo)), symExpr(resolve(v.hi)), {}});
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      auto [lo, hi] = rangeOf(st, v);
+      out.where.push_back({st.vars[v].name, {}, lo, hi, {}});
+    }
     g_.scatters.push_back(printStmt(out) + "   # " + why);
     stmts_.push_back(std::move(out));
   }

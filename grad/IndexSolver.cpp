@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 namespace einjit::grad {
@@ -63,6 +64,72 @@ bool impliedByBox(const Aff& a, std::size_t R, const std::vector<std::vector<Sym
   for (const Sym& e : extents[static_cast<std::size_t>(which)])
     if (symIsConst(symSub(a.k, symAddConst(e, -1)), &v) && v >= 0) return true;
   return false;
+}
+
+// A dependent range bound as the max (lower) or min (upper) of pieces ceil/floor(num / d),
+// with the forward indices replaced by their forms; nullopt for other shapes (a max in an
+// upper bound, a negated max, a division of a division).
+std::optional<std::vector<BoundTerm>> boundPieces(const IndexBound& b, bool lower,
+                                                  const std::vector<Aff>& varAff, std::size_t R) {
+  using K = IndexBound::Kind;
+  std::size_t slots = varAff.empty() ? R : varAff[0].c.size();
+  switch (b.kind) {
+  case K::Affine: {
+    Aff a = Aff::zero(slots);
+    a.k = b.constant;
+    for (std::size_t v = 0; v < b.coef.size(); ++v)
+      if (b.coef[v] != 0) a = affAdd(a, affScale(varAff[v], b.coef[v]));
+    return std::vector<BoundTerm>{{a, 1}};
+  }
+  case K::Max:
+  case K::Min: {
+    if ((b.kind == K::Max) != lower) return std::nullopt;
+    std::vector<BoundTerm> out;
+    for (const IndexBound& a : b.args) {
+      auto p = boundPieces(a, lower, varAff, R);
+      if (!p) return std::nullopt;
+      out.insert(out.end(), p->begin(), p->end());
+    }
+    return out;
+  }
+  case K::CDiv:
+  case K::FDiv: {
+    auto p = boundPieces(b.args[0], lower, varAff, R);
+    if (!p) return std::nullopt;
+    // A division of sizes and constants alone is a constant of the bound.
+    if (p->size() == 1 && (*p)[0].divisor == 1 && !(*p)[0].num.hasSlots()) {
+      Aff& a = (*p)[0].num;
+      a.k = b.kind == K::FDiv ? symFloorDiv(a.k, b.divisor) : symCeilDiv(a.k, b.divisor);
+      return p;
+    }
+    if ((b.kind == K::CDiv) != lower) return std::nullopt;
+    for (BoundTerm& t : *p) {
+      if (t.divisor != 1) return std::nullopt;
+      t.divisor = b.divisor;
+    }
+    return p;
+  }
+  case K::Sum: {
+    // One piecewise argument with a positive scale, the rest affine: c*cdiv(n, d) + a is
+    // cdiv(n + d*a, d) when c = 1.
+    std::optional<std::vector<BoundTerm>> piecewise;
+    Aff affinePart = Aff::zero(slots);
+    for (std::size_t i = 0; i < b.args.size(); ++i) {
+      auto p = boundPieces(b.args[i], b.scale[i] > 0 ? lower : !lower, varAff, R);
+      if (!p) return std::nullopt;
+      if (p->size() == 1 && (*p)[0].divisor == 1) {
+        affinePart = affAdd(affinePart, affScale((*p)[0].num, b.scale[i]));
+        continue;
+      }
+      if (piecewise || b.scale[i] != 1) return std::nullopt;
+      piecewise = p;
+    }
+    if (!piecewise) return std::vector<BoundTerm>{{affinePart, 1}};
+    for (BoundTerm& t : *piecewise) t.num = affAdd(t.num, affScale(affinePart, t.divisor));
+    return piecewise;
+  }
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -205,6 +272,25 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
   std::vector<Constraint> cons;
   for (std::size_t v = 0; v < n; ++v) {
     const Aff& x = sol.varAff[v];
+    if (st.vars[v].dependent) {
+      // lo = max of cdiv(num, d): d*x - num >= 0 each; hi = min of fdiv(num, d): x < hi is
+      // d*(x+1) <= num each.
+      auto lo = boundPieces(st.vars[v].loBound, true, sol.varAff, R);
+      auto hi = boundPieces(st.vars[v].hiBound, false, sol.varAff, R);
+      if (!lo || !hi) {
+        sol.why = "the range of '" + st.vars[v].name + "' has a form the solver does not take";
+        sol.solved = false;
+        return sol;
+      }
+      for (const BoundTerm& t : *lo)
+        cons.push_back({affAdd(affScale(x, t.divisor), affScale(t.num, -1)), true});
+      for (const BoundTerm& t : *hi) {
+        Aff f = affAdd(t.num, affScale(x, -t.divisor));
+        f.k = symAddConst(f.k, -t.divisor);
+        cons.push_back({f, true});
+      }
+      continue;
+    }
     Aff lo = Aff::zero(sol.slots), hi = Aff::zero(sol.slots);
     lo.k = ranges[v].first;
     hi.k = symAddConst(ranges[v].second, -1);
