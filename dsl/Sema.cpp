@@ -518,15 +518,16 @@ private:
       Subscript sub = subscript(*l);
       // pad() on the left drops writes outside the tensor: meaningful for a scatter ('+='),
       // where the forward domain may reach past the edges (the gradient of a padded read).
-      if (sub.mode == IndexMode::Pad && s.assign != Assign::Accumulate)
-        fail(src_, l->range,
-             "pad() on the left-hand side needs '+=' (it drops writes outside "
-             "the tensor)");
-      if (sub.mode == IndexMode::Clamp || sub.mode == IndexMode::Wrap)
-        fail(src_, l->range,
-             "clamp/wrap cannot be used on the left-hand side: several elements would land "
-             "on one");
-      if (sub.mode == IndexMode::Pad) st_->scatter = true;
+      // pad/clamp/wrap on the left are scatters ('+=' only): pad drops writes outside the
+      // tensor, clamp and wrap fold them onto the edge or around (the gradients of such reads).
+      if (sub.mode != IndexMode::Plain) {
+        if (s.assign != Assign::Accumulate)
+          fail(src_, l->range,
+               std::string(indexModeName(sub.mode)) +
+                   "() on the left-hand side needs '+=' (several writes may land on one element "
+                   "or outside the tensor)");
+        st_->scatter = true;
+      }
       if (sub.gather && s.assign != Assign::Accumulate)
         fail(src_, l->range,
              "a gather on the left-hand side (a scatter) may hit an element several times; "

@@ -320,6 +320,11 @@ private:
   // (max)/(min): the gradient goes to the first extreme value in iteration order. first[o] is
   // the smallest iteration number whose value equals y[o]; the summand is masked to it.
   CExprPtr selection(const Statement& st) {
+    for (const IndexVar& v : st.vars)
+      if (v.dependent && !v.isOutput)
+        fail(src_, v.whereRange,
+             "gradients of (max)/(min) over ranges that depend on other indices are not "
+             "supported yet");
     CExprPtr lin = iterationNumber(st);
     CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), st.lhs);
     int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
@@ -381,10 +386,13 @@ private:
     if (isConstant(*partial, 0)) return;
     int x = site.tensor;
     const TensorInfo& xt = p_.tensors[static_cast<std::size_t>(x)];
+    // clamp/wrap reads fold many indices onto one element: their gradient is a scatter.
     for (const Subscript& s : site.subs)
-      if (s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap)
-        fail(src_, s.range,
-             "gradients through clamp() and wrap() subscripts are not supported yet");
+      if (s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) {
+        scatter(st, site, partial,
+                std::string(indexModeName(s.mode)) + "() reads fold several indices onto one");
+        return;
+      }
 
     std::vector<std::vector<Sym>> extents;
     for (int r = 0; r < static_cast<int>(site.subs.size()); ++r) {

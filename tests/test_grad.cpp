@@ -60,6 +60,10 @@ const std::vector<GradRow> kRows = {
     {"y[n,o,h,w] := x[n,c,pad(2h+a-1),pad(2w+b-1)] * k[o,c,a,b] "
      "where h in 0:fdiv(size(x,2)-1,2)+1, w in 0:fdiv(size(x,3)-1,2)+1",
      {{"x", {1, 2, 6, 7}}, {"k", {2, 2, 3, 3}}}},
+    // clamp and wrap: scatters of their folded indices
+    {"y[i] := x[clamp(i-1)] * w[i] + x[wrap(i+2)] where i in 0:size(x,0)",
+     {{"x", {5}}, {"w", {5}}}},
+    {"y[i] := x[clamp(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {6}}, {"w", {3}}}},
     // transposed convolution in its gather form
     {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
      {{"x", {4}}, {"w", {3}}}},
@@ -261,8 +265,8 @@ TEST_CASE("gradients: what cannot be differentiated is an error") {
                        einjit::Error);
   CHECK_THROWS_WITH_AS(d("y[b] := E[tok[b]]", {"tok"}), doctest::Contains("integer indices"),
                        einjit::Error);
-  CHECK_THROWS_WITH_AS(d("y[i] := x[clamp(i-1)] where i in 0:size(x,0)"),
-                       doctest::Contains("clamp() and wrap()"), einjit::Error);
+  CHECK_THROWS_WITH_AS(d("(max) y[i] = x[i,j]"), doctest::Contains("overwrite existing"),
+                       einjit::Error);
 }
 
 TEST_CASE("gradients: f32() passes the gradient through unchanged") {

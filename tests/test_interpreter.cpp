@@ -763,3 +763,13 @@ TEST_CASE("interpreter: pad() on a '+=' left-hand side drops writes outside the 
   k(y, x);
   CHECK(y.toVector() == std::vector<double>{2, 3, 4}); // x[0] would land at -1: dropped
 }
+
+TEST_CASE("interpreter: clamp() and wrap() on a '+=' left-hand side fold writes") {
+  Tensor x = Tensor::fromValues({4}, {1, 2, 3, 4}, DType::f64);
+  Tensor c = Tensor::zeros({3}, DType::f64);
+  einjit::compile("c[clamp(i-1)] += x[i]")(c, x); // x[0] and x[1] land on c[0]
+  CHECK(c.toVector() == std::vector<double>{3, 3, 4});
+  Tensor w = Tensor::zeros({3}, DType::f64);
+  einjit::compile("w[wrap(i+1)] += x[i]")(w, x); // indices 1, 2, 3 -> 0, 4 -> 1
+  CHECK(w.toVector() == std::vector<double>{3, 5, 2});
+}
