@@ -385,7 +385,6 @@ private:
     CExprPtr partial = simplify(derivative(st.rhs, &site));
     if (isConstant(*partial, 0)) return;
     int x = site.tensor;
-    const TensorInfo& xt = p_.tensors[static_cast<std::size_t>(x)];
     // clamp/wrap reads fold many indices onto one element: their gradient is a scatter.
     for (const Subscript& s : site.subs)
       if (s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) {
@@ -403,12 +402,62 @@ private:
     }
     std::vector<std::pair<Sym, Sym>> ranges;
     for (const IndexVar& v : st.vars) ranges.push_back({resolve(v.lo), resolve(v.hi)});
-    SiteSolution sol = solveSite(st, site, extents, ranges);
-    if (scatterOnly_) sol.solved = false, sol.why = "scatter-only reference";
-    if (!sol.solved) {
-      scatter(st, site, partial, sol.why);
+    std::vector<SiteSolution> phases;
+    std::string why = "scatter-only reference";
+    if (scatterOnly_ || !solvePhases(st, site, extents, ranges, {}, phases, why, 0)) {
+      scatter(st, site, partial, why);
       return;
     }
+    // One statement, unless residue phases split dX: then it is zero-filled first and each
+    // reachable phase adds its elements (each element still written once per phase).
+    bool split = phases.size() != 1 ||
+                 std::any_of(phases[0].phaseStride.begin(), phases[0].phaseStride.end(),
+                             [](std::int64_t g) { return g != 1; });
+    if (split && !defined_.count(x)) zeroFill(x);
+    for (const SiteSolution& sol : phases) emitSolution(st, site, partial, sol);
+  }
+
+  // Solves a site, splitting dimensions into residue phases as the solver asks (jointly when
+  // it names several); impossible phases are dropped. False when some phase has no solution.
+  bool solvePhases(const Statement& st, const CExpr& site,
+                   const std::vector<std::vector<Sym>>& extents,
+                   const std::vector<std::pair<Sym, Sym>>& ranges, std::vector<Split> split,
+                   std::vector<SiteSolution>& out, std::string& why, int depth) {
+    split.resize(site.subs.size());
+    SiteSolution sol = solveSite(st, site, extents, ranges, split);
+    if (sol.solved) {
+      if (!sol.impossible) out.push_back(std::move(sol));
+      return true;
+    }
+    why = sol.why;
+    if (sol.splitModulus == 0 || depth > 6) return false;
+    // Slot q_d of a dimension split as u = s*q + o splits further modulo m: u = s*m*q' +
+    // (s*r + o) for each r < m (m = 1 never occurs).
+    std::int64_t combos = 1;
+    for (std::int64_t m : sol.splitModuli) {
+      combos *= m;
+      if (combos > 256) {
+        why += " (too many joint phases)";
+        return false;
+      }
+    }
+    for (std::int64_t c = 0; c < combos; ++c) {
+      std::vector<Split> s2 = split;
+      std::int64_t rest = c;
+      for (std::size_t i = 0; i < sol.splitDims.size(); ++i) {
+        std::size_t d = sol.splitDims[i];
+        std::int64_t m = sol.splitModuli[i];
+        s2[d] = {checkedMul(split[d].stride, m), split[d].stride * (rest % m) + split[d].offset};
+        rest /= m;
+      }
+      if (!solvePhases(st, site, extents, ranges, s2, out, why, depth + 1)) return false;
+    }
+    return true;
+  }
+
+  void emitSolution(const Statement& st, const CExpr& site, const CExprPtr& partial,
+                    const SiteSolution& sol) {
+    int x = site.tensor;
     // Names: dX's index r reuses the forward index when the subscript is that index alone.
     std::vector<std::string> names(sol.slots, "");
     std::set<std::string> taken;
@@ -464,10 +513,6 @@ private:
       }
       rhs = Expr::makeTernary(cond, rhs, num(0));
     }
-    // Residue phases write dX[g*q + rho]: into a tensor that exists, zero elsewhere.
-    bool phased = std::any_of(sol.phaseStride.begin(), sol.phaseStride.end(),
-                              [](std::int64_t g) { return g != 1; });
-    if (phased && !defined_.count(x)) zeroFill(x);
     Stmt out;
     out.output = gradOf(x);
     out.outputBracketed = !site.subs.empty();
@@ -493,7 +538,6 @@ private:
                            {}});
     defined_.insert(x);
     stmts_.push_back(std::move(out));
-    (void)xt;
   }
 
   ExprPtr summand(ExprPtr dy, const CExprPtr& partial, const Statement& st,

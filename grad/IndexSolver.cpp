@@ -136,12 +136,14 @@ std::optional<std::vector<BoundTerm>> boundPieces(const IndexBound& b, bool lowe
 
 SiteSolution solveSite(const Statement& st, const CExpr& site,
                        const std::vector<std::vector<Sym>>& extents,
-                       const std::vector<std::pair<Sym, Sym>>& ranges) {
+                       const std::vector<std::pair<Sym, Sym>>& ranges,
+                       const std::vector<Split>& split) {
   SiteSolution sol;
   const std::size_t R = site.subs.size(), n = st.vars.size();
   sol.slots = R + n;
   sol.rowPivot.assign(R, -1);
   sol.eliminated.assign(n, false);
+  sol.renamed.assign(n, false);
   for (std::size_t v = 0; v < n; ++v) sol.varAff.push_back(Aff::unit(sol.slots, R + v));
   for (const Subscript& s : site.subs)
     if (s.gather) {
@@ -149,17 +151,24 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
       return sol;
     }
 
-  // Rows phi_r(v) - u_r = 0, eliminated one at a time with unit pivots.
-  std::vector<Aff> rows;
-  for (std::size_t r = 0; r < R; ++r) {
-    Aff row = composeSubscript(site.subs[r], sol.varAff);
-    row.c[r] = -1;
-    rows.push_back(row);
-  }
-  sol.renamed.assign(n, false);
+  // Rows phi_r(v) - u_r = 0, with u_r = stride*q_r + offset where dimension r is split into
+  // residue phases (slot r then holds q_r); eliminated one at a time with unit pivots.
   sol.phaseStride.assign(R, 1);
   sol.phaseOffset.assign(R, 0);
-  std::vector<std::vector<Sym>> boxes = extents; // the range of each slot u_r (or q_r)
+  std::vector<std::vector<Sym>> boxes = extents; // the range of each slot (u_r or q_r)
+  std::vector<Aff> rows;
+  for (std::size_t r = 0; r < R; ++r) {
+    std::int64_t g = r < split.size() ? split[r].stride : 1;
+    std::int64_t rho = r < split.size() ? split[r].offset : 0;
+    sol.phaseStride[r] = g;
+    sol.phaseOffset[r] = rho;
+    Aff row = composeSubscript(site.subs[r], sol.varAff);
+    row.c[r] = -g;
+    row.k = symAddConst(row.k, -rho);
+    rows.push_back(row);
+    if (g != 1)
+      for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, -1 - rho), g), 1);
+  }
   auto findPivot = [&](const Aff& row) {
     // Output indices first (they usually have the largest extent), then in order.
     for (int pass = 0; pass < 2; ++pass)
@@ -178,23 +187,35 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
       anyVar |= row.c[R + v] != 0;
       g = std::gcd(g, row.c[R + v]);
     }
-    // G2b/G3: every index coefficient shares g > 1, so only u = rho (mod g) is reached. Write
-    // u = g*q + rho: the other phases stay zero, and this one is a dense problem in q.
-    // Other u's may appear (from earlier substitutions) when g divides their coefficients:
-    // they vanish modulo g.
-    std::int64_t k;
-    bool othersDivisible = row.c[r] == -1 && g > 1;
-    for (std::size_t q = 0; q < R && othersDivisible; ++q)
-      othersDivisible = q == r || row.c[q] % g == 0;
-    if (pivot < 0 && anyVar && g > 1 && othersDivisible && symIsConst(row.k, &k)) {
-      std::int64_t rho = ((k % g) + g) % g;
-      sol.phaseStride[r] = g;
-      sol.phaseOffset[r] = rho;
+    // G2b/G3: every index coefficient shares g > 1, so the row holds only where the slots
+    // and the constant are 0 modulo g. Slots whose coefficients g does not divide must be
+    // split into residue phases first (the caller re-solves per phase, jointly when several
+    // dimensions are coupled); then either the phase is impossible (nothing reaches it) or
+    // the row divides by g.
+    if (pivot < 0 && anyVar && g > 1) {
+      std::int64_t k;
+      if (!symIsConst(row.k, &k)) {
+        sol.why = "dimension " + std::to_string(r) + ": a stride with a symbolic offset";
+        return sol;
+      }
+      // Slot q with coefficient c is determined modulo g by its residue modulo g/gcd(c, g).
       for (std::size_t q = 0; q < R; ++q)
-        if (q != r) row.c[q] /= g;
-      for (std::size_t v = 0; v < n; ++v) row.c[R + v] /= g;
-      row.k = symConst((k - rho) / g);
-      for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, -1 - rho), g), 1);
+        if (row.c[q] % g != 0) {
+          sol.splitDims.push_back(q);
+          sol.splitModuli.push_back(g / std::gcd(row.c[q], g));
+        }
+      if (!sol.splitDims.empty()) {
+        sol.splitModulus = g;
+        sol.why = "dimension " + std::to_string(r) + " needs residue phases";
+        return sol;
+      }
+      if (k % g != 0) {
+        sol.impossible = true;
+        sol.solved = true;
+        return sol;
+      }
+      for (auto& c : row.c) c /= g;
+      row.k = symConst(k / g);
       pivot = findPivot(row);
     }
     // G2c: the coefficients have gcd 1 but none is +-1 (stride 2, dilation 3). A unimodular
@@ -234,12 +255,17 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     }
     if (pivot < 0) {
       if (anyVar) {
-        // What is left: a common factor whose residue class depends on other dimensions
-        // (u1 = 2 u0 + 4 mod 5) would need one joint phase split over them.
-        sol.why = "dimension " + std::to_string(r) +
-                  ": residue classes coupled with other dimensions (a joint phase split is not "
-                  "implemented)";
+        sol.why = "dimension " + std::to_string(r) + ": no unit pivot after Euclid steps";
         return sol;
+      }
+      std::int64_t k;
+      if (!row.hasSlots() && symIsConst(row.k, &k)) {
+        if (k != 0) { // a constant that cannot be 0: this phase receives nothing
+          sol.impossible = true;
+          sol.solved = true;
+          return sol;
+        }
+        continue;
       }
       sol.equalities.push_back(row); // u alone: a sub-lattice such as A[i,i]
       continue;

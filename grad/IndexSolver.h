@@ -34,11 +34,23 @@ struct FreeBound {
   std::vector<BoundTerm> hi; // var <= min fdiv(num, divisor)   (inclusive)
 };
 
+// A dimension of the gradient split into residue phases: u = stride*q + offset.
+struct Split {
+  std::int64_t stride = 1;
+  std::int64_t offset = 0;
+};
+
 struct SiteSolution {
   bool solved = false;
-  std::string why;           // when not solved
-  std::size_t slots = 0;     // R + n
-  std::vector<int> rowPivot; // per dimension of X: the index it eliminated, or -1
+  bool impossible = false; // solved, and no element of this phase is reached
+  // Not solved because these dimensions must first be split modulo splitModulus (jointly):
+  // solve again once per combination of residues.
+  std::int64_t splitModulus = 0;
+  std::vector<std::size_t> splitDims;
+  std::vector<std::int64_t> splitModuli; // per split dimension: split its slot modulo this
+  std::string why;                       // when not solved
+  std::size_t slots = 0;                 // R + n
+  std::vector<int> rowPivot;             // per dimension of X: the index it eliminated, or -1
   // Per dimension of X: u_r = phaseStride*q_r + phaseOffset, and slot r is q_r (stride 1 and
   // offset 0: no phases). Elements of the other phases receive nothing.
   std::vector<std::int64_t> phaseStride, phaseOffset;
@@ -55,9 +67,11 @@ struct SiteSolution {
 // extents: per dimension of the site's tensor, its symbolic extent first, then any extent known
 // to be equal to it (the other bare uses of the same index, which Binding checks agree).
 // ranges: per forward index, its [lo, hi) (the statement's own, or equal ones in other terms).
+// split: per dimension of X, the residue phase being solved (empty: none).
 SiteSolution solveSite(const dsl::Statement& st, const dsl::CExpr& site,
                        const std::vector<std::vector<dsl::Sym>>& extents,
-                       const std::vector<std::pair<dsl::Sym, dsl::Sym>>& ranges);
+                       const std::vector<std::pair<dsl::Sym, dsl::Sym>>& ranges,
+                       const std::vector<Split>& split = {});
 
 // The subscript's affine part with the forward indices replaced by their forms.
 Aff composeSubscript(const dsl::Subscript& s, const std::vector<Aff>& varAff);
