@@ -385,9 +385,9 @@ private:
     CExprPtr partial = simplify(derivative(st.rhs, &site));
     if (isConstant(*partial, 0)) return;
     int x = site.tensor;
-    // clamp/wrap reads fold many indices onto one element: their gradient is a scatter.
+    // wrap reads fold indices around the tensor: their gradient is a scatter for now.
     for (const Subscript& s : site.subs)
-      if (s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) {
+      if (s.mode == IndexMode::Wrap) {
         scatter(st, site, partial,
                 std::string(indexModeName(s.mode)) + "() reads fold several indices onto one");
         return;
@@ -410,9 +410,11 @@ private:
     }
     // One statement, unless residue phases split dX: then it is zero-filled first and each
     // reachable phase adds its elements (each element still written once per phase).
-    bool split = phases.size() != 1 ||
-                 std::any_of(phases[0].phaseStride.begin(), phases[0].phaseStride.end(),
-                             [](std::int64_t g) { return g != 1; });
+    bool split =
+        phases.size() != 1 ||
+        std::any_of(phases[0].phaseStride.begin(), phases[0].phaseStride.end(),
+                    [](std::int64_t g) { return g != 1; }) ||
+        std::any_of(phases[0].edge.begin(), phases[0].edge.end(), [](int e) { return e != 0; });
     if (split && !defined_.count(x)) zeroFill(x);
     for (const SiteSolution& sol : phases) emitSolution(st, site, partial, sol);
   }
@@ -424,6 +426,16 @@ private:
                    const std::vector<std::pair<Sym, Sym>>& ranges, std::vector<Split> split,
                    std::vector<SiteSolution>& out, std::string& why, int depth) {
     split.resize(site.subs.size());
+    // A clamp() dimension is solved in three parts: its low edge, its high edge, the inside.
+    for (std::size_t d = 0; d < site.subs.size(); ++d)
+      if (site.subs[d].mode == IndexMode::Clamp && split[d].edge == 0) {
+        for (int edge : {-1, 1, 2}) {
+          std::vector<Split> s2 = split;
+          s2[d].edge = edge;
+          if (!solvePhases(st, site, extents, ranges, s2, out, why, depth)) return false;
+        }
+        return true;
+      }
     SiteSolution sol = solveSite(st, site, extents, ranges, split);
     if (sol.solved) {
       if (!sol.impossible) out.push_back(std::move(sol));
@@ -447,7 +459,8 @@ private:
       for (std::size_t i = 0; i < sol.splitDims.size(); ++i) {
         std::size_t d = sol.splitDims[i];
         std::int64_t m = sol.splitModuli[i];
-        s2[d] = {checkedMul(split[d].stride, m), split[d].stride * (rest % m) + split[d].offset};
+        s2[d] = {checkedMul(split[d].stride, m), split[d].stride * (rest % m) + split[d].offset,
+                 split[d].edge};
         rest /= m;
       }
       if (!solvePhases(st, site, extents, ranges, s2, out, why, depth + 1)) return false;
@@ -520,15 +533,21 @@ private:
       std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];
       ExprPtr e = ident(names[r]);
       if (g != 1) e = plusConst(mul(num(g), e), rho);
+      if (sol.edge[r] == -1) e = num(0); // clamp edges: one element each
+      if (sol.edge[r] == 1) e = symExpr(symAddConst(extentOf(x, static_cast<int>(r)), -1));
       out.lhs.push_back(e);
     }
     out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
     out.rhs = rhs;
     for (std::size_t r = 0; r < site.subs.size(); ++r) {
+      if (sol.edge[r] == -1 || sol.edge[r] == 1) continue;
+      // u = g*q + rho over [L, U]: q in cdiv(L - rho, g) : fdiv(U - rho, g) + 1, where
+      // [L, U] is [0, E-1], or [1, E-2] inside a clamp.
       std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];
-      Sym hi = extentOf(x, static_cast<int>(r));
-      if (g != 1) hi = symAddConst(symFloorDiv(symAddConst(hi, -1 - rho), g), 1);
-      out.where.push_back({names[r], {}, num(0), symExpr(hi), {}});
+      std::int64_t L = sol.edge[r] == 2 ? 1 : 0, top = sol.edge[r] == 2 ? -2 : -1;
+      Sym hi =
+          symAddConst(symFloorDiv(symAddConst(extentOf(x, static_cast<int>(r)), top - rho), g), 1);
+      out.where.push_back({names[r], {}, num(ceilDiv(L - rho, g)), symExpr(hi), {}});
     }
     for (const FreeBound& b : sol.bounds)
       out.where.push_back({names[site.subs.size() + static_cast<std::size_t>(b.var)],
@@ -664,6 +683,22 @@ private:
   void scatter(const Statement& st, const CExpr& site, const CExprPtr& partial,
                const std::string& why) {
     int x = site.tensor;
+    // The scatter's indices are the forward ones; an index that lands on its left-hand side
+    // may have a dependent range only over other such indices.
+    std::vector<bool> onLeft(st.vars.size(), false);
+    for (const Subscript& s : site.subs)
+      for (std::size_t v = 0; v < s.coef.size(); ++v) onLeft[v] = onLeft[v] || s.coef[v] != 0;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      if (!onLeft[v] || !st.vars[v].dependent) continue;
+      std::vector<bool> reads(st.vars.size(), false);
+      st.vars[v].loBound.collectVars(reads);
+      st.vars[v].hiBound.collectVars(reads);
+      for (std::size_t u = 0; u < reads.size(); ++u)
+        if (reads[u] && !onLeft[u])
+          fail(src_, st.vars[v].whereRange,
+               "cannot differentiate this read: its gradient needs a scatter (" + why +
+                   "), which cannot express the range of '" + st.vars[v].name + "'");
+    }
     if (!defined_.count(x)) zeroFill(x);
     std::vector<std::string> names;
     for (const IndexVar& v : st.vars) names.push_back(v.name);

@@ -83,6 +83,18 @@ std::optional<std::vector<BoundTerm>> boundPieces(const IndexBound& b, bool lowe
   }
   case K::Max:
   case K::Min: {
+    // A max/min of sizes and constants alone is a constant of the bound.
+    std::vector<Sym> consts;
+    for (const IndexBound& a : b.args) {
+      auto p = boundPieces(a, lower, varAff, R);
+      if (p && p->size() == 1 && (*p)[0].divisor == 1 && !(*p)[0].num.hasSlots())
+        consts.push_back((*p)[0].num.k);
+    }
+    if (consts.size() == b.args.size()) {
+      Aff a = Aff::zero(slots);
+      a.k = b.kind == K::Max ? symMax(consts) : symMin(consts);
+      return std::vector<BoundTerm>{{a, 1}};
+    }
     if ((b.kind == K::Max) != lower) return std::nullopt;
     std::vector<BoundTerm> out;
     for (const IndexBound& a : b.args) {
@@ -157,18 +169,24 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
   sol.phaseOffset.assign(R, 0);
   std::vector<std::vector<Sym>> boxes = extents; // the range of each slot (u_r or q_r)
   std::vector<Aff> rows;
+  sol.edge.assign(R, 0);
   for (std::size_t r = 0; r < R; ++r) {
     std::int64_t g = r < split.size() ? split[r].stride : 1;
     std::int64_t rho = r < split.size() ? split[r].offset : 0;
+    int edge = r < split.size() ? split[r].edge : 0;
     sol.phaseStride[r] = g;
     sol.phaseOffset[r] = rho;
+    sol.edge[r] = edge;
     Aff row = composeSubscript(site.subs[r], sol.varAff);
-    row.c[r] = -g;
-    row.k = symAddConst(row.k, -rho);
+    // At a clamp edge the row is no equation but an inequality on phi (added below).
+    row.c[r] = edge == -1 || edge == 1 ? 0 : -g;
+    row.k = symAddConst(row.k, edge == -1 || edge == 1 ? 0 : -rho);
     rows.push_back(row);
-    if (g != 1)
-      for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, -1 - rho), g), 1);
+    std::int64_t top = edge == 2 ? -2 : -1; // largest u: E-1, or E-2 inside a clamp
+    if (g != 1 || edge == 2)
+      for (Sym& e : boxes[r]) e = symAddConst(symFloorDiv(symAddConst(e, top - rho), g), 1);
   }
+  auto isEdge = [&](std::size_t r) { return sol.edge[r] == -1 || sol.edge[r] == 1; };
   auto findPivot = [&](const Aff& row) {
     // Output indices first (they usually have the largest extent), then in order.
     for (int pass = 0; pass < 2; ++pass)
@@ -179,6 +197,7 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     return -1;
   };
   for (std::size_t r = 0; r < R; ++r) {
+    if (isEdge(r)) continue;
     Aff& row = rows[r];
     int pivot = findPivot(row);
     bool anyVar = false;
@@ -248,7 +267,8 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
         f.c[R + a] = checkedAdd(checkedMul(fa, x), checkedMul(fb, y));
         f.c[R + b] = checkedAdd(checkedMul(-fa, cb / gg), checkedMul(fb, ca / gg));
       };
-      for (std::size_t q = r; q < R; ++q) transform(rows[q]);
+      for (std::size_t q = 0; q < R; ++q)
+        if (q >= r || isEdge(q)) transform(rows[q]);
       for (std::size_t v = 0; v < n; ++v) transform(sol.varAff[v]);
       sol.renamed[a] = sol.renamed[b] = true;
       pivot = findPivot(row);
@@ -285,7 +305,8 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
       f.c[R + pv] = 0;
       f = affAdd(f, affScale(value, c));
     };
-    for (std::size_t q = r + 1; q < R; ++q) substitute(rows[q]);
+    for (std::size_t q = 0; q < R; ++q)
+      if (q > r || isEdge(q)) substitute(rows[q]);
     // (varAff[pv] becomes `value` too: it is the slot itself unless a Euclid step changed it.)
     for (std::size_t v = 0; v < n; ++v) substitute(sol.varAff[v]);
   }
@@ -296,6 +317,16 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     bool original;
   };
   std::vector<Constraint> cons;
+  // Clamp edges: phi <= 0 at the low edge, phi >= max(E-1, 1) at the high one (so that a
+  // tensor of extent 1 counts each phi once).
+  for (std::size_t r = 0; r < R; ++r) {
+    if (sol.edge[r] == -1) cons.push_back({affScale(rows[r], -1), true});
+    if (sol.edge[r] == 1) {
+      Aff f = rows[r];
+      f.k = symSub(f.k, symMax({symAddConst(extents[r][0], -1), symConst(1)}));
+      cons.push_back({f, true});
+    }
+  }
   for (std::size_t v = 0; v < n; ++v) {
     const Aff& x = sol.varAff[v];
     if (st.vars[v].dependent) {

@@ -35,9 +35,12 @@ struct FreeBound {
 };
 
 // A dimension of the gradient split into residue phases: u = stride*q + offset.
+// For a clamp() read, also which part of the dimension: clamp(phi) = u means phi = u inside,
+// phi <= 0 at u = 0 and phi >= E-1 at u = E-1 (index-set splitting).
 struct Split {
   std::int64_t stride = 1;
   std::int64_t offset = 0;
+  int edge = 0; // 0: a plain read; clamp(): -1 low edge, +1 high edge, 2 interior (1 <= u < E-1)
 };
 
 struct SiteSolution {
@@ -54,6 +57,7 @@ struct SiteSolution {
   // Per dimension of X: u_r = phaseStride*q_r + phaseOffset, and slot r is q_r (stride 1 and
   // offset 0: no phases). Elements of the other phases receive nothing.
   std::vector<std::int64_t> phaseStride, phaseOffset;
+  std::vector<int> edge;        // per dimension: as in Split (clamp reads)
   std::vector<bool> eliminated; // per forward index
   // Per forward index: its slot now holds a new index from a Euclid step (G2c), which needs a
   // name of its own.

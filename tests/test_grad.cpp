@@ -64,6 +64,9 @@ const std::vector<GradRow> kRows = {
     {"y[i] := x[clamp(i-1)] * w[i] + x[wrap(i+2)] where i in 0:size(x,0)",
      {{"x", {5}}, {"w", {5}}}},
     {"y[i] := x[clamp(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {6}}, {"w", {3}}}},
+    {"y[i] := x[clamp(2i+k-1), clamp(i-k)] * w[k] where i in 0:size(x,0)",
+     {{"x", {7, 4}}, {"w", {3}}}},
+    {"y[i] := x[clamp(i-2)] * w[i] where i in 0:size(w,0)", {{"x", {1}}, {"w", {4}}}},
     // transposed convolution in its gather form
     {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
      {{"x", {4}}, {"w", {3}}}},
@@ -221,7 +224,9 @@ TEST_CASE("gradients: gather form for affine reads, scatter only where it must b
        {"C[i,k] := A[i,j] * B[j,k]", "y[i] := x[i+k] * w[k]", "y[i] := x[2i+k] * w[k]",
         "y[i] := x[i+j-k] * w[j,k]", "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", "s := A[i,i]",
         "y[i] := x[2i]", "y[i] := x[2i+2k] * w[k]", "y[i] := x[2i+3k] * w[k]",
-        "y[i] := x[3i+2k] * w[k]", "y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]"}) {
+        "y[i] := x[3i+2k] * w[k]", "y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]",
+        "y[i] := x[clamp(i+k-1)] * w[k] where i in 0:size(x,0)",
+        "y[i] := x[clamp(2i+k-1), clamp(i-k)] * w[k] where i in 0:size(x,0)"}) {
     std::string program = prog;
     CAPTURE(program);
     auto g = einjit::grad::differentiate(einjit::dsl::check(prog), {});
