@@ -414,7 +414,8 @@ private:
         phases.size() != 1 ||
         std::any_of(phases[0].phaseStride.begin(), phases[0].phaseStride.end(),
                     [](std::int64_t g) { return g != 1; }) ||
-        std::any_of(phases[0].edge.begin(), phases[0].edge.end(), [](int e) { return e != 0; });
+        std::any_of(phases[0].edge.begin(), phases[0].edge.end(), [](int e) { return e != 0; }) ||
+        std::any_of(phases[0].fixed.begin(), phases[0].fixed.end(), [](bool f) { return f; });
     if (split && !defined_.count(x)) zeroFill(x);
     for (const SiteSolution& sol : phases) emitSolution(st, site, partial, sol);
   }
@@ -531,7 +532,7 @@ private:
     out.outputBracketed = !site.subs.empty();
     for (std::size_t r = 0; r < site.subs.size(); ++r) {
       std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];
-      ExprPtr e = ident(names[r]);
+      ExprPtr e = sol.fixed[r] ? emit.aff(sol.lhsAff[r]) : ident(names[r]);
       if (g != 1) e = plusConst(mul(num(g), e), rho);
       if (sol.edge[r] == -1) e = num(0); // clamp edges: one element each
       if (sol.edge[r] == 1) e = symExpr(symAddConst(extentOf(x, static_cast<int>(r)), -1));
@@ -540,7 +541,7 @@ private:
     out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
     out.rhs = rhs;
     for (std::size_t r = 0; r < site.subs.size(); ++r) {
-      if (sol.edge[r] == -1 || sol.edge[r] == 1) continue;
+      if (sol.edge[r] == -1 || sol.edge[r] == 1 || sol.fixed[r]) continue;
       // u = g*q + rho over [L, U]: q in cdiv(L - rho, g) : fdiv(U - rho, g) + 1, where
       // [L, U] is [0, E-1], or [1, E-2] inside a clamp.
       std::int64_t g = sol.phaseStride[r], rho = sol.phaseOffset[r];

@@ -57,7 +57,11 @@ struct SiteSolution {
   // Per dimension of X: u_r = phaseStride*q_r + phaseOffset, and slot r is q_r (stride 1 and
   // offset 0: no phases). Elements of the other phases receive nothing.
   std::vector<std::int64_t> phaseStride, phaseOffset;
-  std::vector<int> edge;        // per dimension: as in Split (clamp reads)
+  std::vector<int> edge; // per dimension: as in Split (clamp reads)
+  // Per dimension: fixed when a sub-lattice equality determines it from the other indices
+  // (G2d); lhsAff is then its value, written on the left-hand side. Unfixed: the slot itself.
+  std::vector<bool> fixed;
+  std::vector<Aff> lhsAff;
   std::vector<bool> eliminated; // per forward index
   // Per forward index: its slot now holds a new index from a Euclid step (G2c), which needs a
   // name of its own.

@@ -507,3 +507,12 @@ TEST_CASE("gradients: second order — every gradient program differentiates aga
   }
   CHECK(checked == static_cast<int>(kRows.size()));
 }
+
+TEST_CASE("gradients: a sub-lattice such as A[i,i] is written directly, not masked (E6)") {
+  auto e6 = einjit::grad::differentiate(einjit::dsl::check("y[i] := A[i,i]"), {});
+  CHECK(einjit::dsl::printProgram(e6.program) ==
+        "dA[u0, u1] := 0 where u0 in 0:size(A, 0), u1 in 0:size(A, 1)\n"
+        "dA[u, u] += dy[u] where u in 0:size(A, 1)");
+  auto t = einjit::grad::differentiate(einjit::dsl::check("y[i,j] := T[i,j,i]"), {});
+  CHECK(einjit::dsl::printProgram(t.program).find("dT[u, j, u] += dy[u, j]") != std::string::npos);
+}
