@@ -290,22 +290,15 @@ private:
   int helperStatement(const Statement& st, const std::string& base, Reduce reduce,
                       const CExprPtr& rhs) {
     int id = addTensor(fresh(base));
-    std::vector<std::string> names;
-    for (const IndexVar& v : st.vars) names.push_back(v.name);
-    Emit emit{names, resolver()};
-    std::vector<Aff> varAff;
-    for (std::size_t v = 0; v < st.vars.size(); ++v) varAff.push_back(Aff::unit(st.vars.size(), v));
+    auto [emit, varAff] = forwardFrame(st);
     Stmt out;
     out.reduce = reduce;
     out.output = tensorName(id);
     out.outputBracketed = !st.lhsVars.empty();
-    for (int v : st.lhsVars) out.lhs.push_back(ident(names[static_cast<std::size_t>(v)]));
+    for (int v : st.lhsVars) out.lhs.push_back(ident(st.vars[static_cast<std::size_t>(v)].name));
     out.assign = Assign::Define;
     out.rhs = toExpr(rhs, st, varAff, emit);
-    for (std::size_t v = 0; v < st.vars.size(); ++v) {
-      auto [lo, hi] = rangeOf(st, v);
-      out.where.push_back({st.vars[v].name, {}, lo, hi, {}});
-    }
+    forwardRanges(st, out);
     stmts_.push_back(std::move(out));
     return id;
   }
@@ -599,6 +592,23 @@ private:
     return Expr::makeAccess(name, idx);
   }
 
+  // Syntax over the forward statement's own indices (helper statements, scatters).
+  std::pair<Emit, std::vector<Aff>> forwardFrame(const Statement& st) const {
+    std::vector<std::string> names;
+    for (const IndexVar& v : st.vars) names.push_back(v.name);
+    std::vector<Aff> varAff;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) varAff.push_back(Aff::unit(st.vars.size(), v));
+    return {Emit{names, resolver()}, varAff};
+  }
+
+  // Every forward index with its range, as where clauses of `out`.
+  void forwardRanges(const Statement& st, Stmt& out) {
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      auto [lo, hi] = rangeOf(st, v);
+      out.where.push_back({st.vars[v].name, {}, lo, hi, {}});
+    }
+  }
+
   // The where range of index v of a forward statement, as written or inferred.
   std::pair<ExprPtr, ExprPtr> rangeOf(const Statement& st, std::size_t v) {
     const IndexVar& iv = st.vars[v];
@@ -701,11 +711,7 @@ private:
                    "), which cannot express the range of '" + st.vars[v].name + "'");
     }
     if (!defined_.count(x)) zeroFill(x);
-    std::vector<std::string> names;
-    for (const IndexVar& v : st.vars) names.push_back(v.name);
-    Emit emit{names, resolver()};
-    std::vector<Aff> varAff;
-    for (std::size_t v = 0; v < st.vars.size(); ++v) varAff.push_back(Aff::unit(st.vars.size(), v));
+    auto [emit, varAff] = forwardFrame(st);
     Stmt out;
     out.output = gradOf(x);
     out.outputBracketed = !site.subs.empty();
@@ -713,10 +719,7 @@ private:
     out.assign = Assign::Accumulate;
     ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
     out.rhs = summand(dy, partial, st, varAff, emit);
-    for (std::size_t v = 0; v < st.vars.size(); ++v) {
-      auto [lo, hi] = rangeOf(st, v);
-      out.where.push_back({st.vars[v].name, {}, lo, hi, {}});
-    }
+    forwardRanges(st, out);
     g_.scatters.push_back(printStmt(out) + "   # " + why);
     stmts_.push_back(std::move(out));
   }
