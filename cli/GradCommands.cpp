@@ -3,15 +3,12 @@
 
 #include "Arguments.h"
 
-#include "dsl/Parser.h"
 #include "dsl/Printer.h"
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
 #include "grad/Differentiate.h"
 
-#include <cmath>
 #include <cstdio>
-#include <map>
 #include <ostream>
 
 namespace einjit::cli {

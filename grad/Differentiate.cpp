@@ -501,25 +501,17 @@ private:
     std::vector<Aff> varAff = sol.varAff;
     ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
     ExprPtr rhs = summand(dy, partial, st, varAff, emit);
-    if (!sol.conditions.empty()) {
-      ExprPtr cond;
-      for (const Aff& c : sol.conditions) {
-        ExprPtr one = Expr::makeBinary(BinOp::Ge, emit.aff(c), num(0));
+    // Element conditions (>= 0) and unparametrised sub-lattice equalities (== 0) mask the sum.
+    ExprPtr cond;
+    auto conjoin = [&](const std::vector<Aff>& forms, BinOp op) {
+      for (const Aff& c : forms) {
+        ExprPtr one = Expr::makeBinary(op, emit.aff(c), num(0));
         cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
       }
-      for (const Aff& c : sol.equalities) {
-        ExprPtr one = Expr::makeBinary(BinOp::Eq, emit.aff(c), num(0));
-        cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
-      }
-      rhs = Expr::makeTernary(cond, rhs, num(0));
-    } else if (!sol.equalities.empty()) {
-      ExprPtr cond;
-      for (const Aff& c : sol.equalities) {
-        ExprPtr one = Expr::makeBinary(BinOp::Eq, emit.aff(c), num(0));
-        cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
-      }
-      rhs = Expr::makeTernary(cond, rhs, num(0));
-    }
+    };
+    conjoin(sol.conditions, BinOp::Ge);
+    conjoin(sol.equalities, BinOp::Eq);
+    if (cond) rhs = Expr::makeTernary(cond, rhs, num(0));
     Stmt out;
     out.output = gradOf(x);
     out.outputBracketed = !site.subs.empty();
