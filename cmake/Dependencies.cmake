@@ -3,8 +3,9 @@
 # users have no CUDA); EINJIT_HAVE_<X> records what was found.
 set(EINJIT_HAVE_LLVM OFF)
 if(EINJIT_WITH_LLVM)
-  find_package(LLVM 19 CONFIG QUIET PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
-  if(LLVM_FOUND)
+  # LLVM's version file accepts only an exact major.minor, so check the major version here.
+  find_package(LLVM CONFIG QUIET PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
+  if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL 19)
     set(EINJIT_HAVE_LLVM ON)
   endif()
 endif()

@@ -10,10 +10,11 @@ namespace einjit {
 
 GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
                           const std::map<std::string, double>& scalars,
-                          const std::vector<std::string>& wrt, std::uint64_t seed,
-                          double tolerance) {
+                          const std::vector<std::string>& wrt, std::uint64_t seed, double tolerance,
+                          Device device) {
   Options opt;
   opt.defaultDType = DType::f64;
+  opt.device = device;
   Kernel fwd = compile(source, opt);
   Kernel back = fwd.gradient(wrt);
   const dsl::Program& p = fwd.program();

@@ -9,6 +9,11 @@
 #include "grad/Differentiate.h"
 
 #include <algorithm>
+#include <cstring>
+
+#if EINJIT_HAVE_LLVM
+#include "runtime/CpuBackend.h"
+#endif
 
 namespace einjit {
 
@@ -25,6 +30,9 @@ struct Kernel::Impl {
   dsl::Program program;
   Options options;
   std::vector<std::string> gradientInputs, gradientOutputs, scatters; // gradient kernels
+#if EINJIT_HAVE_LLVM
+  mutable runtime::PreparedCache prepared; // compiled code per binding
+#endif
 };
 
 // --- Outputs ---------------------------------------------------------------------------------
@@ -101,9 +109,31 @@ bool hasInternalOverlap(const Tensor& t) {
   return false;
 }
 
-// Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
-Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>& tensors,
-            const std::vector<double>& scalars) {
+// Copies src into dst element by element (same shape and dtype, any strides).
+void copyElements(const Tensor& dst, const Tensor& src) {
+  const std::size_t es = dtypeSize(src.dtype());
+  const std::int64_t n = src.numel();
+  if (n == 0) return;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(src.rank()), 0);
+  auto* d = static_cast<std::byte*>(dst.data());
+  const auto* s = static_cast<const std::byte*>(src.data());
+  for (std::int64_t lin = 0; lin < n; ++lin) {
+    std::int64_t od = 0, os = 0;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      od += idx[k] * dst.strides()[k];
+      os += idx[k] * src.strides()[k];
+    }
+    std::memcpy(d + od * static_cast<std::int64_t>(es), s + os * static_cast<std::int64_t>(es), es);
+    for (std::size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < src.shape()[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+// Binds a call: every shape, dtype and aliasing check, before anything is allocated or runs.
+dsl::BoundProgram bindCall(const dsl::Program& p, const std::vector<Tensor>& tensors,
+                           const std::vector<double>& scalars, const Options& opt) {
   const dsl::Source& src = *p.source;
   std::vector<dsl::ArgSpec> specs;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -138,6 +168,62 @@ Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>
                 {{wj.firstUse, "'" + wj.name + "' is used here"}});
     }
   }
+  return bound;
+}
+
+std::vector<codegen::HostBuffer> hostBuffers(const std::vector<Tensor>& all) {
+  std::vector<codegen::HostBuffer> bufs;
+  for (const Tensor& t : all) bufs.push_back({t.dtype(), t.data(), t.shape(), t.strides()});
+  return bufs;
+}
+
+#if EINJIT_HAVE_LLVM
+std::shared_ptr<const runtime::PreparedCpu> prepare(const Kernel::Impl& impl,
+                                                    const dsl::BoundProgram& bound,
+                                                    const std::vector<Tensor>& tensors,
+                                                    bool keepIR = false) {
+  const dsl::Program& p = impl.program;
+  std::vector<std::vector<std::int64_t>> argStrides;
+  for (const Tensor& t : tensors) argStrides.push_back(t.strides());
+  codegen::Strides strides = runtime::callStrides(p, bound, argStrides);
+  if (keepIR) return runtime::prepareCpu(p, bound, strides, true);
+  return impl.prepared.get(runtime::bindingSignature(p, bound, strides),
+                           [&] { return runtime::prepareCpu(p, bound, strides); });
+}
+
+// Runs through the JIT. False when a checked access failed: the caller's tensors are as
+// before (written arguments went through scratch copies) and the interpreter must report it.
+bool runCpu(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
+            const std::vector<Tensor>& tensors, std::vector<Tensor>& all) {
+  const dsl::Program& p = impl.program;
+  auto prep = prepare(impl, bound, tensors);
+  std::vector<Tensor> work = all;
+  if (prep->scratch)
+    for (int id : p.arguments)
+      if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
+        work[static_cast<std::size_t>(id)] = all[static_cast<std::size_t>(id)].clone();
+  std::vector<void*> ptrs;
+  std::vector<std::int64_t> zero(work.size(), 0);
+  for (const Tensor& t : work) ptrs.push_back(t.data());
+  for (int id : prep->lowered.zeroFill) {
+    const Tensor& t = work[static_cast<std::size_t>(id)];
+    zero[static_cast<std::size_t>(id)] =
+        t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
+  }
+  if (runtime::executeCpu(*prep, ptrs, bound.params, zero) != 0) return false;
+  if (prep->scratch)
+    for (int id : p.arguments)
+      if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
+        copyElements(all[static_cast<std::size_t>(id)], work[static_cast<std::size_t>(id)]);
+  return true;
+}
+#endif
+
+// Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
+Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
+            const std::vector<double>& scalars) {
+  const dsl::Program& p = impl.program;
+  dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl.options);
 
   std::vector<Tensor> all(p.tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -146,10 +232,14 @@ Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>
     if (!p.tensors[id].isArgument)
       all[id] = Tensor::empty(bound.tensors[id].shape, bound.tensors[id].dtype);
 
-  std::vector<codegen::HostBuffer> bufs;
-  for (const Tensor& t : all) bufs.push_back({t.dtype(), t.data(), t.shape(), t.strides()});
-  codegen::interpret(p, bound, bufs);
-  (void)opt;
+  bool done = false;
+#if EINJIT_HAVE_LLVM
+  if (impl.options.device.kind == Device::Kind::cpu) done = runCpu(impl, bound, tensors, all);
+#endif
+  // The interpreter: the reference device, and the JIT's slow path when a checked access
+  // failed (it throws the error with its caret, or computes the result when the failure came
+  // from a branch the interpreter does not evaluate).
+  if (!done) codegen::interpret(p, bound, hostBuffers(all));
 
   std::vector<Tensor> outs;
   std::vector<std::string> names;
@@ -165,7 +255,8 @@ Outputs run(const dsl::Program& p, const Options& opt, const std::vector<Tensor>
 
 } // namespace
 
-Outputs Kernel::call(const std::vector<Arg>& args) const {
+std::pair<std::vector<Tensor>, std::vector<double>>
+Kernel::splitArguments(const std::vector<Arg>& args) const {
   const dsl::Program& p = impl_->program;
   const dsl::Source& src = *p.source;
   const std::size_t nt = p.arguments.size(), ns = p.params.size();
@@ -198,7 +289,12 @@ Outputs Kernel::call(const std::vector<Arg>& args) const {
       scalars.push_back(args[i].scalar());
     }
   }
-  return run(p, impl_->options, tensors, scalars);
+  return {std::move(tensors), std::move(scalars)};
+}
+
+Outputs Kernel::call(const std::vector<Arg>& args) const {
+  auto [tensors, scalars] = splitArguments(args);
+  return run(*impl_, tensors, scalars);
 }
 
 Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
@@ -230,7 +326,32 @@ Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
       dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
     ss.push_back(it->second);
   }
-  return run(p, impl_->options, ts, ss);
+  return run(*impl_, ts, ss);
+}
+
+std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
+  auto [tensors, scalars] = splitArguments(args);
+  const dsl::Program& p = impl_->program;
+  dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl_->options);
+  if (impl_->options.device.kind != Device::Kind::cpu)
+    return "device " + impl_->options.device.name() +
+           ": the reference interpreter runs the checked program directly\n";
+#if EINJIT_HAVE_LLVM
+  auto prep = prepare(*impl_, bound, tensors, llvmIR);
+  std::string out = "# target: " + runtime::hostDescription() + "\n";
+  for (std::size_t k = 0; k < p.stmts.size(); ++k)
+    out += "# statement " + std::to_string(k + 1) + ": " + prep->lowered.notes[k] + "\n";
+  for (int id : prep->lowered.zeroFill)
+    out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
+  if (prep->lowered.checked)
+    out += "# some accesses are checked at run time (gathers or unproven subscripts)\n";
+  for (const auto& f : prep->lowered.funcs) out += codegen::ir::print(f);
+  if (llvmIR) out += "\n; optimized LLVM IR\n" + prep->code->llvmIR;
+  return out;
+#else
+  (void)bound;
+  return "this build has no LLVM JIT: the reference interpreter runs the checked program\n";
+#endif
 }
 
 std::vector<std::string> Kernel::tensorArguments() const {

@@ -2,6 +2,7 @@
 // finite differences in float64 (einjit::gradcheck), and against the naive scatter-form
 // reverse pass run by the same interpreter — and its gradient program must print, reparse
 // and check.
+#include "GradTable.h"
 #include "TestSupport.h"
 
 #include "codegen/Interpreter.h"
@@ -20,107 +21,8 @@ using einjit::Tensor;
 
 namespace {
 
-struct GradRow {
-  const char* program;
-  std::map<std::string, Shape> shapes;
-  std::map<std::string, double> scalars = {};
-  std::vector<std::string> wrt = {};
-};
-
-const std::vector<GradRow> kRows = {
-    // contractions
-    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {3, 4}}, {"B", {4, 5}}}},
-    {"C[i,k] := A[j,i] * B[j,k]", {{"A", {4, 3}}, {"B", {4, 5}}}},
-    {"C[i,k] := A[i,j] * B[k,j]", {{"A", {3, 4}}, {"B", {5, 4}}}},
-    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {4, 3}}, {"B", {5, 4}}}},
-    {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {2, 3, 4}}, {"B", {2, 4, 3}}}},
-    {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {3, 4, 2}}, {"B", {2, 5, 4}}}},
-    {"s := A[i,i]", {{"A", {4, 4}}}},
-    {"y[i] := A[i,i]", {{"A", {5, 5}}}},
-    {"y[i] := A[i,i] * v[i]", {{"A", {3, 3}}, {"v", {3}}}},
-    {"y[i,j] := a[i] * b[j]", {{"a", {3}}, {"b", {4}}}},
-    {"y[i] := x[i,j] * w[j]", {{"x", {3, 5}}, {"w", {5}}}},
-    {"s := x[i,j] * x[i,j]", {{"x", {3, 4}}}},
-    {"y[j,i] := x[i,j]", {{"x", {3, 4}}}},
-    // convolutions: stride, dilation, padding, several indices in one dimension
-    {"y[i] := x[i+k] * w[k]", {{"x", {9}}, {"w", {3}}}},
-    {"y[i] := x[2i+k] * w[k]", {{"x", {11}}, {"w", {3}}}},
-    {"y[i] := x[3i+k] * w[k]", {{"x", {13}}, {"w", {4}}}},
-    {"y[i] := x[i+2k] * w[k]", {{"x", {10}}, {"w", {3}}}},
-    {"y[i] := x[2i+2k] * w[k]", {{"x", {12}}, {"w", {3}}}},
-    {"y[i] := x[2i+3k] * w[k]", {{"x", {14}}, {"w", {3}}}},
-    {"y[i] := x[3i+2k] * w[k]", {{"x", {17}}, {"w", {4}}}},
-    {"y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]", {{"x", {1, 2, 11, 12}}, {"k", {2, 2, 3, 2}}}},
-    {"y[i] := x[2i+1]", {{"x", {8}}}},
-    {"y[i] := x[i+j-k] * w[j,k]", {{"x", {9}}, {"w", {3, 2}}}},
-    {"y[i,j] := x[i-j] * w[j]", {{"x", {8}}, {"w", {3}}}},
-    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 2, 6, 5}}, {"k", {3, 2, 3, 2}}}},
-    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {2, 3, 7, 8}}, {"k", {2, 3, 3, 2}}}},
-    {"y[i] := x[pad(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {7}}, {"w", {3}}}},
-    {"y[n,o,h,w] := x[n,c,pad(2h+a-1),pad(2w+b-1)] * k[o,c,a,b] "
-     "where h in 0:fdiv(size(x,2)-1,2)+1, w in 0:fdiv(size(x,3)-1,2)+1",
-     {{"x", {1, 2, 6, 7}}, {"k", {2, 2, 3, 3}}}},
-    // clamp and wrap: scatters of their folded indices
-    {"y[i] := x[clamp(i-1)] * w[i] + x[wrap(i+2)] where i in 0:size(x,0)",
-     {{"x", {5}}, {"w", {5}}}},
-    {"y[i] := x[clamp(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {6}}, {"w", {3}}}},
-    {"y[i] := x[clamp(2i+k-1), clamp(i-k)] * w[k] where i in 0:size(x,0)",
-     {{"x", {7, 4}}, {"w", {3}}}},
-    {"y[i] := x[clamp(i-2)] * w[i] where i in 0:size(w,0)", {{"x", {1}}, {"w", {4}}}},
-    // transposed convolution in its gather form
-    {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
-     {{"x", {4}}, {"w", {3}}}},
-    // shifts and subsampling
-    {"y[i] := x[2i]", {{"x", {7}}}},
-    {"y[i] := x[i+1] - x[i]", {{"x", {6}}}},
-    {"y[i] := x[N-1-i]", {{"x", {5}}}, {{"N", 5}}},
-    {"y[i] := x[i+S] * alpha where i in 0:size(x,0)-S", {{"x", {6}}}, {{"S", 2}, {"alpha", 1.5}}},
-    // elementwise functions and their derivatives
-    {"y[i] := exp(x[i]) + log(x[i] + 2) + sqrt(x[i] + 2) + tanh(x[i]) + sigmoid(x[i])",
-     {{"x", {5}}}},
-    {"y[i] := sin(x[i]) * cos(x[i]) + erf(x[i]) + abs(x[i] - 0.3) + relu(x[i] - 0.1)",
-     {{"x", {6}}}},
-    {"y[i] := x[i] ^ 3 + pow(x[i] + 2, w[i]) + (x[i] + 2) ^ w[i]", {{"x", {4}}, {"w", {4}}}},
-    {"y[i] := x[i] / (w[i] + 3) - w[i] / (x[i] + 3)", {{"x", {4}}, {"w", {4}}}},
-    {"y[i] := min(x[i], w[i]) + max(x[i], 0.2 * w[i])", {{"x", {6}}, {"w", {6}}}},
-    {"y[i] := x[i] * 2 + floor(x[i]) + i32(x[i] * 4) + ceil(x[i]) * x[i]", {{"x", {5}}}},
-    {"y[i,j] := (i <= j) ? a[i,j] * b[j] : -a[i,j]", {{"a", {4, 4}}, {"b", {4}}}},
-    {"y[i] := (x[i] > 0 && w[i] < 0.5) ? x[i] * w[i] : x[i] - w[i]", {{"x", {6}}, {"w", {6}}}},
-    {"y[i] := x[i] * i + size(x, 0)", {{"x", {4}}}},
-    {"y[i] := (x[i] % 0.7) * 3", {{"x", {5}}}},
-    // multi-statement programs: the chain rule through intermediates
-    {"t[i,j] := w[k,i] * x[k,j]\ny[i,j] := t[i,j] + b[i]",
-     {{"w", {3, 4}}, {"x", {3, 5}}, {"b", {4}}}},
-    {"y[i,j] := (w[k,i] - x[k,j]) ^ 2", {{"w", {3, 4}}, {"x", {3, 5}}}},
-    {"s[i] := exp(x[i,j])\ny[i] := log(s[i])", {{"x", {3, 4}}}},
-    {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]", {{"x", {3, 4}}}},
-    {"mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\nv[i] := d[i,j] ^ 2 / size(x,1)\n"
-     "y[i,j] := d[i,j] / sqrt(v[i] + 0.00001) * g[j] + b[j]",
-     {{"x", {3, 5}}, {"g", {5}}, {"b", {5}}}},
-    {"q[t,d] := x[t,e] * wq[e,d]\nk[t,d] := x[t,e] * wk[e,d]\ns[t,u] := q[t,d] * k[u,d]\n"
-     "p[t,u] := exp(s[t,u])\nz[t] := p[t,u]\ny[t,d] := p[t,u] / z[t] * x[u,d]",
-     {{"x", {3, 4}}, {"wq", {4, 4}}, {"wk", {4, 4}}}},
-    {"h[i] := tanh(w1[i,j] * x[j])\ny := w2[i] * h[i]", {{"w1", {4, 3}}, {"x", {3}}, {"w2", {4}}}},
-    {"a[i] := x[i] * 2\nb[i] := x[i] * a[i]\ny[i] := a[i] + b[i]", {{"x", {5}}}},
-    // gathers: the scatter of an embedding's gradient, with repeated indices
-    {"y[b,d] := E[tok[b], d] * s[b]", {{"E", {4, 3}}, {"tok", {6}}, {"s", {6}}}, {}, {"E", "s"}},
-    // selections and products
-    {"(max) y[i] := x[i,j]", {{"x", {3, 4}}}},
-    {"(min) y[i] := x[i+k] * w[k]", {{"x", {7}}, {"w", {3}}}},
-    {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2", {{"x", {6, 7}}}},
-    {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:3, b in 0:3", {{"x", {7, 9}}}},
-    {"(max) s := x[i] * w[i]", {{"x", {5}}, {"w", {5}}}},
-    {"(*) y[i] := x[i,j]", {{"x", {3, 4}}}},
-    {"(*) y[i] := x[i,j] + w[j]", {{"x", {2, 3}}, {"w", {3}}}},
-    {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]",
-     {{"x", {3, 4}}}},
-    {"(max) m[i] := x[i,j]\ns[i] := exp(x[i,j] - m[i])\ny[i] := log(s[i]) + m[i]", {{"x", {3, 5}}}},
-    {"q[t,d] := x[t,e] * wq[e,d]\ns[t,u] := q[t,d] * x[u,d]\n(max) m[t] := s[t,u]\n"
-     "p[t,u] := exp(s[t,u] - m[t])\nz[t] := p[t,u]\ny[t,d] := p[t,u] / z[t] * x[u,d]",
-     {{"x", {3, 4}}, {"wq", {4, 4}}}},
-    // the requested subset only
-    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {3, 4}}, {"B", {4, 5}}}, {}, {"B"}},
-};
+using einjit::test::GradRow;
+const std::vector<GradRow>& kRows = einjit::test::kGradRows;
 
 std::map<std::string, Tensor> randomInputs(const einjit::dsl::Program& p, const GradRow& row,
                                            std::uint64_t seed) {
@@ -294,52 +196,7 @@ TEST_CASE("gradients: residue phases (G3) and Euclid steps (G2c) instead of scat
   CHECK(text.find('%') == std::string::npos);
 }
 
-namespace {
-
-// A random statement: indices i (output) and k, l (reductions); w reads every index bare so
-// that all ranges are inferable; x reads random affine combinations of 1-3 indices with
-// coefficients in -3..3; a random function wraps one factor.
-std::string randomStatement(std::mt19937_64& rng, std::map<std::string, Shape>& shapes) {
-  const char* vars[] = {"i", "k", "l"};
-  int nv = 2 + static_cast<int>(rng() % 2);
-  auto coef = [&] { return static_cast<int>(rng() % 7) - 3; };
-  std::string xs;
-  int xr = 1 + static_cast<int>(rng() % 2);
-  for (int d = 0; d < xr; ++d) {
-    std::string sub;
-    int used = 0;
-    for (int v = 0; v < nv; ++v) {
-      int c = coef();
-      if (c == 0 || (used == 2 && rng() % 2)) continue;
-      sub += (c < 0 ? "-" : (sub.empty() ? "" : "+")) +
-             (std::abs(c) == 1 ? "" : std::to_string(std::abs(c))) + vars[v];
-      ++used;
-    }
-    if (sub.empty()) sub = vars[rng() % static_cast<unsigned>(nv)];
-    int off = static_cast<int>(rng() % 5) - 2;
-    if (off != 0) sub += (off > 0 ? "+" : "-") + std::to_string(std::abs(off));
-    xs += (d ? "," : "") + std::string("pad(") + sub + ")";
-  }
-  std::string ws;
-  Shape wshape;
-  for (int v = 0; v < nv; ++v) {
-    ws += (v ? "," : "") + std::string(vars[v]);
-    wshape.push_back(2 + static_cast<std::int64_t>(rng() % 3));
-  }
-  shapes = {{"w", wshape},
-            {"x", Shape(static_cast<std::size_t>(xr), 5 + static_cast<std::int64_t>(rng() % 4))}};
-  const char* fns[] = {"", "tanh", "sigmoid", "exp", "sin"};
-  std::string f = fns[rng() % 5];
-  std::string xread = "x[" + xs + "]";
-  if (!f.empty()) xread = f + "(" + xread + ")";
-  const char* shapesOfY[] = {"y[i]", "y[i,k]"};
-  std::string diag;
-  for (int d = 0; d < xr; ++d) diag += d ? ",pad(i)" : "pad(i)";
-  return std::string(shapesOfY[rng() % 2]) + " := " + xread + " * w[" + ws + "]" +
-         (rng() % 2 ? " + x[" + diag + "] * w[" + ws + "]" : "");
-}
-
-} // namespace
+using einjit::test::randomStatement;
 
 TEST_CASE("gradients: 500 random statements against finite differences and the scatter form") {
   std::mt19937_64 rng(2026);

@@ -32,7 +32,9 @@ struct Device {
   Kind kind = Kind::cpu;
   int index = 0;
   static Device reference() { return {Kind::reference, 0}; } // the interpreter
-  static Device cpu() { return {Kind::cpu, 0}; }             // the JIT (interpreter for now)
+  static Device cpu() {
+    return {Kind::cpu, 0};
+  } // the LLVM JIT (the interpreter in builds without LLVM)
   static Device cuda(int index = 0) { return {Kind::cuda, index}; }
   std::string name() const;
 };
@@ -123,9 +125,17 @@ public:
   const Options& options() const;
   const dsl::Program& program() const; // the checked program (internal representation)
 
+  // How a call with these arguments runs on the kernel's device: each statement's schedule and
+  // the loop-nest IR, specialised to the arguments' shapes and strides; with llvmIR, also the
+  // optimized LLVM IR. Nothing is written.
+  std::string explain(const std::vector<Arg>& args, bool llvmIR = false) const;
+
+  struct Impl; // opaque
+
 private:
   friend Kernel compile(const std::string&, const Options&);
-  struct Impl;
+  std::pair<std::vector<Tensor>, std::vector<double>>
+  splitArguments(const std::vector<Arg>& args) const;
   std::shared_ptr<const Impl> impl_;
 };
 
@@ -133,7 +143,8 @@ Kernel compile(const std::string& source, const Options& options = {});
 
 // Checks a gradient against central finite differences in float64: random f64 inputs of the
 // given shapes (index tensors get random valid-looking small integers), a random gradient for
-// each output, loss = sum <dY, Y>. One entry per differentiated input.
+// each output, loss = sum <dY, Y>. One entry per differentiated input. The forward and
+// gradient programs run on `device`.
 struct GradCheckResult {
   std::vector<std::string> inputs;      // X names
   std::vector<double> maxRelativeError; // max |fd - analytic| / max(1, max |fd|)
@@ -142,6 +153,6 @@ struct GradCheckResult {
 GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
                           const std::map<std::string, double>& scalars = {},
                           const std::vector<std::string>& wrt = {}, std::uint64_t seed = 1,
-                          double tolerance = 1e-6);
+                          double tolerance = 1e-6, Device device = Device::cpu());
 
 } // namespace einjit

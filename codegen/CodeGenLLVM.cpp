@@ -1,0 +1,507 @@
+#include "codegen/CodeGenLLVM.h"
+
+#include "einjit/Error.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+
+namespace einjit::codegen {
+
+using namespace ir;
+
+namespace {
+
+class Emitter {
+public:
+  Emitter(llvm::Module& m) : m_(m), ctx_(m.getContext()), b_(ctx_) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
+  }
+
+  void func(const Func& f, const std::string& prefix) {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    // The body: one noalias pointer per buffer.
+    std::vector<llvm::Type*> implArgs(f.buffers.size(), ptr);
+    implArgs.insert(implArgs.end(), {ptr, i64, i64, ptr});
+    auto* implTy = llvm::FunctionType::get(b_.getVoidTy(), implArgs, false);
+    auto* impl = llvm::Function::Create(implTy, llvm::Function::InternalLinkage,
+                                        prefix + f.name + ".body", m_);
+    impl->addFnAttr(llvm::Attribute::AlwaysInline);
+    impl->addFnAttr(llvm::Attribute::NoUnwind);
+    for (std::size_t i = 0; i < f.buffers.size(); ++i)
+      impl->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+    impl->addParamAttr(static_cast<unsigned>(f.buffers.size() + 3), llvm::Attribute::NoAlias);
+    fn_ = impl;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", impl);
+    auto* start = llvm::BasicBlock::Create(ctx_, "start", impl);
+    b_.SetInsertPoint(start);
+    buffers_.clear();
+    vars_.clear();
+    for (std::size_t i = 0; i < f.buffers.size(); ++i)
+      buffers_[f.buffers[i].name] = {impl->getArg(static_cast<unsigned>(i)),
+                                     llvmType(f.buffers[i].elem)};
+    params_ = impl->getArg(static_cast<unsigned>(f.buffers.size()));
+    begin_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 1));
+    end_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 2));
+    status_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 3));
+    stmt(f.body);
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(entry_);
+    b_.CreateBr(start);
+
+    // The entry point: unpacks the buffer array.
+    auto* outerTy = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64, ptr}, false);
+    auto* outer =
+        llvm::Function::Create(outerTy, llvm::Function::ExternalLinkage, prefix + f.name, m_);
+    outer->addFnAttr(llvm::Attribute::NoUnwind);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
+    std::vector<llvm::Value*> args;
+    for (std::size_t i = 0; i < f.buffers.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, outer->getArg(0), i);
+      args.push_back(b_.CreateLoad(ptr, slot));
+    }
+    for (unsigned i = 1; i < 5; ++i) args.push_back(outer->getArg(i));
+    b_.CreateCall(impl, args);
+    b_.CreateRetVoid();
+  }
+
+private:
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value *params_ = nullptr, *begin_ = nullptr, *end_ = nullptr, *status_ = nullptr;
+  struct Buf {
+    llvm::Value* ptr;
+    llvm::Type* elem;
+  };
+  std::map<std::string, Buf> buffers_;
+  std::map<std::string, llvm::Value*> vars_;
+  // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
+  std::string vecVar_;
+  unsigned lanes_ = 0;
+  llvm::Value* vecBase_ = nullptr;
+
+  llvm::Type* llvmType(Type t) {
+    switch (t) {
+    case Type::i1: return b_.getInt1Ty();
+    case Type::i32: return b_.getInt32Ty();
+    case Type::i64: return b_.getInt64Ty();
+    case Type::f32: return b_.getFloatTy();
+    case Type::f64: return b_.getDoubleTy();
+    }
+    return nullptr;
+  }
+
+  bool inVector() const { return !vecVar_.empty(); }
+  bool isVec(llvm::Value* v) const { return v->getType()->isVectorTy(); }
+  llvm::Value* splat(llvm::Value* v) {
+    if (!inVector() || isVec(v)) return v;
+    return b_.CreateVectorSplat(lanes_, v);
+  }
+  // Both operands scalar, or both vectors.
+  void unify(llvm::Value*& a, llvm::Value*& c) {
+    if (isVec(a) != isVec(c)) {
+      a = splat(a);
+      c = splat(c);
+    }
+  }
+  llvm::Value* constLike(llvm::Value* like, double v) {
+    llvm::Type* t = like->getType()->getScalarType();
+    llvm::Value* c = t->isFloatingPointTy()
+                         ? llvm::ConstantFP::get(t, v)
+                         : llvm::ConstantInt::get(t, static_cast<std::int64_t>(v), true);
+    return isVec(like) ? b_.CreateVectorSplat(lanes_, c) : c;
+  }
+
+  // Emits e with the vectorized variable bound to its first lane (a scalar).
+  llvm::Value* scalarAtBase(const Expr& e) {
+    std::string saved = vecVar_;
+    vecVar_.clear();
+    vars_[saved] = vecBase_;
+    llvm::Value* v = expr(e);
+    vars_.erase(saved);
+    vecVar_ = saved;
+    return v;
+  }
+
+  // --- expressions ---------------------------------------------------------------------------
+
+  llvm::Value* expr(const Expr& e) {
+    switch (e->kind) {
+    case NodeKind::IntImm:
+      return b_.getInt64(static_cast<std::uint64_t>(static_cast<const IntImm&>(*e).value));
+    case NodeKind::FloatImm:
+      return llvm::ConstantFP::get(llvmType(e->type), static_cast<const FloatImm&>(*e).value);
+    case NodeKind::Var: {
+      const std::string& name = static_cast<const Var&>(*e).name;
+      if (inVector() && name == vecVar_) {
+        std::vector<llvm::Constant*> steps;
+        for (unsigned l = 0; l < lanes_; ++l) steps.push_back(b_.getInt64(l));
+        return b_.CreateAdd(b_.CreateVectorSplat(lanes_, vecBase_),
+                            llvm::ConstantVector::get(steps));
+      }
+      auto it = vars_.find(name);
+      if (it == vars_.end()) throw InternalError("codegen: unbound variable " + name);
+      return it->second;
+    }
+    case NodeKind::Param: {
+      const auto& n = static_cast<const Param&>(*e);
+      llvm::Value* p = b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), params_,
+                                                     static_cast<std::uint64_t>(n.index));
+      llvm::Value* v = b_.CreateLoad(b_.getDoubleTy(), p);
+      return n.type == Type::f32 ? b_.CreateFPTrunc(v, b_.getFloatTy()) : v;
+    }
+    case NodeKind::Load: return loadExpr(static_cast<const Load&>(*e));
+    case NodeKind::Cast: return castExpr(static_cast<const Cast&>(*e));
+    case NodeKind::Unary: {
+      const auto& n = static_cast<const Unary&>(*e);
+      llvm::Value* a = expr(n.a);
+      if (n.op == UnOp::Not) return b_.CreateNot(a);
+      return isFloat(n.type) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+    }
+    case NodeKind::Binary: return binaryExpr(static_cast<const Binary&>(*e));
+    case NodeKind::Select: {
+      const auto& n = static_cast<const Select&>(*e);
+      llvm::Value *c = expr(n.cond), *a = expr(n.a), *f = expr(n.b);
+      if (isVec(c) || isVec(a) || isVec(f)) {
+        c = splat(c);
+        a = splat(a);
+        f = splat(f);
+      }
+      return b_.CreateSelect(c, a, f);
+    }
+    case NodeKind::Call: return callExpr(static_cast<const Call&>(*e));
+    case NodeKind::Check: return checkExpr(static_cast<const Check&>(*e));
+    default: throw InternalError("codegen: statement in expression position");
+    }
+  }
+
+  llvm::Value* address(const Buf& buf, const Expr& index, bool* contiguous, llvm::Value** idxOut) {
+    *contiguous = false;
+    if (inVector() && dependsOn(index, vecVar_)) {
+      auto c = linearCoefficient(index, vecVar_);
+      if (c && *c == 1) {
+        *contiguous = true;
+        return b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(index));
+      }
+      *idxOut = expr(index);
+      return b_.CreateInBoundsGEP(buf.elem, buf.ptr, *idxOut); // a vector of pointers
+    }
+    return b_.CreateInBoundsGEP(buf.elem, buf.ptr, expr(index));
+  }
+
+  llvm::Align alignOf(llvm::Type* t) { return llvm::Align(m_.getDataLayout().getABITypeAlign(t)); }
+
+  llvm::Value* loadExpr(const Load& n) {
+    const Buf& buf = lookup(n.buffer);
+    bool contiguous = false;
+    llvm::Value* idx = nullptr;
+    llvm::Value* addr = address(buf, n.index, &contiguous, &idx);
+    if (contiguous)
+      return b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, lanes_), addr,
+                                  alignOf(buf.elem));
+    if (isVec(addr))
+      return b_.CreateMaskedGather(llvm::FixedVectorType::get(buf.elem, lanes_), addr,
+                                   alignOf(buf.elem));
+    return b_.CreateLoad(buf.elem, addr);
+  }
+
+  void storeValue(const std::string& buffer, const Expr& index, llvm::Value* v, llvm::Value* mask) {
+    const Buf& buf = lookup(buffer);
+    bool contiguous = false;
+    llvm::Value* idx = nullptr;
+    llvm::Value* addr = address(buf, index, &contiguous, &idx);
+    if (contiguous || isVec(addr)) {
+      v = splat(v);
+      if (contiguous && !mask) {
+        b_.CreateAlignedStore(v, addr, alignOf(buf.elem));
+      } else if (contiguous) {
+        b_.CreateMaskedStore(v, addr, alignOf(buf.elem), mask);
+      } else {
+        b_.CreateMaskedScatter(v, addr, alignOf(buf.elem), mask);
+      }
+      return;
+    }
+    if (isVec(v)) throw InternalError("codegen: vector stored to one element of " + buffer);
+    b_.CreateStore(v, addr);
+  }
+
+  const Buf& lookup(const std::string& name) {
+    auto it = buffers_.find(name);
+    if (it == buffers_.end()) throw InternalError("codegen: unknown buffer " + name);
+    return it->second;
+  }
+
+  llvm::Type* shaped(Type t, llvm::Value* like) {
+    llvm::Type* s = llvmType(t);
+    return isVec(like) ? llvm::FixedVectorType::get(s, lanes_) : s;
+  }
+
+  llvm::Value* castExpr(const Cast& n) {
+    llvm::Value* v = expr(n.value);
+    Type from = n.value->type, to = n.type;
+    llvm::Type* dst = shaped(to, v);
+    if (isFloat(from) && isFloat(to)) return b_.CreateFPCast(v, dst);
+    if (!isFloat(from) && isFloat(to))
+      return from == Type::i1 ? b_.CreateUIToFP(v, dst) : b_.CreateSIToFP(v, dst);
+    if (isFloat(from)) // saturating, NaN -> 0, like the interpreter
+      return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dst, v->getType()}, {v});
+    return b_.CreateSExtOrTrunc(v, dst);
+  }
+
+  llvm::Value* binaryExpr(const Binary& n) {
+    llvm::Value *a = expr(n.a), *c = expr(n.b);
+    unify(a, c);
+    const bool fl = isFloat(n.a->type);
+    switch (n.op) {
+    case BinOp::Add: return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+    case BinOp::Sub: return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+    case BinOp::Mul: return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+    case BinOp::Div: return fl ? b_.CreateFDiv(a, c) : b_.CreateSDiv(a, c);
+    case BinOp::Mod: return fl ? b_.CreateFRem(a, c) : b_.CreateSRem(a, c);
+    case BinOp::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, c);
+    case BinOp::Min:
+      if (!fl) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, c);
+      return b_.CreateSelect(b_.CreateFCmpOLT(c, a), c, a);
+    case BinOp::Max:
+      if (!fl) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, c);
+      return b_.CreateSelect(b_.CreateFCmpOGT(c, a), c, a);
+    case BinOp::FloorDiv:
+    case BinOp::CeilDiv: { // divisor > 0
+      llvm::Value* q = b_.CreateSDiv(a, c);
+      llvm::Value* r = b_.CreateSRem(a, c);
+      if (n.op == BinOp::FloorDiv)
+        return b_.CreateSub(q, b_.CreateZExt(b_.CreateICmpSLT(r, constLike(r, 0)), q->getType()));
+      return b_.CreateAdd(q, b_.CreateZExt(b_.CreateICmpSGT(r, constLike(r, 0)), q->getType()));
+    }
+    case BinOp::EMod: {
+      llvm::Value* r = b_.CreateSRem(a, c);
+      return b_.CreateSelect(b_.CreateICmpSLT(r, constLike(r, 0)), b_.CreateAdd(r, c), r);
+    }
+    case BinOp::Lt: return fl ? b_.CreateFCmpOLT(a, c) : b_.CreateICmpSLT(a, c);
+    case BinOp::Le: return fl ? b_.CreateFCmpOLE(a, c) : b_.CreateICmpSLE(a, c);
+    case BinOp::Gt: return fl ? b_.CreateFCmpOGT(a, c) : b_.CreateICmpSGT(a, c);
+    case BinOp::Ge: return fl ? b_.CreateFCmpOGE(a, c) : b_.CreateICmpSGE(a, c);
+    case BinOp::Eq: return fl ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
+    case BinOp::Ne: return fl ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
+    case BinOp::And: return b_.CreateAnd(a, c);
+    case BinOp::Or: return b_.CreateOr(a, c);
+    }
+    throw InternalError("codegen: binary operator");
+  }
+
+  // A libm function applied lane by lane.
+  llvm::Value* libm(const char* f32, const char* f64, llvm::Value* a) {
+    llvm::Type* s = a->getType()->getScalarType();
+    llvm::FunctionCallee fn =
+        m_.getOrInsertFunction(s->isFloatTy() ? f32 : f64, llvm::FunctionType::get(s, {s}, false));
+    if (!isVec(a)) return b_.CreateCall(fn, {a});
+    llvm::Value* r = llvm::PoisonValue::get(a->getType());
+    for (unsigned l = 0; l < lanes_; ++l)
+      r = b_.CreateInsertElement(r, b_.CreateCall(fn, {b_.CreateExtractElement(a, l)}), l);
+    return r;
+  }
+
+  llvm::Value* callExpr(const Call& n) {
+    using dsl::Fn;
+    llvm::Value* a = expr(n.args[0]);
+    auto unaryIntrinsic = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
+    switch (n.fn) {
+    case Fn::Exp: return unaryIntrinsic(llvm::Intrinsic::exp);
+    case Fn::Log: return unaryIntrinsic(llvm::Intrinsic::log);
+    case Fn::Sqrt: return unaryIntrinsic(llvm::Intrinsic::sqrt);
+    case Fn::Sin: return unaryIntrinsic(llvm::Intrinsic::sin);
+    case Fn::Cos: return unaryIntrinsic(llvm::Intrinsic::cos);
+    case Fn::Abs: return unaryIntrinsic(llvm::Intrinsic::fabs);
+    case Fn::Floor: return unaryIntrinsic(llvm::Intrinsic::floor);
+    case Fn::Ceil: return unaryIntrinsic(llvm::Intrinsic::ceil);
+    case Fn::Tanh: return libm("tanhf", "tanh", a);
+    case Fn::Erf: return libm("erff", "erf", a);
+    case Fn::Sigmoid: {
+      llvm::Value* one = constLike(a, 1.0);
+      llvm::Value* ex = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(a));
+      return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
+    }
+    case Fn::Relu: {
+      llvm::Value* zero = constLike(a, 0.0);
+      return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero);
+    }
+    case Fn::Pow: {
+      llvm::Value* c = expr(n.args[1]);
+      unify(a, c);
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, c);
+    }
+    default: break;
+    }
+    throw InternalError("codegen: function " + std::string(dsl::functionName(n.fn)) +
+                        " should have been lowered");
+  }
+
+  llvm::Value* checkExpr(const Check& n) {
+    llvm::Value* idx = expr(n.index);
+    llvm::Value* zero = constLike(idx, 0);
+    llvm::Value* ext = constLike(idx, static_cast<double>(n.extent));
+    llvm::Value* bad = b_.CreateOr(b_.CreateICmpSLT(idx, zero), b_.CreateICmpSGE(idx, ext));
+    if (isVec(bad)) bad = b_.CreateOrReduce(bad);
+    auto* fail = llvm::BasicBlock::Create(ctx_, "check.fail", fn_);
+    auto* cont = llvm::BasicBlock::Create(ctx_, "check.ok", fn_);
+    auto* w = llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20);
+    b_.CreateCondBr(bad, fail, cont, w);
+    b_.SetInsertPoint(fail);
+    // Tasks of a parallel loop may fail at once: a relaxed atomic store.
+    llvm::StoreInst* st = b_.CreateStore(b_.getInt32(1), status_);
+    st->setAtomic(llvm::AtomicOrdering::Monotonic);
+    st->setAlignment(llvm::Align(4));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    llvm::Value* lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, idx, zero);
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, lo,
+                                    constLike(idx, static_cast<double>(n.extent - 1)));
+  }
+
+  // --- statements ----------------------------------------------------------------------------
+
+  void stmt(const Stmt& s) {
+    switch (s->kind) {
+    case NodeKind::Block:
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts) stmt(x);
+      return;
+    case NodeKind::Store: {
+      const auto& n = static_cast<const Store&>(*s);
+      storeValue(n.buffer, n.index, expr(n.value), nullptr);
+      return;
+    }
+    case NodeKind::IfThen: {
+      const auto& n = static_cast<const IfThen&>(*s);
+      llvm::Value* c = expr(n.cond);
+      if (isVec(c)) { // vectorizable() admitted only a guarded store
+        const auto& st = static_cast<const Store&>(*n.then);
+        storeValue(st.buffer, st.index, expr(st.value), c);
+        return;
+      }
+      auto* thenBB = llvm::BasicBlock::Create(ctx_, "then", fn_);
+      auto* elseBB = n.otherwise ? llvm::BasicBlock::Create(ctx_, "else", fn_) : nullptr;
+      auto* done = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+      b_.CreateCondBr(c, thenBB, elseBB ? elseBB : done);
+      b_.SetInsertPoint(thenBB);
+      stmt(n.then);
+      b_.CreateBr(done);
+      if (elseBB) {
+        b_.SetInsertPoint(elseBB);
+        stmt(n.otherwise);
+        b_.CreateBr(done);
+      }
+      b_.SetInsertPoint(done);
+      return;
+    }
+    case NodeKind::Allocate: {
+      const auto& n = static_cast<const Allocate&>(*s);
+      llvm::IRBuilder<> eb(entry_, entry_->begin());
+      llvm::Type* et = llvmType(n.elem);
+      auto* arr = llvm::ArrayType::get(et, static_cast<std::uint64_t>(n.size));
+      llvm::AllocaInst* a = eb.CreateAlloca(arr, nullptr, n.buffer);
+      a->setAlignment(llvm::Align(64));
+      buffers_[n.buffer] = {a, et};
+      stmt(n.body);
+      buffers_.erase(n.buffer);
+      return;
+    }
+    case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
+    default: throw InternalError("codegen: expression in statement position");
+    }
+  }
+
+  // Explicit vectors are safe when every store in the body writes a distinct element per lane
+  // (an affine index with a nonzero coefficient) and nothing but stores, guarded stores and
+  // blocks appear.
+  bool vectorizable(const Stmt& s, const std::string& v) {
+    switch (s->kind) {
+    case NodeKind::Block:
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts)
+        if (!vectorizable(x, v)) return false;
+      return true;
+    case NodeKind::Store: {
+      auto c = linearCoefficient(static_cast<const Store&>(*s).index, v);
+      return c && *c != 0;
+    }
+    case NodeKind::IfThen: {
+      const auto& n = static_cast<const IfThen&>(*s);
+      return !n.otherwise && n.then->kind == NodeKind::Store && vectorizable(n.then, v);
+    }
+    default: return false;
+    }
+  }
+
+  void forStmt(const For& n) {
+    std::int64_t lo = 0, hi = 0;
+    const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
+    if (n.forKind == ForKind::Unrolled && constant && !inVector()) {
+      for (std::int64_t x = lo; x < hi; ++x) {
+        vars_[n.var] = b_.getInt64(static_cast<std::uint64_t>(x));
+        stmt(n.body);
+      }
+      vars_.erase(n.var);
+      return;
+    }
+    if (n.forKind == ForKind::Vectorized && constant && n.width > 1 && !inVector() &&
+        (hi - lo) % n.width == 0 && vectorizable(n.body, n.var)) {
+      vecVar_ = n.var;
+      lanes_ = static_cast<unsigned>(n.width);
+      for (std::int64_t x = lo; x < hi; x += n.width) {
+        vecBase_ = b_.getInt64(static_cast<std::uint64_t>(x));
+        stmt(n.body);
+      }
+      vecVar_.clear();
+      return;
+    }
+    llvm::Value* loV = expr(n.lo);
+    llvm::Value* hiV = expr(n.hi);
+    if (n.forKind == ForKind::Parallel) {
+      loV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loV, begin_);
+      hiV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hiV, end_);
+    }
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, n.var + ".head", fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, n.var + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, n.var + ".exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* x = b_.CreatePHI(b_.getInt64Ty(), 2, n.var);
+    x->addIncoming(loV, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(x, hiV), body, exit);
+    b_.SetInsertPoint(body);
+    vars_[n.var] = x;
+    stmt(n.body);
+    vars_.erase(n.var);
+    llvm::Value* next = b_.CreateAdd(x, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+    llvm::BranchInst* latch = b_.CreateBr(head);
+    x->addIncoming(next, b_.GetInsertBlock());
+    if (n.forKind == ForKind::Vectorized) {
+      llvm::Metadata* enable[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                  llvm::ConstantAsMetadata::get(b_.getTrue())};
+      llvm::MDNode* self =
+          llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, enable)});
+      self->replaceOperandWith(0, self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    }
+    b_.SetInsertPoint(exit);
+  }
+};
+
+} // namespace
+
+void emitLLVM(const std::vector<Func>& funcs, const std::string& prefix, llvm::Module& m) {
+  Emitter e(m);
+  for (const Func& f : funcs) e.func(f, prefix);
+}
+
+} // namespace einjit::codegen

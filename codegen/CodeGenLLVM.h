@@ -1,0 +1,26 @@
+#pragma once
+// CodeGenLLVM: loop-nest IR functions -> LLVM IR through IRBuilder. Only translation happens
+// here; every decision (loop order, tiles, vector widths, parallel loops) was made by the
+// schedule.
+//
+// Each ir::Func becomes `void <prefix><name>(ptr buffers, ptr params, i64 begin, i64 end,
+// ptr status)`, a wrapper around an always-inlined body whose buffer arguments are noalias
+// (the runtime guarantees that outputs overlap nothing). Vectorized loops with a constant
+// extent that is a multiple of their width, whose stores hit distinct elements per lane,
+// become explicit <W x T> operations (contiguous loads and stores, gathers otherwise);
+// other Vectorized loops become scalar loops carrying llvm.loop.vectorize.enable. Floating-
+// point operations carry the `contract` flag (fused multiply-add).
+#include "codegen/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace einjit::codegen {
+
+void emitLLVM(const std::vector<ir::Func>& funcs, const std::string& prefix, llvm::Module& m);
+
+} // namespace einjit::codegen

@@ -1,0 +1,401 @@
+#include "codegen/IR.h"
+
+#include "einjit/Error.h"
+
+namespace einjit::codegen::ir {
+
+bool isFloat(Type t) { return t == Type::f32 || t == Type::f64; }
+
+std::string_view typeName(Type t) {
+  switch (t) {
+  case Type::i1: return "bool";
+  case Type::i32: return "i32";
+  case Type::i64: return "i64";
+  case Type::f32: return "f32";
+  case Type::f64: return "f64";
+  }
+  return "?";
+}
+
+std::string_view binOpName(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "+";
+  case BinOp::Sub: return "-";
+  case BinOp::Mul: return "*";
+  case BinOp::Div: return "/";
+  case BinOp::Mod: return "fmod";
+  case BinOp::Pow: return "pow";
+  case BinOp::Min: return "min";
+  case BinOp::Max: return "max";
+  case BinOp::FloorDiv: return "fdiv";
+  case BinOp::CeilDiv: return "cdiv";
+  case BinOp::EMod: return "emod";
+  case BinOp::Lt: return "<";
+  case BinOp::Le: return "<=";
+  case BinOp::Gt: return ">";
+  case BinOp::Ge: return ">=";
+  case BinOp::Eq: return "==";
+  case BinOp::Ne: return "!=";
+  case BinOp::And: return "&&";
+  case BinOp::Or: return "||";
+  }
+  return "?";
+}
+
+bool isComparison(BinOp op) {
+  return op == BinOp::Lt || op == BinOp::Le || op == BinOp::Gt || op == BinOp::Ge ||
+         op == BinOp::Eq || op == BinOp::Ne;
+}
+
+std::string_view forKindName(ForKind k) {
+  switch (k) {
+  case ForKind::Serial: return "for";
+  case ForKind::Parallel: return "parallel for";
+  case ForKind::Vectorized: return "vectorized for";
+  case ForKind::Unrolled: return "unrolled for";
+  case ForKind::GpuBlock: return "gpu_block for";
+  case ForKind::GpuThread: return "gpu_thread for";
+  }
+  return "?";
+}
+
+// --- constructors ----------------------------------------------------------------------------
+
+bool isConst(const Expr& e, std::int64_t* value) {
+  if (e->kind != NodeKind::IntImm) return false;
+  if (value) *value = static_cast<const IntImm&>(*e).value;
+  return true;
+}
+
+Expr intImm(std::int64_t v) { return std::make_shared<IntImm>(v); }
+Expr floatImm(Type t, double v) { return std::make_shared<FloatImm>(t, v); }
+Expr var(const std::string& name) { return std::make_shared<Var>(name); }
+Expr param(Type t, int index) { return std::make_shared<Param>(t, index); }
+Expr load(Type t, const std::string& buffer, Expr index) {
+  return std::make_shared<Load>(t, buffer, std::move(index));
+}
+Expr cast(Type t, Expr v) {
+  if (v->type == t) return v;
+  return std::make_shared<Cast>(t, std::move(v));
+}
+Expr unary(UnOp op, Expr a) {
+  Type t = a->type;
+  return std::make_shared<Unary>(t, op, std::move(a));
+}
+
+namespace {
+
+std::int64_t foldInt(BinOp op, std::int64_t a, std::int64_t b, bool* ok) {
+  *ok = true;
+  switch (op) {
+  case BinOp::Add: return dsl::checkedAdd(a, b);
+  case BinOp::Sub: return dsl::checkedAdd(a, -b);
+  case BinOp::Mul: return dsl::checkedMul(a, b);
+  case BinOp::Min: return std::min(a, b);
+  case BinOp::Max: return std::max(a, b);
+  case BinOp::FloorDiv:
+    if (b > 0) return dsl::floorDiv(a, b);
+    break;
+  case BinOp::CeilDiv:
+    if (b > 0) return dsl::ceilDiv(a, b);
+    break;
+  case BinOp::EMod:
+    if (b > 0) return ((a % b) + b) % b;
+    break;
+  default: break;
+  }
+  *ok = false;
+  return 0;
+}
+
+} // namespace
+
+Expr binary(BinOp op, Expr a, Expr b) {
+  if (a->type != b->type)
+    throw InternalError("ir: binary '" + std::string(binOpName(op)) + "' on " +
+                        std::string(typeName(a->type)) + " and " + std::string(typeName(b->type)));
+  std::int64_t x = 0, y = 0;
+  bool ca = isConst(a, &x), cb = isConst(b, &y);
+  if (ca && cb) {
+    bool ok = false;
+    try {
+      std::int64_t r = foldInt(op, x, y, &ok);
+      if (ok) return intImm(r);
+    } catch (const dsl::SymOverflow&) {
+    }
+  }
+  if (a->type == Type::i64) {
+    if (op == BinOp::Add && ca && x == 0) return b;
+    if ((op == BinOp::Add || op == BinOp::Sub) && cb && y == 0) return a;
+    if (op == BinOp::Mul && ((ca && x == 0) || (cb && y == 0))) return intImm(0);
+    if (op == BinOp::Mul && ca && x == 1) return b;
+    if (op == BinOp::Mul && cb && y == 1) return a;
+    if ((op == BinOp::FloorDiv || op == BinOp::CeilDiv) && cb && y == 1) return a;
+  }
+  Type t = isComparison(op) || op == BinOp::And || op == BinOp::Or ? Type::i1 : a->type;
+  return std::make_shared<Binary>(t, op, std::move(a), std::move(b));
+}
+
+Expr add(Expr a, Expr b) { return binary(BinOp::Add, std::move(a), std::move(b)); }
+Expr sub(Expr a, Expr b) { return binary(BinOp::Sub, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return binary(BinOp::Mul, std::move(a), std::move(b)); }
+
+Expr select(Expr c, Expr a, Expr b) {
+  if (c->type != Type::i1 || a->type != b->type) throw InternalError("ir: select types");
+  return std::make_shared<Select>(std::move(c), std::move(a), std::move(b));
+}
+
+Expr call(dsl::Fn fn, std::vector<Expr> args) {
+  Type t = args.at(0)->type;
+  return std::make_shared<Call>(t, fn, std::move(args));
+}
+
+Expr check(Expr index, std::int64_t extent) {
+  return std::make_shared<Check>(std::move(index), extent);
+}
+
+Stmt forLoop(const std::string& v, Expr lo, Expr hi, ForKind k, Stmt body, int width) {
+  return std::make_shared<For>(v, std::move(lo), std::move(hi), k, width, std::move(body));
+}
+
+Stmt block(std::vector<Stmt> s) {
+  std::vector<Stmt> flat;
+  for (Stmt& x : s) {
+    if (!x) continue;
+    if (x->kind == NodeKind::Block) {
+      for (const Stmt& y : static_cast<const Block&>(*x).stmts) flat.push_back(y);
+    } else {
+      flat.push_back(std::move(x));
+    }
+  }
+  if (flat.size() == 1) return flat[0];
+  return std::make_shared<Block>(std::move(flat));
+}
+
+Stmt store(const std::string& buffer, Expr index, Expr value) {
+  return std::make_shared<Store>(buffer, std::move(index), std::move(value));
+}
+Stmt ifThen(Expr c, Stmt t, Stmt e) {
+  return std::make_shared<IfThen>(std::move(c), std::move(t), std::move(e));
+}
+Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body) {
+  return std::make_shared<Allocate>(buffer, t, size, std::move(body));
+}
+
+// --- visitor ---------------------------------------------------------------------------------
+
+void Visitor::visit(const Expr& e) {
+  switch (e->kind) {
+#define EXPR(name)                                                                                 \
+  case NodeKind::name:                                                                             \
+    visit##name(static_cast<const name&>(*e));                                                     \
+    return;
+#include "codegen/IR.def"
+  default: throw InternalError("ir: statement where an expression belongs");
+  }
+}
+
+void Visitor::visit(const Stmt& s) {
+  switch (s->kind) {
+#define STMT(name)                                                                                 \
+  case NodeKind::name:                                                                             \
+    visit##name(static_cast<const name&>(*s));                                                     \
+    return;
+#include "codegen/IR.def"
+  default: throw InternalError("ir: expression where a statement belongs");
+  }
+}
+
+void Visitor::visitIntImm(const IntImm&) {}
+void Visitor::visitFloatImm(const FloatImm&) {}
+void Visitor::visitVar(const Var&) {}
+void Visitor::visitParam(const Param&) {}
+void Visitor::visitLoad(const Load& n) { visit(n.index); }
+void Visitor::visitCast(const Cast& n) { visit(n.value); }
+void Visitor::visitUnary(const Unary& n) { visit(n.a); }
+void Visitor::visitBinary(const Binary& n) {
+  visit(n.a);
+  visit(n.b);
+}
+void Visitor::visitSelect(const Select& n) {
+  visit(n.cond);
+  visit(n.a);
+  visit(n.b);
+}
+void Visitor::visitCall(const Call& n) {
+  for (const Expr& a : n.args) visit(a);
+}
+void Visitor::visitCheck(const Check& n) { visit(n.index); }
+void Visitor::visitFor(const For& n) {
+  visit(n.lo);
+  visit(n.hi);
+  visit(n.body);
+}
+void Visitor::visitBlock(const Block& n) {
+  for (const Stmt& s : n.stmts) visit(s);
+}
+void Visitor::visitStore(const Store& n) {
+  visit(n.index);
+  visit(n.value);
+}
+void Visitor::visitIfThen(const IfThen& n) {
+  visit(n.cond);
+  visit(n.then);
+  if (n.otherwise) visit(n.otherwise);
+}
+void Visitor::visitAllocate(const Allocate& n) { visit(n.body); }
+
+// --- mutator ---------------------------------------------------------------------------------
+
+Expr Mutator::mutate(const Expr& e) {
+  switch (e->kind) {
+#define EXPR(name)                                                                                 \
+  case NodeKind::name:                                                                             \
+    return mutate##name(e, static_cast<const name&>(*e));
+#include "codegen/IR.def"
+  default: throw InternalError("ir: statement where an expression belongs");
+  }
+}
+
+Stmt Mutator::mutate(const Stmt& s) {
+  if (!s) return s;
+  switch (s->kind) {
+#define STMT(name)                                                                                 \
+  case NodeKind::name:                                                                             \
+    return mutate##name(s, static_cast<const name&>(*s));
+#include "codegen/IR.def"
+  default: throw InternalError("ir: expression where a statement belongs");
+  }
+}
+
+Expr Mutator::mutateIntImm(const Expr& self, const IntImm&) { return self; }
+Expr Mutator::mutateFloatImm(const Expr& self, const FloatImm&) { return self; }
+Expr Mutator::mutateVar(const Expr& self, const Var&) { return self; }
+Expr Mutator::mutateParam(const Expr& self, const Param&) { return self; }
+Expr Mutator::mutateLoad(const Expr& self, const Load& n) {
+  Expr i = mutate(n.index);
+  return i == n.index ? self : load(n.type, n.buffer, i);
+}
+Expr Mutator::mutateCast(const Expr& self, const Cast& n) {
+  Expr v = mutate(n.value);
+  return v == n.value ? self : cast(n.type, v);
+}
+Expr Mutator::mutateUnary(const Expr& self, const Unary& n) {
+  Expr a = mutate(n.a);
+  return a == n.a ? self : unary(n.op, a);
+}
+Expr Mutator::mutateBinary(const Expr& self, const Binary& n) {
+  Expr a = mutate(n.a), b = mutate(n.b);
+  return a == n.a && b == n.b ? self : binary(n.op, a, b);
+}
+Expr Mutator::mutateSelect(const Expr& self, const Select& n) {
+  Expr c = mutate(n.cond), a = mutate(n.a), b = mutate(n.b);
+  return c == n.cond && a == n.a && b == n.b ? self : select(c, a, b);
+}
+Expr Mutator::mutateCall(const Expr& self, const Call& n) {
+  std::vector<Expr> args;
+  bool same = true;
+  for (const Expr& a : n.args) {
+    args.push_back(mutate(a));
+    same = same && args.back() == a;
+  }
+  return same ? self : call(n.fn, std::move(args));
+}
+Expr Mutator::mutateCheck(const Expr& self, const Check& n) {
+  Expr i = mutate(n.index);
+  return i == n.index ? self : check(i, n.extent);
+}
+Stmt Mutator::mutateFor(const Stmt& self, const For& n) {
+  Expr lo = mutate(n.lo), hi = mutate(n.hi);
+  Stmt body = mutate(n.body);
+  if (lo == n.lo && hi == n.hi && body == n.body) return self;
+  return forLoop(n.var, lo, hi, n.forKind, body, n.width);
+}
+Stmt Mutator::mutateBlock(const Stmt& self, const Block& n) {
+  std::vector<Stmt> s;
+  bool same = true;
+  for (const Stmt& x : n.stmts) {
+    s.push_back(mutate(x));
+    same = same && s.back() == x;
+  }
+  return same ? self : block(std::move(s));
+}
+Stmt Mutator::mutateStore(const Stmt& self, const Store& n) {
+  Expr i = mutate(n.index), v = mutate(n.value);
+  return i == n.index && v == n.value ? self : store(n.buffer, i, v);
+}
+Stmt Mutator::mutateIfThen(const Stmt& self, const IfThen& n) {
+  Expr c = mutate(n.cond);
+  Stmt t = mutate(n.then), e = mutate(n.otherwise);
+  return c == n.cond && t == n.then && e == n.otherwise ? self : ifThen(c, t, e);
+}
+Stmt Mutator::mutateAllocate(const Stmt& self, const Allocate& n) {
+  Stmt b = mutate(n.body);
+  return b == n.body ? self : allocate(n.buffer, n.elem, n.size, b);
+}
+
+// --- queries ---------------------------------------------------------------------------------
+
+namespace {
+
+class Substitute : public Mutator {
+public:
+  Substitute(const std::string& name, const Expr& value) : name_(name), value_(value) {}
+  Expr mutateVar(const Expr& self, const Var& n) override {
+    return n.name == name_ ? value_ : self;
+  }
+
+private:
+  const std::string& name_;
+  const Expr& value_;
+};
+
+class Uses : public Visitor {
+public:
+  explicit Uses(const std::string& name) : name_(name) {}
+  bool found = false;
+  void visitVar(const Var& n) override { found = found || n.name == name_; }
+
+private:
+  const std::string& name_;
+};
+
+} // namespace
+
+Expr substitute(const Expr& e, const std::string& name, const Expr& value) {
+  Substitute s(name, value);
+  return s.mutate(e);
+}
+
+Stmt substitute(const Stmt& st, const std::string& name, const Expr& value) {
+  Substitute s(name, value);
+  return s.mutate(st);
+}
+
+bool dependsOn(const Expr& e, const std::string& name) {
+  Uses u(name);
+  u.visit(e);
+  return u.found;
+}
+
+std::optional<std::int64_t> linearCoefficient(const Expr& e, const std::string& name) {
+  if (!dependsOn(e, name)) return 0;
+  if (e->kind == NodeKind::Var) return 1;
+  if (e->kind != NodeKind::Binary) return std::nullopt;
+  const auto& b = static_cast<const Binary&>(*e);
+  if (b.type != Type::i64) return std::nullopt;
+  auto ca = linearCoefficient(b.a, name), cb = linearCoefficient(b.b, name);
+  if (!ca || !cb) return std::nullopt;
+  std::int64_t k = 0;
+  switch (b.op) {
+  case BinOp::Add: return *ca + *cb;
+  case BinOp::Sub: return *ca - *cb;
+  case BinOp::Mul:
+    if (*ca == 0 && isConst(b.a, &k)) return k * *cb;
+    if (*cb == 0 && isConst(b.b, &k)) return k * *ca;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
+} // namespace einjit::codegen::ir

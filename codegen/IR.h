@@ -1,0 +1,254 @@
+#pragma once
+// The loop-nest IR, in the Halide style: immutable nodes shared by pointer, kinds from one
+// X-macro list (IR.def), a visitor and a mutator. Lowering (Lower.h) builds it from a checked,
+// bound program and a schedule; backends (CodeGenLLVM, CodeGenCUDA) only translate it.
+//
+// Integers are i64 (indices, bounds), conditions i1, values f32/f64, tensors also i32/i64.
+// A loop's bounds are expressions, so they may depend on outer loop variables (the gradient
+// solver's max/min/floor/ceil bounds). Local buffers (Allocate) hold accumulators; vectorized
+// and unrolled loops over them become registers.
+#include "dsl/Program.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace einjit::codegen::ir {
+
+enum class Type : std::uint8_t { i1, i32, i64, f32, f64 };
+bool isFloat(Type t);
+std::string_view typeName(Type t);
+
+enum class NodeKind : std::uint8_t {
+#define EXPR(name) name,
+#define STMT(name) name,
+#include "codegen/IR.def"
+};
+
+struct ExprNode {
+  NodeKind kind;
+  Type type;
+  ExprNode(NodeKind k, Type t) : kind(k), type(t) {}
+  virtual ~ExprNode() = default;
+};
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct StmtNode {
+  NodeKind kind;
+  explicit StmtNode(NodeKind k) : kind(k) {}
+  virtual ~StmtNode() = default;
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+
+enum class UnOp : std::uint8_t { Neg, Not };
+// Min/Max on floats keep the interpreter's semantics (b < a ? b : a). FloorDiv, CeilDiv and
+// EMod (Euclidean modulo) are integer-only; Mod is the floating-point remainder (fmod).
+enum class BinOp : std::uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Pow,
+  Min,
+  Max,
+  FloorDiv,
+  CeilDiv,
+  EMod,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+};
+std::string_view binOpName(BinOp op);
+bool isComparison(BinOp op);
+
+// Serial; Parallel: the one loop whose range the runtime splits among threads; Vectorized:
+// lanes of width `width` (explicit vectors when the extent is a constant multiple of it,
+// otherwise a hint to LLVM's loop vectorizer); Unrolled: constant extent, body repeated;
+// GpuBlock/GpuThread: bound to CUDA block/thread indices.
+enum class ForKind : std::uint8_t { Serial, Parallel, Vectorized, Unrolled, GpuBlock, GpuThread };
+std::string_view forKindName(ForKind k);
+
+#define EXPR(name) struct name;
+#define STMT(name) struct name;
+#include "codegen/IR.def"
+
+struct IntImm : ExprNode {
+  std::int64_t value;
+  explicit IntImm(std::int64_t v) : ExprNode(NodeKind::IntImm, Type::i64), value(v) {}
+};
+struct FloatImm : ExprNode {
+  double value;
+  FloatImm(Type t, double v) : ExprNode(NodeKind::FloatImm, t), value(v) {}
+};
+struct Var : ExprNode {
+  std::string name;
+  explicit Var(std::string n) : ExprNode(NodeKind::Var, Type::i64), name(std::move(n)) {}
+};
+struct Param : ExprNode {
+  int index;
+  Param(Type t, int i) : ExprNode(NodeKind::Param, t), index(i) {}
+};
+struct Load : ExprNode {
+  std::string buffer;
+  Expr index;
+  Load(Type t, std::string b, Expr i)
+      : ExprNode(NodeKind::Load, t), buffer(std::move(b)), index(std::move(i)) {}
+};
+struct Cast : ExprNode {
+  Expr value;
+  Cast(Type t, Expr v) : ExprNode(NodeKind::Cast, t), value(std::move(v)) {}
+};
+struct Unary : ExprNode {
+  UnOp op;
+  Expr a;
+  Unary(Type t, UnOp o, Expr x) : ExprNode(NodeKind::Unary, t), op(o), a(std::move(x)) {}
+};
+struct Binary : ExprNode {
+  BinOp op;
+  Expr a, b;
+  Binary(Type t, BinOp o, Expr x, Expr y)
+      : ExprNode(NodeKind::Binary, t), op(o), a(std::move(x)), b(std::move(y)) {}
+};
+struct Select : ExprNode {
+  Expr cond, a, b;
+  Select(Expr c, Expr x, Expr y)
+      : ExprNode(NodeKind::Select, x->type), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
+};
+struct Call : ExprNode {
+  dsl::Fn fn;
+  std::vector<Expr> args;
+  Call(Type t, dsl::Fn f, std::vector<Expr> a)
+      : ExprNode(NodeKind::Call, t), fn(f), args(std::move(a)) {}
+};
+struct Check : ExprNode {
+  Expr index;
+  std::int64_t extent; // > 0
+  Check(Expr i, std::int64_t e)
+      : ExprNode(NodeKind::Check, Type::i64), index(std::move(i)), extent(e) {}
+};
+
+struct For : StmtNode {
+  std::string var;
+  Expr lo, hi;
+  ForKind forKind;
+  int width; // Vectorized: lanes; otherwise 1
+  Stmt body;
+  For(std::string v, Expr l, Expr h, ForKind k, int w, Stmt b)
+      : StmtNode(NodeKind::For), var(std::move(v)), lo(std::move(l)), hi(std::move(h)), forKind(k),
+        width(w), body(std::move(b)) {}
+};
+struct Block : StmtNode {
+  std::vector<Stmt> stmts;
+  explicit Block(std::vector<Stmt> s) : StmtNode(NodeKind::Block), stmts(std::move(s)) {}
+};
+struct Store : StmtNode {
+  std::string buffer;
+  Expr index, value;
+  Store(std::string b, Expr i, Expr v)
+      : StmtNode(NodeKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)) {}
+};
+struct IfThen : StmtNode {
+  Expr cond;
+  Stmt then, otherwise; // otherwise may be null
+  IfThen(Expr c, Stmt t, Stmt e)
+      : StmtNode(NodeKind::IfThen), cond(std::move(c)), then(std::move(t)),
+        otherwise(std::move(e)) {}
+};
+struct Allocate : StmtNode {
+  std::string buffer;
+  Type elem;
+  std::int64_t size;
+  Stmt body;
+  Allocate(std::string b, Type t, std::int64_t n, Stmt s)
+      : StmtNode(NodeKind::Allocate), buffer(std::move(b)), elem(t), size(n), body(std::move(s)) {}
+};
+
+// --- constructors (integer arithmetic folds constants) ---------------------------------------
+Expr intImm(std::int64_t v);
+Expr floatImm(Type t, double v);
+Expr var(const std::string& name);
+Expr param(Type t, int index);
+Expr load(Type t, const std::string& buffer, Expr index);
+Expr cast(Type t, Expr v);
+Expr unary(UnOp op, Expr a);
+Expr binary(BinOp op, Expr a, Expr b);
+Expr add(Expr a, Expr b);
+Expr sub(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr select(Expr c, Expr a, Expr b);
+Expr call(dsl::Fn fn, std::vector<Expr> args);
+Expr check(Expr index, std::int64_t extent);
+Stmt forLoop(const std::string& v, Expr lo, Expr hi, ForKind k, Stmt body, int width = 1);
+Stmt block(std::vector<Stmt> s); // flattens nested blocks, drops nulls
+Stmt store(const std::string& buffer, Expr index, Expr value);
+Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
+Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body);
+
+bool isConst(const Expr& e, std::int64_t* value = nullptr);
+
+// --- traversal -------------------------------------------------------------------------------
+// Visits every node; the defaults visit the children in order.
+class Visitor {
+public:
+  virtual ~Visitor() = default;
+  void visit(const Expr& e);
+  void visit(const Stmt& s);
+#define EXPR(name) virtual void visit##name(const name& n);
+#define STMT(name) virtual void visit##name(const name& n);
+#include "codegen/IR.def"
+};
+
+// Rebuilds the tree bottom-up; a node whose children are unchanged is shared, not copied.
+class Mutator {
+public:
+  virtual ~Mutator() = default;
+  Expr mutate(const Expr& e);
+  Stmt mutate(const Stmt& s);
+#define EXPR(name) virtual Expr mutate##name(const Expr& self, const name& n);
+#define STMT(name) virtual Stmt mutate##name(const Stmt& self, const name& n);
+#include "codegen/IR.def"
+};
+
+// Replaces variable `name` by `value` everywhere.
+Expr substitute(const Expr& e, const std::string& name, const Expr& value);
+Stmt substitute(const Stmt& s, const std::string& name, const Expr& value);
+bool dependsOn(const Expr& e, const std::string& name);
+// The coefficient of `name` when e is affine in it (other variables and loads are treated as
+// constants); nothing when it is not affine (a product of two uses, a division, a load of it).
+std::optional<std::int64_t> linearCoefficient(const Expr& e, const std::string& name);
+
+// --- functions -------------------------------------------------------------------------------
+struct BufferArg {
+  std::string name;
+  Type elem;
+};
+
+// One compiled entry point: void name(void** buffers, const double* params, i64 begin,
+// i64 end, i32* status). The Parallel loop (at most one) runs over [max(lo, begin),
+// min(hi, end)); the runtime splits [parallelLo, parallelHi) among threads.
+struct Func {
+  std::string name;
+  std::vector<BufferArg> buffers;
+  Stmt body;
+  bool parallel = false;
+  std::int64_t parallelLo = 0, parallelHi = 0, grain = 1;
+};
+
+std::string print(const Expr& e);
+std::string print(const Stmt& s, int indent = 0);
+std::string print(const Func& f);
+
+// Checks the invariants backends rely on: variables defined before use and not shadowed,
+// buffers declared, types consistent, at most one Parallel loop, constant extents for
+// Unrolled loops. Throws InternalError with the printed function on failure.
+void verify(const Func& f);
+
+} // namespace einjit::codegen::ir

@@ -1,0 +1,103 @@
+// Structural checks on a lowered function, run before any backend sees it.
+#include "codegen/IR.h"
+
+#include "einjit/Error.h"
+
+#include <map>
+#include <set>
+
+namespace einjit::codegen::ir {
+
+namespace {
+
+class Verifier : public Visitor {
+public:
+  explicit Verifier(const Func& f) : f_(f) {
+    for (const BufferArg& b : f.buffers) declare(b.name, b.elem);
+  }
+
+  void visitVar(const Var& n) override {
+    if (!vars_.count(n.name)) fail("variable '" + n.name + "' used outside its loop");
+  }
+  void visitLoad(const Load& n) override {
+    expectType(n.index, Type::i64, "load index");
+    auto it = buffers_.find(n.buffer);
+    if (it == buffers_.end()) fail("load from undeclared buffer '" + n.buffer + "'");
+    if (it->second != n.type) fail("load type differs from buffer '" + n.buffer + "'");
+    Visitor::visitLoad(n);
+  }
+  void visitStore(const Store& n) override {
+    expectType(n.index, Type::i64, "store index");
+    auto it = buffers_.find(n.buffer);
+    if (it == buffers_.end()) fail("store to undeclared buffer '" + n.buffer + "'");
+    if (it->second != n.value->type) fail("store type differs from buffer '" + n.buffer + "'");
+    Visitor::visitStore(n);
+  }
+  void visitBinary(const Binary& n) override {
+    if (n.a->type != n.b->type) fail("binary operands of different types");
+    bool intOnly = n.op == BinOp::FloorDiv || n.op == BinOp::CeilDiv || n.op == BinOp::EMod;
+    if (intOnly && n.a->type != Type::i64)
+      fail("integer operator on " + std::string(typeName(n.a->type)));
+    Visitor::visitBinary(n);
+  }
+  void visitSelect(const Select& n) override {
+    expectType(n.cond, Type::i1, "select condition");
+    Visitor::visitSelect(n);
+  }
+  void visitCheck(const Check& n) override {
+    if (n.extent <= 0) fail("check with an empty extent");
+    Visitor::visitCheck(n);
+  }
+  void visitIfThen(const IfThen& n) override {
+    expectType(n.cond, Type::i1, "if condition");
+    Visitor::visitIfThen(n);
+  }
+  void visitFor(const For& n) override {
+    expectType(n.lo, Type::i64, "loop bound");
+    expectType(n.hi, Type::i64, "loop bound");
+    visit(n.lo);
+    visit(n.hi);
+    if (vars_.count(n.var)) fail("loop variable '" + n.var + "' shadows an outer one");
+    if (n.forKind == ForKind::Parallel && ++parallelLoops_ > 1) fail("two parallel loops");
+    if (n.forKind == ForKind::Unrolled && (!isConst(n.lo) || !isConst(n.hi)))
+      fail("unrolled loop '" + n.var + "' without constant bounds");
+    if (n.forKind == ForKind::Vectorized && n.width < 1) fail("vector width below 1");
+    vars_.insert(n.var);
+    visit(n.body);
+    vars_.erase(n.var);
+  }
+  void visitAllocate(const Allocate& n) override {
+    if (buffers_.count(n.buffer)) fail("local buffer '" + n.buffer + "' declared twice");
+    if (n.size <= 0) fail("local buffer '" + n.buffer + "' of size 0");
+    declare(n.buffer, n.elem);
+    visit(n.body);
+    buffers_.erase(n.buffer);
+  }
+
+private:
+  const Func& f_;
+  std::set<std::string> vars_;
+  std::map<std::string, Type> buffers_;
+  int parallelLoops_ = 0;
+
+  void declare(const std::string& name, Type t) {
+    if (!buffers_.emplace(name, t).second) fail("buffer '" + name + "' declared twice");
+  }
+  void expectType(const Expr& e, Type t, const std::string& what) {
+    if (e->type != t)
+      fail(what + " '" + print(e) + "' has type " + std::string(typeName(e->type)) + ", not " +
+           std::string(typeName(t)));
+  }
+  [[noreturn]] void fail(const std::string& msg) {
+    throw InternalError("IR verifier: " + msg + " in\n" + print(f_));
+  }
+};
+
+} // namespace
+
+void verify(const Func& f) {
+  Verifier v(f);
+  v.visit(f.body);
+}
+
+} // namespace einjit::codegen::ir

@@ -1,0 +1,498 @@
+#include "codegen/Lower.h"
+
+#include "einjit/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace einjit::codegen {
+
+using namespace einjit::dsl;
+using ir::BinOp;
+using ir::Expr;
+using ir::ForKind;
+using ir::Stmt;
+using ir::Type;
+
+namespace {
+
+Type irType(DType t) {
+  switch (t) {
+  case DType::f32: return Type::f32;
+  case DType::f64: return Type::f64;
+  case DType::i32: return Type::i32;
+  case DType::i64: return Type::i64;
+  }
+  return Type::f32;
+}
+
+struct Interval {
+  bool known = true;
+  std::int64_t lo = 0, hi = 0; // inclusive
+};
+
+class Lowerer {
+public:
+  Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t)
+      : p_(p), b_(b), strides_(s), target_(t), vt_(irType(b.dtype)) {}
+
+  LoweredProgram run() {
+    for (std::size_t k = 0; k < p_.stmts.size(); ++k) statement(k);
+    for (ir::Func& f : out_.funcs) ir::verify(f);
+    out_.checked = checked_;
+    return std::move(out_);
+  }
+
+private:
+  const Program& p_;
+  const BoundProgram& b_;
+  const Strides& strides_;
+  const Target& target_;
+  Type vt_;
+  LoweredProgram out_;
+  bool checked_ = false;
+  // Per index variable of the current statement: its value as IR, and its range (hull,
+  // inclusive) for proving accesses in bounds.
+  std::vector<Expr> varExpr_;
+  std::vector<Interval> varRange_;
+
+  const std::string& bufferName(int t) const {
+    return p_.tensors[static_cast<std::size_t>(t)].name;
+  }
+  Type elemType(int t) const { return irType(b_.tensors[static_cast<std::size_t>(t)].dtype); }
+  std::int64_t extentOf(int t, std::size_t d) const {
+    return b_.tensors[static_cast<std::size_t>(t)].shape[d];
+  }
+  Expr num(double v) const { return ir::floatImm(vt_, v); }
+  Expr truth(Expr cond) const { return ir::select(std::move(cond), num(1), num(0)); }
+  Expr nonzero(Expr v) const { return ir::binary(BinOp::Ne, std::move(v), num(0)); }
+
+  // --- accesses ------------------------------------------------------------------------------
+
+  Interval interval(const Subscript& s, std::int64_t constant) const {
+    Interval r{true, constant, constant};
+    if (s.gather) return {false, 0, 0};
+    for (std::size_t v = 0; v < s.coef.size(); ++v) {
+      std::int64_t c = s.coef[v];
+      if (c == 0) continue;
+      const Interval& x = varRange_[v];
+      if (!x.known) return {false, 0, 0};
+      std::int64_t a = c * x.lo, e = c * x.hi;
+      r.lo += std::min(a, e);
+      r.hi += std::max(a, e);
+    }
+    return r;
+  }
+
+  // The element offset of an access; `inside` collects the conditions of padded dimensions;
+  // `dropped` is set when a padded or folded dimension has extent 0 (nothing is read/written).
+  Expr offset(const CExpr& acc, Expr* inside, bool* dropped) {
+    Expr off = ir::intImm(0);
+    const auto& stride = strides_[static_cast<std::size_t>(acc.tensor)];
+    for (std::size_t d = 0; d < acc.subs.size(); ++d) {
+      const Subscript& s = acc.subs[d];
+      const std::int64_t e = extentOf(acc.tensor, d);
+      const std::int64_t c = b_.eval(p_, s.constant);
+      Expr idx = ir::intImm(c);
+      for (std::size_t v = 0; v < s.coef.size(); ++v)
+        if (s.coef[v] != 0) idx = ir::add(idx, ir::mul(ir::intImm(s.coef[v]), varExpr_[v]));
+      if (s.gather) idx = ir::add(idx, gatherIndex(*s.gather));
+      Interval r = interval(s, c);
+      const bool proven = r.known && r.lo >= 0 && r.hi < e;
+      if (!proven) {
+        if (e == 0) {
+          if (s.mode == IndexMode::Plain) {
+            idx = ir::check(ir::intImm(-1), 1); // always outside: the interpreter reports it
+            checked_ = true;
+          }
+          *dropped = true;
+        } else {
+          switch (s.mode) {
+          case IndexMode::Plain:
+            idx = ir::check(idx, e);
+            checked_ = true;
+            break;
+          case IndexMode::Pad: {
+            Expr in = ir::binary(BinOp::And, ir::binary(BinOp::Ge, idx, ir::intImm(0)),
+                                 ir::binary(BinOp::Lt, idx, ir::intImm(e)));
+            *inside = *inside ? ir::binary(BinOp::And, *inside, in) : in;
+            idx = clampIndex(idx, e);
+            break;
+          }
+          case IndexMode::Clamp: idx = clampIndex(idx, e); break;
+          case IndexMode::Wrap: idx = ir::binary(BinOp::EMod, idx, ir::intImm(e)); break;
+          }
+        }
+      }
+      off = ir::add(off, ir::mul(idx, ir::intImm(stride[d])));
+    }
+    return off;
+  }
+
+  // The value of a gather index tensor as an i64. Integer tensors convert exactly; a
+  // floating-point one (an intermediate computed by the program) must hold integers: any other
+  // value sets the status, and the interpreter reports it.
+  Expr gatherIndex(const CExpr& g) {
+    Expr v = read(g, false);
+    if (!ir::isFloat(v->type)) return ir::cast(Type::i64, v);
+    Expr big = ir::floatImm(v->type, 1e15);
+    Expr integral = ir::binary(BinOp::And, ir::binary(BinOp::Eq, ir::call(Fn::Floor, {v}), v),
+                               ir::binary(BinOp::Lt, ir::call(Fn::Abs, {v}), big));
+    checked_ = true;
+    Expr flag = ir::check(ir::select(integral, ir::intImm(0), ir::intImm(-1)), 1);
+    return ir::add(ir::cast(Type::i64, v), flag);
+  }
+
+  static Expr clampIndex(Expr idx, std::int64_t e) {
+    return ir::binary(BinOp::Min, ir::binary(BinOp::Max, std::move(idx), ir::intImm(0)),
+                      ir::intImm(e - 1));
+  }
+
+  // A tensor read: as a value (converted to the value type) or raw (gather indices).
+  Expr read(const CExpr& e, bool asValue) {
+    Expr inside;
+    bool dropped = false;
+    Expr off = offset(e, &inside, &dropped);
+    Type et = elemType(e.tensor);
+    if (dropped) return asValue ? num(0) : ir::intImm(0);
+    Expr v = ir::load(et, bufferName(e.tensor), off);
+    if (!asValue) return v;
+    v = ir::cast(vt_, v);
+    if (inside) v = ir::select(inside, v, num(0));
+    return v;
+  }
+
+  Expr value(const CExpr& e) {
+    auto arg = [&](std::size_t i) { return value(*e.args[i]); };
+    switch (e.kind) {
+    case CKind::Const: return num(e.value);
+    case CKind::Index: return ir::cast(vt_, varExpr_[static_cast<std::size_t>(e.var)]);
+    case CKind::Param: return ir::param(vt_, e.param);
+    case CKind::Size:
+      return num(static_cast<double>(extentOf(e.tensor, static_cast<std::size_t>(e.dim))));
+    case CKind::Read: return read(e, true);
+    case CKind::Unary:
+      if (e.unop == UnOp::Neg) return ir::unary(ir::UnOp::Neg, arg(0));
+      return truth(ir::binary(BinOp::Eq, arg(0), num(0)));
+    case CKind::Binary: {
+      Expr a = arg(0), b = arg(1);
+      switch (e.binop) {
+      case dsl::BinOp::Add: return ir::binary(BinOp::Add, a, b);
+      case dsl::BinOp::Sub: return ir::binary(BinOp::Sub, a, b);
+      case dsl::BinOp::Mul: return ir::binary(BinOp::Mul, a, b);
+      case dsl::BinOp::Div: return ir::binary(BinOp::Div, a, b);
+      case dsl::BinOp::Mod: return ir::binary(BinOp::Mod, a, b);
+      case dsl::BinOp::Pow: return ir::binary(BinOp::Pow, a, b);
+      case dsl::BinOp::Lt: return truth(ir::binary(BinOp::Lt, a, b));
+      case dsl::BinOp::Le: return truth(ir::binary(BinOp::Le, a, b));
+      case dsl::BinOp::Gt: return truth(ir::binary(BinOp::Gt, a, b));
+      case dsl::BinOp::Ge: return truth(ir::binary(BinOp::Ge, a, b));
+      case dsl::BinOp::Eq: return truth(ir::binary(BinOp::Eq, a, b));
+      case dsl::BinOp::Ne: return truth(ir::binary(BinOp::Ne, a, b));
+      case dsl::BinOp::And: return truth(ir::binary(BinOp::And, nonzero(a), nonzero(b)));
+      case dsl::BinOp::Or: return truth(ir::binary(BinOp::Or, nonzero(a), nonzero(b)));
+      }
+      throw InternalError("lower: binary operator");
+    }
+    case CKind::Ternary: return ir::select(nonzero(arg(0)), arg(1), arg(2));
+    case CKind::Call: {
+      switch (e.fn) {
+      case Fn::ToF32: return ir::cast(vt_, ir::cast(Type::f32, arg(0)));
+      case Fn::ToF64: return arg(0);
+      case Fn::ToI32: return ir::cast(vt_, ir::cast(Type::i32, arg(0)));
+      case Fn::ToI64: return ir::cast(vt_, ir::cast(Type::i64, arg(0)));
+      case Fn::Min: return ir::binary(BinOp::Min, arg(0), arg(1));
+      case Fn::Max: return ir::binary(BinOp::Max, arg(0), arg(1));
+      case Fn::FDiv: return ir::call(Fn::Floor, {ir::binary(BinOp::Div, arg(0), arg(1))});
+      case Fn::CDiv: return ir::call(Fn::Ceil, {ir::binary(BinOp::Div, arg(0), arg(1))});
+      default: {
+        std::vector<Expr> args;
+        for (std::size_t i = 0; i < e.args.size(); ++i) args.push_back(arg(i));
+        return ir::call(e.fn, std::move(args));
+      }
+      }
+    }
+    }
+    throw InternalError("lower: expression kind");
+  }
+
+  // --- reductions ----------------------------------------------------------------------------
+
+  Expr identity(Reduce r) const {
+    switch (r) {
+    case Reduce::Add: return num(0);
+    case Reduce::Mul: return num(1);
+    case Reduce::Max: return num(-std::numeric_limits<double>::infinity());
+    case Reduce::Min: return num(std::numeric_limits<double>::infinity());
+    }
+    return num(0);
+  }
+
+  // Strict comparisons keep the first extreme; NaN never replaces the accumulator.
+  static Expr combine(Reduce r, const Expr& acc, const Expr& v) {
+    switch (r) {
+    case Reduce::Add: return ir::binary(BinOp::Add, acc, v);
+    case Reduce::Mul: return ir::binary(BinOp::Mul, acc, v);
+    case Reduce::Max: return ir::select(ir::binary(BinOp::Gt, v, acc), v, acc);
+    case Reduce::Min: return ir::select(ir::binary(BinOp::Lt, v, acc), v, acc);
+    }
+    return acc;
+  }
+
+  // Writes the reduced value v of the current output element.
+  Stmt storeOutput(const Statement& st, const Expr& v) {
+    Expr inside;
+    bool dropped = false;
+    Expr off = offset(*st.lhs, &inside, &dropped);
+    if (dropped) return nullptr;
+    const std::string& name = bufferName(st.output);
+    Type et = elemType(st.output);
+    Expr val = v;
+    if (st.assign == Assign::Accumulate)
+      val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
+    Stmt s = ir::store(name, off, ir::cast(et, val));
+    return inside ? ir::ifThen(inside, s) : s;
+  }
+
+  Expr boundExpr(const ConcreteBound& c) const {
+    switch (c.kind) {
+    case IndexBound::Kind::Affine: {
+      Expr e = ir::intImm(c.constant);
+      for (auto [v, k] : c.terms)
+        e = ir::add(e, ir::mul(ir::intImm(k), varExpr_[static_cast<std::size_t>(v)]));
+      return e;
+    }
+    case IndexBound::Kind::Max:
+    case IndexBound::Kind::Min: {
+      Expr e = boundExpr(c.args[0]);
+      BinOp op = c.kind == IndexBound::Kind::Max ? BinOp::Max : BinOp::Min;
+      for (std::size_t i = 1; i < c.args.size(); ++i) e = ir::binary(op, e, boundExpr(c.args[i]));
+      return e;
+    }
+    case IndexBound::Kind::FDiv:
+      return ir::binary(BinOp::FloorDiv, boundExpr(c.args[0]), ir::intImm(c.divisor));
+    case IndexBound::Kind::CDiv:
+      return ir::binary(BinOp::CeilDiv, boundExpr(c.args[0]), ir::intImm(c.divisor));
+    case IndexBound::Kind::Sum: {
+      Expr e = ir::intImm(0);
+      for (std::size_t i = 0; i < c.args.size(); ++i)
+        e = ir::add(e, ir::mul(ir::intImm(c.scale[i]), boundExpr(c.args[i])));
+      return e;
+    }
+    }
+    return ir::intImm(0);
+  }
+
+  // --- statements ----------------------------------------------------------------------------
+
+  using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+  void statement(std::size_t k) {
+    const Statement& st = p_.stmts[k];
+    const BoundStatement& bs = b_.stmts[k];
+    StatementSchedule sched = scheduleStatement(p_, b_, k, strides_, target_);
+    out_.notes.push_back(sched.why);
+    if (st.assign == Assign::Define && !coversOutput(st, bs, sched))
+      if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
+        out_.zeroFill.push_back(st.output);
+    if (!sched.run) return;
+    Ranges ranges;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
+    const std::string base = "s" + std::to_string(k);
+    if (sched.tileJ < 0) {
+      emitGeneric(st, bs, sched, ranges, base);
+      return;
+    }
+    const int i = sched.tileI, j = sched.tileJ;
+    const auto [lj, hj] = ranges[static_cast<std::size_t>(j)];
+    const std::int64_t jm = lj + (hj - lj) / sched.nr * sched.nr;
+    std::int64_t li = 0, hi = 1, im = 1;
+    if (i >= 0) {
+      std::tie(li, hi) = ranges[static_cast<std::size_t>(i)];
+      im = li + (hi - li) / sched.mr * sched.mr;
+    }
+    emitTiled(st, bs, sched, ranges, base);
+    StatementSchedule generic = sched;
+    generic.tileI = generic.tileJ = -1;
+    if (jm < hj) { // the columns right of the last full tile, every row
+      Ranges r = ranges;
+      r[static_cast<std::size_t>(j)] = {jm, hj};
+      emitGeneric(st, bs, generic, r, base + "_edge_j");
+    }
+    if (i >= 0 && im < hi) { // the rows below the last full tile, the tiled columns
+      Ranges r = ranges;
+      r[static_cast<std::size_t>(i)] = {im, hi};
+      r[static_cast<std::size_t>(j)] = {lj, jm};
+      emitGeneric(st, bs, generic, r, base + "_edge_i");
+    }
+  }
+
+  // A ':=' statement writes every element of its output when its left-hand indices are
+  // distinct, run over whole dimensions, and do not depend on other indices.
+  bool coversOutput(const Statement& st, const BoundStatement& bs, const StatementSchedule& s) {
+    if (!s.run || st.lhsVars.empty()) return false;
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+      auto v = static_cast<std::size_t>(st.lhsVars[d]);
+      for (std::size_t e = 0; e < d; ++e)
+        if (st.lhsVars[e] == st.lhsVars[d]) return false;
+      if (bs.dependent[v] || bs.lo[v] != 0 || bs.hi[v] != extentOf(st.output, d)) return false;
+    }
+    return true;
+  }
+
+  void setRanges(const Statement& st, const Ranges& r) {
+    varExpr_.clear();
+    varRange_.clear();
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      varExpr_.push_back(ir::var(st.vars[v].name));
+      varRange_.push_back({r[v].second > r[v].first, r[v].first, r[v].second - 1});
+    }
+  }
+
+  // Loop kind for output index v, and the function's parallel fields.
+  ForKind outerKind(const StatementSchedule& s, int v, std::int64_t lo, std::int64_t hi,
+                    double innerWork, ir::Func& f) {
+    if (v != s.parallelVar || hi - lo < 2) return ForKind::Serial;
+    f.parallel = true;
+    f.parallelLo = lo;
+    f.parallelHi = hi;
+    f.grain = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                            target_.minParallelWork / std::max(innerWork, 1.0))));
+    return ForKind::Parallel;
+  }
+
+  ir::Func newFunc(const std::string& name) {
+    ir::Func f;
+    f.name = name;
+    for (std::size_t t = 0; t < p_.tensors.size(); ++t)
+      f.buffers.push_back({p_.tensors[t].name, elemType(static_cast<int>(t))});
+    return f;
+  }
+
+  static double workOf(const Ranges& r, std::size_t from) {
+    double w = 1;
+    for (std::size_t v = from; v < r.size(); ++v)
+      w *= static_cast<double>(std::max<std::int64_t>(r[v].second - r[v].first, 1));
+    return w;
+  }
+
+  Stmt loopOver(const BoundStatement& bs, const Statement& st, std::size_t v, const Ranges& r,
+                ForKind kind, Stmt body, int width = 1) {
+    Expr lo = ir::intImm(r[v].first), hi = ir::intImm(r[v].second);
+    if (bs.dependent[v]) {
+      lo = ir::binary(BinOp::Max, boundExpr(bs.loBound[v]), lo);
+      hi = ir::binary(BinOp::Min, boundExpr(bs.hiBound[v]), hi);
+    }
+    return ir::forLoop(st.vars[v].name, lo, hi, kind, std::move(body), width);
+  }
+
+  int vectorWidth() const { return std::max(1, target_.vectorBytes / (vt_ == Type::f64 ? 8 : 4)); }
+
+  void emitGeneric(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                   const Ranges& r, const std::string& name) {
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    const std::size_t n = st.vars.size();
+    const std::string acc = "acc";
+    Stmt body;
+    if (n == nOut) {
+      body = storeOutput(st, value(*st.rhs));
+    } else {
+      Expr a = ir::load(vt_, acc, ir::intImm(0));
+      Stmt inner = ir::store(acc, ir::intImm(0), combine(st.reduce, a, value(*st.rhs)));
+      for (std::size_t v = n; v-- > nOut;) {
+        bool innermost = v == n - 1;
+        inner = loopOver(bs, st, v, r,
+                         innermost && s.vectorizeInner ? ForKind::Vectorized : ForKind::Serial,
+                         inner, innermost ? vectorWidth() : 1);
+      }
+      body = ir::allocate(acc, vt_, 1,
+                          ir::block({ir::store(acc, ir::intImm(0), identity(st.reduce)), inner,
+                                     storeOutput(st, a)}));
+    }
+    if (!body) return;
+    double inside = workOf(r, nOut);
+    for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {
+      auto v = static_cast<std::size_t>(s.outerOrder[idx]);
+      bool innermost = idx + 1 == s.outerOrder.size() && n == nOut;
+      ForKind kind = innermost && s.vectorizeInner ? ForKind::Vectorized : ForKind::Serial;
+      if (static_cast<int>(v) == s.parallelVar && !bs.dependent[v])
+        kind = outerKind(s, static_cast<int>(v), r[v].first, r[v].second, inside, f);
+      body = loopOver(bs, st, v, r, kind, body, kind == ForKind::Vectorized ? vectorWidth() : 1);
+      inside *= static_cast<double>(std::max<std::int64_t>(r[v].second - r[v].first, 1));
+    }
+    f.body = body;
+    out_.funcs.push_back(std::move(f));
+  }
+
+  void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                 const Ranges& r, const std::string& name) {
+    const int i = s.tileI, j = s.tileJ;
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    const std::size_t n = st.vars.size();
+    const std::string& jn = st.vars[static_cast<std::size_t>(j)].name;
+    const std::string io = i >= 0 ? st.vars[static_cast<std::size_t>(i)].name + ".o" : "";
+    const std::string ii = i >= 0 ? st.vars[static_cast<std::size_t>(i)].name + ".i" : "";
+    const std::string jo = jn + ".o", ji = jn + ".i";
+    const auto [lj, hj] = r[static_cast<std::size_t>(j)];
+    const std::int64_t tj = (hj - lj) / s.nr;
+    std::int64_t ti = 1;
+    varExpr_[static_cast<std::size_t>(j)] =
+        ir::add(ir::add(ir::intImm(lj), ir::mul(ir::var(jo), ir::intImm(s.nr))), ir::var(ji));
+    if (i >= 0) {
+      const auto [li, hi] = r[static_cast<std::size_t>(i)];
+      ti = (hi - li) / s.mr;
+      varExpr_[static_cast<std::size_t>(i)] =
+          ir::add(ir::add(ir::intImm(li), ir::mul(ir::var(io), ir::intImm(s.mr))), ir::var(ii));
+    }
+    // acc[ii * nr + ji]: one register tile.
+    const std::string acc = "acc";
+    Expr slot = ir::var(ji);
+    if (i >= 0) slot = ir::add(ir::mul(ir::var(ii), ir::intImm(s.nr)), slot);
+    auto tile = [&](Stmt body) {
+      body = ir::forLoop(ji, ir::intImm(0), ir::intImm(s.nr), ForKind::Vectorized, body, s.width);
+      if (i >= 0) body = ir::forLoop(ii, ir::intImm(0), ir::intImm(s.mr), ForKind::Unrolled, body);
+      return body;
+    };
+    Expr a = ir::load(vt_, acc, slot);
+    Stmt update = tile(ir::store(acc, slot, combine(st.reduce, a, value(*st.rhs))));
+    for (std::size_t v = n; v-- > nOut;) update = loopOver(bs, st, v, r, ForKind::Serial, update);
+    Stmt out = storeOutput(st, a);
+    if (!out) return;
+    Stmt body = ir::allocate(
+        acc, vt_, static_cast<std::int64_t>(s.mr) * s.nr,
+        ir::block({tile(ir::store(acc, slot, identity(st.reduce))), update, tile(out)}));
+    double inside = workOf(r, nOut) * s.mr * s.nr;
+    for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {
+      const int v = s.outerOrder[idx];
+      std::int64_t lo = 0, count = 0;
+      if (v == j || v == i) {
+        count = v == j ? tj : ti;
+        ForKind kind = outerKind(s, v, 0, count, inside, f);
+        body = ir::forLoop(v == j ? jo : io, ir::intImm(0), ir::intImm(count), kind, body);
+      } else {
+        auto u = static_cast<std::size_t>(v);
+        lo = r[u].first;
+        count = r[u].second - lo;
+        ForKind kind = outerKind(s, v, lo, r[u].second, inside, f);
+        body = loopOver(bs, st, u, r, kind, body);
+      }
+      inside *= static_cast<double>(std::max<std::int64_t>(count, 1));
+    }
+    f.body = body;
+    out_.funcs.push_back(std::move(f));
+  }
+};
+
+} // namespace
+
+LoweredProgram lower(const Program& p, const BoundProgram& b, const Strides& strides,
+                     const Target& target) {
+  return Lowerer(p, b, strides, target).run();
+}
+
+} // namespace einjit::codegen

@@ -1,0 +1,163 @@
+#include "codegen/Schedule.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace einjit::codegen {
+
+using namespace einjit::dsl;
+
+namespace {
+
+void forEachRead(const CExpr& e, const std::function<void(const CExpr&)>& f) {
+  if (e.kind == CKind::Read) {
+    f(e);
+    for (const Subscript& s : e.subs)
+      if (s.gather) forEachRead(*s.gather, f);
+  }
+  for (const CExprPtr& a : e.args) forEachRead(*a, f);
+}
+
+// Offset coefficient of index v in a read: sum over dimensions of coef * stride, or nothing
+// when a gathered or clamped/wrapped dimension uses v (no constant stride).
+std::optional<std::int64_t> strideOf(const CExpr& read, int v, const Strides& strides) {
+  std::int64_t c = 0;
+  const auto& st = strides[static_cast<std::size_t>(read.tensor)];
+  for (std::size_t d = 0; d < read.subs.size(); ++d) {
+    const Subscript& s = read.subs[d];
+    std::int64_t k = s.coef[static_cast<std::size_t>(v)];
+    if (k == 0) continue;
+    if (s.gather || s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) return std::nullopt;
+    c += k * st[d];
+  }
+  return c;
+}
+
+// Distinct values of v (the others fixed) write distinct elements.
+bool injectiveIn(const Statement& st, int v) {
+  if (!st.lhsVars.empty()) return true; // v is an output index and appears bare on the left
+  for (const Subscript& s : st.lhs->subs) {
+    if (s.gather || s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) continue;
+    bool only = s.coef[static_cast<std::size_t>(v)] != 0;
+    for (std::size_t u = 0; u < s.coef.size() && only; ++u)
+      if (static_cast<int>(u) != v && s.coef[u] != 0) only = false;
+    if (only) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std::size_t k,
+                                    const Strides& strides, const Target& t) {
+  const Statement& st = p.stmts[k];
+  const BoundStatement& bs = b.stmts[k];
+  const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
+  auto extent = [&](int v) {
+    return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
+  };
+  StatementSchedule s;
+  for (int v = 0; v < nOut; ++v)
+    if (extent(v) <= 0) {
+      s.run = false;
+      s.why = "no element is covered";
+      return s;
+    }
+  for (int v = 0; v < nOut; ++v) s.outerOrder.push_back(v);
+
+  bool readsOutput = false, anyDependent = false;
+  std::vector<const CExpr*> reads;
+  forEachRead(*st.rhs, [&](const CExpr& r) {
+    reads.push_back(&r);
+    readsOutput = readsOutput || r.tensor == st.output;
+  });
+  for (int v = 0; v < n; ++v)
+    anyDependent = anyDependent || bs.dependent[static_cast<std::size_t>(v)];
+  double work = 1;
+  for (int v = 0; v < n; ++v) work *= static_cast<double>(std::max<std::int64_t>(extent(v), 1));
+  s.vectorizeInner = true;
+
+  // Register tile: contractions with a unit-stride output index read contiguously.
+  const int elemBytes = b.dtype == DType::f64 ? 8 : 4;
+  const int width = std::max(1, t.vectorBytes / elemBytes);
+  bool distinct = !st.lhsVars.empty();
+  for (std::size_t a = 0; a < st.lhsVars.size(); ++a)
+    for (std::size_t c = a + 1; c < st.lhsVars.size(); ++c)
+      distinct = distinct && st.lhsVars[a] != st.lhsVars[c];
+  if (t.tile && n > nOut && !anyDependent && !st.scatter && !readsOutput && distinct && width > 1) {
+    // The vector index: every read is contiguous (stride 1) or constant (stride 0) along it.
+    // Prefer one with unit stride in the output too; otherwise the finished tile is stored
+    // with a scatter, once per tile.
+    const auto& os = strides[static_cast<std::size_t>(st.output)];
+    int j = -1;
+    bool jUnitInOutput = false;
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+      int v = st.lhsVars[d];
+      if (extent(v) < width) continue;
+      bool ok = true;
+      for (const CExpr* r : reads) {
+        auto c = strideOf(*r, v, strides);
+        ok = ok && c && (*c == 0 || *c == 1);
+      }
+      bool unit = os[d] == 1;
+      if (ok && (j < 0 || (unit && !jUnitInOutput))) {
+        j = v;
+        jUnitInOutput = unit;
+      }
+    }
+    bool contiguous = j >= 0;
+    if (contiguous) {
+      // The other tile index: one that the j-dependent reads do not use, so each vector they
+      // load serves MR rows; the longest such range.
+      int best = -1;
+      int bestScore = -1;
+      for (int v = 0; v < nOut; ++v) {
+        if (v == j || extent(v) < 2) continue;
+        int score = 1;
+        for (const CExpr* r : reads) {
+          auto cj = strideOf(*r, j, strides), cv = strideOf(*r, v, strides);
+          if (cj && *cj != 0 && cv && *cv == 0) ++score;
+          if (cj && *cj != 0 && (!cv || *cv != 0)) score -= 4;
+        }
+        if (score > bestScore || (score == bestScore && extent(v) > extent(best))) {
+          best = v;
+          bestScore = score;
+        }
+      }
+      s.tileJ = j;
+      s.tileI = best;
+      s.width = width;
+      s.nr = extent(j) >= 2 * width ? 2 * width : width;
+      s.mr = best < 0 ? 1 : static_cast<int>(std::min<std::int64_t>(8, extent(best)));
+      s.why = "register tile " + std::to_string(s.mr) + "x" + std::to_string(s.nr) + " over " +
+              (best < 0 ? std::string("-") : st.vars[static_cast<std::size_t>(best)].name) + " x " +
+              st.vars[static_cast<std::size_t>(j)].name;
+      // Tile loops run outermost-but-others: other output indices, then j tiles, i tiles.
+      std::vector<int> order;
+      for (int v = 0; v < nOut; ++v)
+        if (v != j && v != best) order.push_back(v);
+      order.push_back(j);
+      if (best >= 0) order.push_back(best);
+      s.outerOrder = order;
+    }
+  }
+  if (s.tileJ < 0) s.why = "generic: output indices in left-hand order, reductions inside";
+
+  if (!st.scatter && !readsOutput && t.threads > 1 && work >= t.minParallelWork) {
+    for (int v : s.outerOrder) {
+      if (bs.dependent[static_cast<std::size_t>(v)] || !injectiveIn(st, v)) continue;
+      std::int64_t e = extent(v);
+      if (v == s.tileJ) e /= s.nr;
+      if (v == s.tileI) e /= s.mr;
+      if (e >= 2) {
+        s.parallelVar = v;
+        break;
+      }
+    }
+  }
+  if (s.parallelVar >= 0)
+    s.why += "; parallel over " + st.vars[static_cast<std::size_t>(s.parallelVar)].name;
+  return s;
+}
+
+} // namespace einjit::codegen

@@ -1,0 +1,43 @@
+#pragma once
+// Schedules: how each statement of a bound program becomes loops. Lowering (Lower.h) follows a
+// schedule; it never decides one. A schedule fixes the loop order of the output indices, the
+// loop run in parallel, the loop hinted for vectorization, and for contraction-like statements
+// a register tile: MR values of one output index times NR (a multiple of the vector width)
+// of the unit-stride output index, kept in registers across the whole reduction.
+//
+// The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
+// and stages in Lower.cpp; backends need no change.
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+namespace einjit::codegen {
+
+struct Target {
+  int vectorBytes = 32; // widest vector register (64 for AVX-512)
+  int threads = 1;      // worker threads available
+  // Below this many innermost iterations a statement runs on one thread; a parallel task
+  // gets at least this many.
+  double minParallelWork = 32768;
+  bool tile = true; // register tiles for contractions (off: the generic schedule only)
+};
+
+struct StatementSchedule {
+  bool run = true;             // false: no output element is covered
+  std::vector<int> outerOrder; // output indices, outermost first
+  int parallelVar = -1;        // an output index whose loop (or tile loop) is split among
+                               // threads
+  bool vectorizeInner = false; // hint the innermost loop to LLVM's vectorizer
+  // Register tile (tileJ >= 0): tileJ has unit stride in the output, tileI is another output
+  // index (or -1: a single row).
+  int tileI = -1, tileJ = -1;
+  int mr = 1, nr = 1, width = 1;
+  std::string why; // one line for `einjit explain`
+};
+
+// Strides (in elements) of every tensor of the call, by tensor id.
+using Strides = std::vector<std::vector<std::int64_t>>;
+
+StatementSchedule scheduleStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                    std::size_t stmt, const Strides& strides, const Target& t);
+
+} // namespace einjit::codegen

@@ -1,0 +1,105 @@
+#include "runtime/CpuBackend.h"
+
+#include "einjit/Tensor.h"
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+
+#if EINJIT_HAVE_TBB
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#endif
+
+namespace einjit::runtime {
+
+using namespace einjit::dsl;
+
+codegen::Strides callStrides(const Program& p, const BoundProgram& b,
+                             const std::vector<std::vector<std::int64_t>>& argStrides) {
+  codegen::Strides s(p.tensors.size());
+  for (std::size_t i = 0; i < p.arguments.size(); ++i)
+    s[static_cast<std::size_t>(p.arguments[i])] = argStrides[i];
+  for (std::size_t t = 0; t < p.tensors.size(); ++t)
+    if (!p.tensors[t].isArgument) s[t] = contiguousStrides(b.tensors[t].shape);
+  return s;
+}
+
+std::string bindingSignature(const Program& p, const BoundProgram& b,
+                             const codegen::Strides& strides) {
+  std::string sig = std::string(dtypeName(b.dtype)) + ";";
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+    sig += dtypeName(b.tensors[t].dtype);
+    for (std::int64_t e : b.tensors[t].shape) sig += "," + std::to_string(e);
+    sig += "/";
+    for (std::int64_t e : strides[t]) sig += std::to_string(e) + ",";
+    sig += ";";
+  }
+  for (std::size_t i = 0; i < p.params.size(); ++i)
+    if (p.params[i].usedInIndex) sig += p.params[i].name + "=" + std::to_string(b.params[i]) + ";";
+  return sig;
+}
+
+std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgram& b,
+                                              codegen::Strides strides, bool keepIR) {
+  auto prep = std::make_shared<PreparedCpu>();
+  const codegen::Target target = hostTarget();
+  prep->lowered = codegen::lower(p, b, strides, target);
+  if (prep->lowered.checked) {
+    bool writesArgument = false;
+    for (int id : p.arguments) {
+      if (p.tensors[static_cast<std::size_t>(id)].writtenBy.empty()) continue;
+      writesArgument = true;
+      strides[static_cast<std::size_t>(id)] =
+          contiguousStrides(b.tensors[static_cast<std::size_t>(id)].shape);
+    }
+    if (writesArgument) {
+      prep->scratch = true;
+      prep->lowered = codegen::lower(p, b, strides, target);
+    }
+  }
+  prep->code = jitCompile(prep->lowered.funcs, keepIR);
+  return prep;
+}
+
+int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
+               const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
+  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
+    if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
+  std::int32_t status = 0;
+  void** bufs = const_cast<void**>(buffers.data());
+  const double* prm = params.data();
+  for (std::size_t i = 0; i < prep.lowered.funcs.size(); ++i) {
+    const codegen::ir::Func& f = prep.lowered.funcs[i];
+    KernelFn fn = prep.code->fns[i];
+#if EINJIT_HAVE_TBB
+    if (f.parallel) {
+      // Each output element is computed by exactly one task, so results do not depend on the
+      // partition.
+      tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
+                                                         static_cast<std::size_t>(f.grain)),
+                        [&](const tbb::blocked_range<std::int64_t>& r) {
+                          fn(bufs, prm, r.begin(), r.end(), &status);
+                        });
+      continue;
+    }
+#endif
+    fn(bufs, prm, f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo, &status);
+  }
+  return std::atomic_ref<std::int32_t>(status).load();
+}
+
+std::shared_ptr<const PreparedCpu>
+PreparedCache::get(const std::string& signature,
+                   const std::function<std::shared_ptr<const PreparedCpu>()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(signature);
+    if (it != map_.end()) return it->second;
+  }
+  auto prep = make(); // compiles outside this lock; the JIT serialises compilation itself
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.emplace(signature, std::move(prep)).first->second;
+}
+
+} // namespace einjit::runtime

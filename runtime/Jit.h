@@ -1,0 +1,54 @@
+#pragma once
+// The CPU JIT engine: lowered IR functions -> LLVM IR (CodeGenLLVM) -> the new pass manager's
+// O3 pipeline for the host TargetMachine -> an object file -> LLJIT. One process-wide engine;
+// compiled code is cached in memory by key (the printed IR plus the target) and on disk as
+// object files (write to a temporary file, then rename; each entry carries its key and a
+// checksum, so a corrupt or truncated entry is detected and rebuilt).
+//
+// Disk cache location: $EINJIT_CACHE_DIR, else $XDG_CACHE_HOME/einjit, else ~/.cache/einjit;
+// EINJIT_CACHE_DIR=off disables it.
+#include "codegen/IR.h"
+#include "codegen/Schedule.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace einjit::runtime {
+
+using KernelFn = void (*)(void** buffers, const double* params, std::int64_t begin,
+                          std::int64_t end, std::int32_t* status);
+
+struct CompiledCode {
+  std::vector<KernelFn> fns; // one per ir::Func, in order
+  std::string llvmIR;        // optimized LLVM IR, when asked for
+  std::string origin;        // "compiled", "memory cache" or "disk cache"
+  double compileMs = 0;
+  struct Resource;
+  std::shared_ptr<Resource> resource; // keeps the code loaded
+};
+
+struct JitStats {
+  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0, diskRejected = 0;
+};
+
+// True when this build has the LLVM JIT.
+bool jitAvailable();
+
+// The host's vector width and thread count, for schedules.
+codegen::Target hostTarget();
+std::string hostDescription(); // "x86_64 sapphirerapids, 64-byte vectors, 2 threads"
+
+// Compiles (or finds) the functions. keepIR: fill CompiledCode::llvmIR (never cached).
+std::shared_ptr<const CompiledCode> jitCompile(const std::vector<codegen::ir::Func>& funcs,
+                                               bool keepIR = false);
+
+JitStats jitStats();
+// Drops the in-memory cache (code stays loaded while kernels hold it); tests use it to reach
+// the disk cache.
+void jitClearMemoryCache();
+std::string jitCacheDirectory();                   // empty when the disk cache is off
+void jitSetCacheDirectory(const std::string& dir); // "" turns the disk cache off
+
+} // namespace einjit::runtime

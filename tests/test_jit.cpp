@@ -1,0 +1,444 @@
+// The CPU JIT against the reference interpreter: every program of the interpreter's and the
+// gradients' tables (forward and gradient, f32 and f64, contiguous and strided arguments,
+// grown shapes), sizes 1/7/33/257, 300 random programs, concurrency, the kernel cache, and
+// that the emitted code is vectorized.
+#include "GradTable.h"
+#include "InterpreterTable.h"
+
+#include "dsl/Program.h"
+#include "einjit/einjit.h"
+#include "runtime/Jit.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+using einjit::Arg;
+using einjit::Device;
+using einjit::DType;
+using einjit::Kernel;
+using einjit::Outputs;
+using einjit::Shape;
+using einjit::Tensor;
+
+namespace {
+
+einjit::Options on(Device d, DType def = DType::f64) {
+  einjit::Options o;
+  o.device = d;
+  o.defaultDType = def;
+  return o;
+}
+
+double tolerance(DType t) { return t == DType::f32 ? 2e-4 : 1e-10; }
+
+// max |a - b| / max(1, max |b|), NaN where they disagree on NaN-ness.
+double relativeError(const Tensor& a, const Tensor& b) {
+  std::vector<double> va = a.toVector(), vb = b.toVector();
+  if (va.size() != vb.size()) return INFINITY;
+  double num = 0, den = 1;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) || std::isnan(vb[i])) {
+      if (std::isnan(va[i]) != std::isnan(vb[i])) return NAN;
+      continue;
+    }
+    if (std::isinf(vb[i]) || std::isinf(va[i])) {
+      if (va[i] != vb[i]) return INFINITY;
+      continue;
+    }
+    num = std::max(num, std::fabs(va[i] - vb[i]));
+    den = std::max(den, std::fabs(vb[i]));
+  }
+  return num / den;
+}
+
+// Every tensor the program assigns, on both devices.
+void checkSame(const Outputs& jit, const Outputs& ref, const std::vector<std::string>& names,
+               DType dtype) {
+  for (const std::string& n : names) {
+    CAPTURE(n);
+    const Tensor& a = jit[std::string_view(n)];
+    const Tensor& b = ref[std::string_view(n)];
+    REQUIRE(a.shape() == b.shape());
+    CHECK(a.dtype() == b.dtype());
+    double err = relativeError(a, b);
+    CHECK(err <= tolerance(dtype));
+  }
+}
+
+std::vector<std::string> assigned(const Kernel& k) {
+  std::vector<std::string> v;
+  for (const auto& t : k.program().tensors)
+    if (!t.writtenBy.empty()) v.push_back(t.name);
+  return v;
+}
+
+// A view of a copy of t whose last dimension has stride 2 (every other element of a buffer).
+Tensor strided(const Tensor& t) {
+  if (t.rank() == 0) return t;
+  Shape big = t.shape();
+  big.back() = big.back() * 2;
+  Tensor b = Tensor::full(big, 7.0, t.dtype());
+  Tensor v = b.slice(t.rank() - 1, 0, big.back(), 2);
+  std::vector<double> vals = t.toVector();
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
+  for (double x : vals) {
+    v.set(idx, x);
+    for (std::size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < t.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return v;
+}
+
+Tensor converted(const Tensor& t, DType to) {
+  if (!einjit::isFloat(t.dtype())) return t.clone();
+  return t.to(to);
+}
+
+// Runs a program on both devices with the same (copied) arguments and compares.
+void compareCall(const std::string& program, const std::vector<Arg>& args, DType dtype,
+                 bool strideArgs) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
+  Kernel jit = einjit::compile(program, on(Device::cpu(), dtype));
+  std::vector<Arg> a1, a2;
+  for (const Arg& a : args) {
+    if (!a.isTensor()) {
+      a1.push_back(a);
+      a2.push_back(a);
+      continue;
+    }
+    Tensor t = converted(a.tensor(), dtype);
+    a1.push_back(t.clone());
+    a2.push_back(strideArgs ? strided(t) : t.clone());
+  }
+  Outputs r = ref.call(a1);
+  Outputs j = jit.call(a2);
+  checkSame(j, r, assigned(ref), dtype);
+}
+
+std::map<std::string, Tensor> randomArgs(const einjit::dsl::Program& p,
+                                         const std::map<std::string, Shape>& shapes, DType dtype,
+                                         std::uint64_t seed) {
+  std::map<std::string, Tensor> in;
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    const Shape& s = shapes.at(t.name);
+    in[t.name] = t.readAsIndex ? Tensor::randomInt(s, 0, 2, DType::i64, ++seed)
+                               : Tensor::random(s, dtype, ++seed);
+  }
+  return in;
+}
+
+// Forward and gradient of a program on both devices, on random inputs.
+void compareProgram(const std::string& program, const std::map<std::string, Shape>& shapes,
+                    const std::map<std::string, double>& scalars,
+                    const std::vector<std::string>& wrt, DType dtype, std::uint64_t seed) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
+  Kernel jit = einjit::compile(program, on(Device::cpu(), dtype));
+  auto in = randomArgs(ref.program(), shapes, dtype, seed);
+  Outputs r = ref.call(in, scalars);
+  Outputs j = jit.call(in, scalars);
+  {
+    INFO("forward");
+    checkSame(j, r, assigned(ref), dtype);
+  }
+  Kernel gref = ref.gradient(wrt);
+  Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dtype));
+  std::map<std::string, double> s = scalars;
+  std::vector<std::string> dys = gref.gradientInputs();
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    Tensor dy = Tensor::random(r[i].shape(), dtype, seed + 50 + i);
+    if (r[i].rank() == 0)
+      s[dys[i]] = dy.get({});
+    else
+      in[dys[i]] = dy;
+  }
+  std::map<std::string, Tensor> gin;
+  for (const auto& n : gref.tensorArguments()) gin[n] = in.at(n);
+  std::map<std::string, double> gs;
+  for (const auto& n : gref.scalarArguments()) gs[n] = s.at(n);
+  INFO("gradient program:\n" << gref.source());
+  Outputs gr = gref.call(gin, gs);
+  Outputs gj = gjit.call(gin, gs);
+  checkSame(gj, gr, assigned(gref), dtype);
+}
+
+// Shapes grown to d*2+1 (odd sizes, more than one vector/tile); empty when they do not bind.
+std::map<std::string, Shape> grown(const std::map<std::string, Shape>& shapes) {
+  std::map<std::string, Shape> g;
+  for (const auto& [n, s] : shapes) {
+    Shape t = s;
+    for (auto& e : t) e = e * 2 + 1;
+    g[n] = t;
+  }
+  return g;
+}
+
+} // namespace
+
+TEST_CASE("jit: every interpreter-table row equals the interpreter (f64, f32, strided views)") {
+  auto table = einjit::test::interp::rows();
+  REQUIRE(table.size() >= 45);
+  for (std::size_t n = 0; n < table.size(); ++n) {
+    const auto& row = table[n];
+    INFO("row " << n << ": " << row.program);
+    for (DType dt : {DType::f64, DType::f32})
+      for (bool stride : {false, true}) {
+        CAPTURE(stride);
+        try {
+          compareCall(row.program, row.args, dt, stride);
+        } catch (const std::exception& e) {
+          FAIL_CHECK("threw: " << e.what());
+        }
+      }
+  }
+}
+
+TEST_CASE("jit: every gradient-table program, forward and gradient, f64 and f32, grown shapes") {
+  int grownRan = 0;
+  for (const auto& row : einjit::test::kGradRows) {
+    INFO("program: " << row.program);
+    for (DType dt : {DType::f64, DType::f32}) {
+      try {
+        compareProgram(row.program, row.shapes, row.scalars, row.wrt, dt, 11);
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << e.what());
+      }
+      auto g = grown(row.shapes);
+      try {
+        Kernel probe = einjit::compile(row.program, on(Device::reference(), dt));
+        probe.call(randomArgs(probe.program(), g, dt, 3), row.scalars);
+      } catch (const einjit::Error&) {
+        continue; // these shapes do not fit the program (a square matrix, a fixed size)
+      }
+      ++grownRan;
+      try {
+        compareProgram(row.program, g, row.scalars, row.wrt, dt, 12);
+      } catch (const std::exception& e) {
+        FAIL_CHECK("grown shapes threw: " << e.what());
+      }
+    }
+  }
+  MESSAGE("programs run on grown shapes: " << grownRan / 2 << " of "
+                                           << einjit::test::kGradRows.size());
+  CHECK(grownRan >= 80);
+}
+
+TEST_CASE("jit: sizes 1, 7, 33 and 257 (tiles, vector tails, parallel loops)") {
+  struct Case {
+    const char* program;
+    std::function<std::map<std::string, Shape>(std::int64_t)> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"C[i,k] := A[i,j] * B[j,k]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"A", {n, n}}, {"B", {n, n}}};
+       }},
+      {"C[i,k] := A[j,i] * B[k,j]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"A", {n, n}}, {"B", {n, n}}};
+       }},
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"A", {n, 5, 3}}, {"B", {3, n, 5}}};
+       }},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"x", {2, 3, n + 2, n + 2}}, {"k", {4, 3, 3, 3}}};
+       }},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"x", {1, 2, 2 * n + 1, 2 * n + 1}},
+                                             {"k", {3, 2, 3, 3}}};
+       }},
+      {"y[i,j] := (w[k,i] - x[k,j]) ^ 2",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"w", {5, n}}, {"x", {5, n}}};
+       }},
+      {"y[i] := exp(x[i]) * 2 + tanh(x[i])",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"x", {n * 7}}};
+       }},
+      {"s := x[i] * x[i]",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"x", {n * 13}}};
+       }},
+      {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2",
+       [](std::int64_t n) {
+         return std::map<std::string, Shape>{{"x", {2 * n, 2 * n + 1}}};
+       }},
+  };
+  for (const Case& c : cases)
+    for (std::int64_t n : {1, 7, 33, 257}) {
+      if (n == 257 && std::string(c.program).find("o,h,w") != std::string::npos) continue;
+      INFO(c.program << " n=" << n);
+      try {
+        compareProgram(c.program, c.shapes(n), {}, {}, DType::f32, static_cast<std::uint64_t>(n));
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << e.what());
+      }
+    }
+}
+
+TEST_CASE("jit: 300 random programs, forward and gradient, against the interpreter") {
+  std::mt19937_64 rng(4242);
+  int ran = 0;
+  for (int n = 0; n < 300; ++n) {
+    std::map<std::string, Shape> shapes;
+    std::string program = einjit::test::randomStatement(rng, shapes);
+    INFO(program);
+    try {
+      compareProgram(program, shapes, {}, {}, n % 3 == 0 ? DType::f32 : DType::f64,
+                     static_cast<std::uint64_t>(n));
+      ++ran;
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << e.what());
+    }
+  }
+  CHECK(ran == 300);
+}
+
+TEST_CASE("jit: 8 threads compiling and calling different and identical kernels") {
+  const std::vector<std::string> programs = {
+      "C[i,k] := A[i,j] * B[j,k]", "y[i] := exp(A[i,j]) * B[j,i]", "(max) y[i] := A[i,j] + B[j,i]",
+      "y[i,j] := (A[k,i] - B[k,j]) ^ 2"};
+  Tensor A = Tensor::random({40, 40}, DType::f32, 1), B = Tensor::random({40, 40}, DType::f32, 2);
+  std::vector<std::vector<double>> want;
+  for (const auto& p : programs)
+    want.push_back(einjit::compile(p).call({{"A", A}, {"B", B}})[std::size_t{0}].toVector());
+  einjit::runtime::jitClearMemoryCache();
+  std::vector<std::thread> threads;
+  std::vector<int> bad(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 6; ++rep) {
+        std::size_t which = static_cast<std::size_t>((t + rep) % 4);
+        Kernel k = einjit::compile(programs[which]);
+        auto got = k.call({{"A", A}, {"B", B}})[std::size_t{0}].toVector();
+        if (got != want[which]) ++bad[static_cast<std::size_t>(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) CHECK(bad[static_cast<std::size_t>(t)] == 0);
+  // One kernel object shared by all threads.
+  Kernel shared = einjit::compile(programs[0]);
+  threads.clear();
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 10; ++rep)
+        if (shared.call({{"A", A}, {"B", B}})[std::size_t{0}].toVector() != want[0])
+          ++bad[static_cast<std::size_t>(t)];
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) CHECK(bad[static_cast<std::size_t>(t)] == 0);
+}
+
+TEST_CASE("jit: a kernel called twice gives bit-identical results (parallel loops included)") {
+  Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]");
+  Tensor x = Tensor::random({4, 8, 34, 34}, DType::f32, 3),
+         w = Tensor::random({16, 8, 3, 3}, DType::f32, 4);
+  auto a = k(x, w)[std::size_t{0}].toVector();
+  auto b = k(x, w)[std::size_t{0}].toVector();
+  CHECK(a == b);
+  Kernel g = k.gradient();
+  Tensor dy = Tensor::random({4, 16, 32, 32}, DType::f32, 5);
+  auto g1 = g.call({{"dy", dy}, {"x", x}, {"k", w}});
+  auto g2 = g.call({{"dy", dy}, {"x", x}, {"k", w}});
+  CHECK(g1[std::size_t{0}].toVector() == g2[std::size_t{0}].toVector());
+  CHECK(g1[std::size_t{1}].toVector() == g2[std::size_t{1}].toVector());
+}
+
+TEST_CASE("jit: a gather out of bounds is the interpreter's error, and nothing is written") {
+  Kernel k = einjit::compile("y[b,d] += E[tok[b], d]");
+  Tensor E = Tensor::random({4, 3}, DType::f32, 1);
+  Tensor tok = Tensor::fromValues({3}, {0, 5, 1}, DType::i64);
+  Tensor y = Tensor::full({3, 3}, 2.0, DType::f32);
+  CHECK_THROWS_WITH_AS(k(y, E, tok), doctest::Contains("gather index 5 is out of bounds"),
+                       einjit::Error);
+  for (double v : y.toVector()) CHECK(v == 2.0);
+  Tensor ok = Tensor::fromValues({3}, {0, 3, 1}, DType::i64);
+  k(y, E, ok);
+  CHECK(y.get({1, 2}) == doctest::Approx(2.0 + E.get({3, 2})));
+}
+
+TEST_CASE("jit: the emitted code is vectorized and multithreaded where it should be") {
+  Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]");
+  Tensor A = Tensor::random({64, 64}, DType::f32, 1), B = Tensor::random({64, 64}, DType::f32, 2);
+  std::string text = mm.explain({A, B}, true);
+  CAPTURE(text);
+  CHECK(text.find("register tile") != std::string::npos);
+  CHECK(text.find("vectorized for") != std::string::npos);
+  // Explicit vectors in the optimized LLVM IR: <16 x float> with AVX-512, <8 x float> with AVX.
+  CHECK((text.find("<16 x float>") != std::string::npos ||
+         text.find("<8 x float>") != std::string::npos ||
+         text.find("<4 x float>") != std::string::npos));
+  // An elementwise loop: vectorized by LLVM's loop vectorizer from the loop hint.
+  Kernel ew = einjit::compile("y[i] := x[i] * 3 + w[i]");
+  Tensor x = Tensor::random({1000}, DType::f32, 3);
+  std::string t2 = ew.explain({x, x.clone()}, true);
+  CHECK((t2.find("x float>") != std::string::npos));
+  // Big work is split among threads; tiny work is not.
+  Tensor big = Tensor::random({512, 512}, DType::f32, 4);
+  std::string t3 = mm.explain({big, big}, false);
+  if (einjit::runtime::hostTarget().threads > 1)
+    CHECK(t3.find("parallel for") != std::string::npos);
+  Tensor tiny = Tensor::random({8, 8}, DType::f32, 5);
+  CHECK(mm.explain({tiny, tiny}).find("parallel for") == std::string::npos); // one thread
+}
+
+TEST_CASE("jit: the on-disk cache serves a second load and rebuilds a corrupted entry") {
+  namespace fs = std::filesystem;
+  const std::string saved = einjit::runtime::jitCacheDirectory();
+  const fs::path dir =
+      fs::temp_directory_path() / ("einjit-cache-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  einjit::runtime::jitSetCacheDirectory(dir.string());
+  einjit::runtime::jitClearMemoryCache();
+  // A program no other test compiles, so its entry is new.
+  const std::string program = "y[i] := x[i] * 1.25 + x[i] ^ 3 - 0.5";
+  Tensor x = Tensor::random({77}, DType::f64, 9);
+  auto before = einjit::runtime::jitStats();
+  std::vector<double> first =
+      einjit::compile(program, on(Device::cpu())).call({x})[std::size_t{0}].toVector();
+  einjit::runtime::jitClearMemoryCache();
+  std::vector<double> second =
+      einjit::compile(program, on(Device::cpu())).call({x})[std::size_t{0}].toVector();
+  auto after = einjit::runtime::jitStats();
+  CHECK(first == second);
+  CHECK(after.diskHits >= before.diskHits + 1);
+  // Truncate the entry: detected, rejected and rebuilt.
+  int corrupted = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    fs::resize_file(e.path(), fs::file_size(e.path()) / 2);
+    ++corrupted;
+  }
+  REQUIRE(corrupted >= 1);
+  einjit::runtime::jitClearMemoryCache();
+  std::vector<double> third =
+      einjit::compile(program, on(Device::cpu())).call({x})[std::size_t{0}].toVector();
+  auto last = einjit::runtime::jitStats();
+  CHECK(third == first);
+  CHECK(last.diskRejected >= after.diskRejected + 1);
+  CHECK(last.compiled >= after.compiled + 1);
+  // A flipped byte in the object is caught by the checksum.
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-5, std::ios::end);
+    f.put('\x5a');
+  }
+  einjit::runtime::jitClearMemoryCache();
+  std::vector<double> fourth =
+      einjit::compile(program, on(Device::cpu())).call({x})[std::size_t{0}].toVector();
+  CHECK(fourth == first);
+  CHECK(einjit::runtime::jitStats().diskRejected >= last.diskRejected + 1);
+  einjit::runtime::jitSetCacheDirectory(saved);
+  fs::remove_all(dir);
+}
