@@ -68,6 +68,30 @@ Arguments parseArguments(const Words& args) {
       auto t = parseDType(d);
       if (!t || !isFloat(*t)) throw Error("--dtype takes f32 or f64, got '" + d + "'");
       p.dtype = *t;
+    } else if (a == "--device") {
+      std::string d = value("--device");
+      if (d == "reference") p.device = Device::reference();
+      else if (d == "cpu") p.device = Device::cpu();
+      else if (d == "cuda") p.device = Device::cuda(0);
+      else if (d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
+               d.find_first_not_of("0123456789", 5) == std::string::npos)
+        p.device = Device::cuda(std::atoi(d.c_str() + 5));
+      else throw Error("--device takes reference, cpu or cuda[:N], got '" + d + "'");
+    } else if (a == "--check") {
+      p.check = true;
+    } else if (a == "--ir") {
+      p.ir = true;
+    } else if (a == "--llvm") {
+      p.llvm = true;
+    } else if (a == "--grad") {
+      p.grad = true;
+    } else if (a == "--reps") {
+      std::string v = value("--reps");
+      char* end = nullptr;
+      long r = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || r < 1 || r > 1000000)
+        throw Error("--reps takes a positive count, got '" + v + "'");
+      p.reps = static_cast<int>(r);
     } else if (a.size() > 1 && a[0] == '-' && a[1] == '-') {
       throw Error("unknown option '" + a + "'");
     } else if (!haveProgram) {

@@ -1,6 +1,7 @@
 #include "Commands.h"
 
 #include "Arguments.h"
+#include "Inputs.h"
 
 #include "codegen/Interpreter.h"
 #include "dsl/Binding.h"
@@ -18,28 +19,6 @@
 namespace einjit::cli {
 
 namespace {
-
-// Valid values for an index tensor: [0, extent) of the first dimension it gathers into.
-std::int64_t gatherExtent(const dsl::Program& prog, int indexTensor,
-                          const std::map<std::string, Shape>& shapes) {
-  std::int64_t best = -1;
-  std::function<void(const dsl::CExpr&)> walk = [&](const dsl::CExpr& e) {
-    if (e.kind == dsl::CKind::Read) {
-      for (std::size_t d = 0; d < e.subs.size(); ++d) {
-        const auto& s = e.subs[d];
-        if (!s.gather) continue;
-        if (s.gather->tensor == indexTensor && best < 0) {
-          auto it = shapes.find(prog.tensors[static_cast<std::size_t>(e.tensor)].name);
-          if (it != shapes.end() && d < it->second.size()) best = it->second[d];
-        }
-        walk(*s.gather);
-      }
-    }
-    for (const auto& a : e.args) walk(*a);
-  };
-  for (const auto& st : prog.stmts) walk(*st.rhs);
-  return best;
-}
 
 std::string checksum(const Tensor& t) {
   double sum = 0, abs = 0;
@@ -74,47 +53,6 @@ std::string concreteRanges(const dsl::Program& prog, const dsl::BoundProgram& b)
     }
   }
   return os.str();
-}
-
-struct Inputs {
-  std::vector<Tensor> tensors;
-  std::vector<double> scalars;
-};
-
-// Random tensors for every argument (index tensors get valid indices) and the scalars.
-Inputs makeInputs(const dsl::Program& prog, const Arguments& args) {
-  Inputs in;
-  for (std::size_t i = 0; i < prog.arguments.size(); ++i) {
-    int id = prog.arguments[i];
-    const auto& info = prog.tensors[static_cast<std::size_t>(id)];
-    auto it = args.shapes.find(info.name);
-    if (it == args.shapes.end())
-      dsl::fail(*prog.source, info.firstUse, "missing --shape " + info.name + "=...");
-    std::uint64_t seed = args.seed * 1000003u + i;
-    if (info.readAsIndex) {
-      std::int64_t hi = gatherExtent(prog, id, args.shapes);
-      in.tensors.push_back(Tensor::randomInt(it->second, 0, hi > 0 ? hi : 1, DType::i64, seed));
-    } else {
-      in.tensors.push_back(Tensor::random(it->second, args.dtype, seed));
-    }
-  }
-  for (const auto& prm : prog.params) {
-    auto it = args.scalars.find(prm.name);
-    if (it == args.scalars.end())
-      dsl::fail(*prog.source, prm.firstUse, "missing --scalar " + prm.name + "=...");
-    in.scalars.push_back(it->second);
-  }
-  for (const auto& [name, s] : args.shapes)
-    if (prog.findTensor(name) < 0 ||
-        !prog.tensors[static_cast<std::size_t>(prog.findTensor(name))].isArgument)
-      throw Error("--shape " + name + ": the program has no tensor argument named '" + name + "'");
-  return in;
-}
-
-std::vector<dsl::ArgSpec> specsOf(const std::vector<Tensor>& ts) {
-  std::vector<dsl::ArgSpec> specs;
-  for (const Tensor& t : ts) specs.push_back({t.dtype(), t.shape()});
-  return specs;
 }
 
 } // namespace
@@ -157,16 +95,25 @@ int run(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
   Options opt;
   opt.defaultDType = args.dtype;
+  opt.device = args.device;
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
-  std::vector<Arg> call;
-  for (const Tensor& t : in.tensors) call.emplace_back(t);
-  for (double s : in.scalars) call.emplace_back(s);
-  Outputs res = k.call(call);
+  Outputs res = k.call(in.positional());
   for (std::size_t i = 0; i < res.size(); ++i)
     out << res.names()[i] << ": shape " << res[i].shapeString() << ' ' << dtypeName(res[i].dtype())
         << ' ' << checksum(res[i]) << '\n';
-  return 0;
+  if (!args.check) return 0;
+  // The same inputs through the reference interpreter.
+  opt.device = Device::reference();
+  Outputs ref = compile(args.program, opt).call(in.positional());
+  double worst = 0;
+  for (std::size_t i = 0; i < res.size(); ++i) worst = std::max(worst, relativeError(res[i], ref[i]));
+  const double tol = toleranceFor(args.dtype);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "max relative error vs the reference interpreter: %.3g (tolerance %.0e for %s)\n",
+                worst, tol, std::string(dtypeName(args.dtype)).c_str());
+  out << buf << (worst <= tol ? "check: PASS\n" : "check: FAIL\n");
+  return worst <= tol ? 0 : 1;
 }
 
 int demo(const Words&, std::ostream& out, std::ostream&) {

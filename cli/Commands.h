@@ -14,6 +14,8 @@ int run(const Words& args, std::ostream& out, std::ostream& err);
 int demo(const Words& args, std::ostream& out, std::ostream& err);
 int grad(const Words& args, std::ostream& out, std::ostream& err);
 int gradcheck(const Words& args, std::ostream& out, std::ostream& err);
+int explain(const Words& args, std::ostream& out, std::ostream& err);
+int bench(const Words& args, std::ostream& out, std::ostream& err);
 int help(std::ostream& out);
 
 } // namespace einjit::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
     if (cmd == "demo") return demo(args, std::cout, std::cerr);
     if (cmd == "grad") return grad(args, std::cout, std::cerr);
     if (cmd == "gradcheck") return gradcheck(args, std::cout, std::cerr);
+    if (cmd == "explain") return explain(args, std::cout, std::cerr);
+    if (cmd == "bench") return bench(args, std::cout, std::cerr);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") return help(std::cout);
     std::cerr << "einjit: unknown command '" << cmd << "'\n";
     help(std::cerr);

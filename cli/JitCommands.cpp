@@ -1,0 +1,151 @@
+// einjit explain and einjit bench.
+#include "Commands.h"
+
+#include "Arguments.h"
+#include "Inputs.h"
+
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+#include "einjit/einjit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+
+namespace einjit::cli {
+
+namespace {
+
+int countOps(const dsl::CExpr& e) {
+  int n = 0;
+  switch (e.kind) {
+  case dsl::CKind::Unary:
+  case dsl::CKind::Binary:
+  case dsl::CKind::Ternary:
+  case dsl::CKind::Call: n = 1; break;
+  default: break;
+  }
+  for (const auto& a : e.args) n += countOps(*a);
+  return n;
+}
+
+// Floating-point operations of one call: per statement, the iterations of its loops (over
+// the hull of dependent ranges) times the operations of its right-hand side, plus one per
+// iteration for the reduction and one per element for '+='.
+double flops(const dsl::Program& p, const dsl::BoundProgram& b) {
+  double total = 0;
+  for (std::size_t k = 0; k < p.stmts.size(); ++k) {
+    const auto& st = p.stmts[k];
+    const auto& bs = b.stmts[k];
+    double iters = 1, elems = 1;
+    const auto nOut = static_cast<std::size_t>(st.numOutputVars());
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      double e = static_cast<double>(std::max<std::int64_t>(0, bs.hi[v] - bs.lo[v]));
+      iters *= e;
+      if (v < nOut) elems *= e;
+    }
+    total += iters * (countOps(*st.rhs) + (st.vars.size() > nOut ? 1 : 0));
+    if (st.assign == dsl::Assign::Accumulate) total += elems;
+  }
+  return total;
+}
+
+// Median seconds per call of f: a warm-up call, then reps calls (or enough for 0.5 s).
+template <class F>
+double timeIt(F&& f, int reps) {
+  using Clock = std::chrono::steady_clock;
+  f();
+  std::vector<double> times;
+  auto start = Clock::now();
+  while (true) {
+    auto t0 = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    if (reps > 0 ? static_cast<int>(times.size()) >= reps
+                 : (times.size() >= 3 && spent >= 0.5) || times.size() >= 10000)
+      break;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::string line(const char* what, double seconds, double flop) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%-22s %10.4f ms  %9.2f GFLOP/s\n", what, seconds * 1e3,
+                flop / seconds / 1e9);
+  return buf;
+}
+
+} // namespace
+
+int explain(const Words& words, std::ostream& out, std::ostream&) {
+  Arguments args = parseArguments(words);
+  Options opt;
+  opt.defaultDType = args.dtype;
+  opt.device = args.device;
+  Kernel k = compile(args.program, opt);
+  Inputs in = makeInputs(k.program(), args);
+  std::string text = k.explain(in.positional(), args.llvm);
+  if (!args.ir && args.llvm) {
+    auto at = text.find("; optimized LLVM IR");
+    if (at != std::string::npos) text = text.substr(at);
+  }
+  out << text;
+  return 0;
+}
+
+int bench(const Words& words, std::ostream& out, std::ostream&) {
+  Arguments args = parseArguments(words);
+  Options opt;
+  opt.defaultDType = args.dtype;
+  opt.device = args.device;
+  using Clock = std::chrono::steady_clock;
+  auto c0 = Clock::now();
+  Kernel k = compile(args.program, opt);
+  Inputs in = makeInputs(k.program(), args);
+  std::vector<Arg> call = in.positional();
+  Outputs y = k.call(call); // the first call compiles for these shapes
+  double firstMs = std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
+  dsl::BoundProgram b = dsl::bind(k.program(), specsOf(in.tensors), in.scalars, args.dtype);
+  const double f = flops(k.program(), b);
+  out << "device " << args.device.name() << ", " << dtypeName(args.dtype)
+      << "; first call (parse, check, compile, run): " << firstMs << " ms\n";
+  const double tf = timeIt([&] { k.call(call); }, args.reps);
+  out << line("forward", tf, f);
+  if (!args.grad) return 0;
+
+  Kernel g = k.gradient(args.wrt);
+  std::map<std::string, Tensor> gt;
+  std::map<std::string, double> gs;
+  const auto dys = g.gradientInputs();
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    Tensor dy = Tensor::random(y[i].shape(), args.dtype, args.seed + 77 + i);
+    if (y[i].rank() == 0) gs[dys[i]] = dy.get({});
+    else gt[dys[i]] = dy;
+  }
+  const auto& p = k.program();
+  for (std::size_t i = 0; i < p.arguments.size(); ++i)
+    gt[p.tensors[static_cast<std::size_t>(p.arguments[i])].name] = in.tensors[i];
+  for (std::size_t i = 0; i < p.params.size(); ++i) gs[p.params[i].name] = in.scalars[i];
+  std::map<std::string, Tensor> gtUsed;
+  for (const auto& n : g.tensorArguments()) gtUsed[n] = gt.at(n);
+  std::map<std::string, double> gsUsed;
+  for (const auto& n : g.scalarArguments()) gsUsed[n] = gs.at(n);
+  const double tg = timeIt([&] { g.call(gtUsed, gsUsed); }, args.reps);
+  std::vector<dsl::ArgSpec> gspecs;
+  for (int id : g.program().arguments)
+    gspecs.push_back({gtUsed.at(g.program().tensors[static_cast<std::size_t>(id)].name).dtype(),
+                      gtUsed.at(g.program().tensors[static_cast<std::size_t>(id)].name).shape()});
+  std::vector<double> gscal;
+  for (const auto& n : g.scalarArguments()) gscal.push_back(gsUsed.at(n));
+  dsl::BoundProgram gb = dsl::bind(g.program(), gspecs, gscal, args.dtype);
+  out << line("gradients", tg, flops(g.program(), gb));
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "(forward + gradients) / forward = %.2f\n", (tf + tg) / tf);
+  out << buf;
+  return 0;
+}
+
+} // namespace einjit::cli
