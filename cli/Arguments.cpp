@@ -70,13 +70,17 @@ Arguments parseArguments(const Words& args) {
       p.dtype = *t;
     } else if (a == "--device") {
       std::string d = value("--device");
-      if (d == "reference") p.device = Device::reference();
-      else if (d == "cpu") p.device = Device::cpu();
-      else if (d == "cuda") p.device = Device::cuda(0);
+      if (d == "reference")
+        p.device = Device::reference();
+      else if (d == "cpu")
+        p.device = Device::cpu();
+      else if (d == "cuda")
+        p.device = Device::cuda(0);
       else if (d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
                d.find_first_not_of("0123456789", 5) == std::string::npos)
         p.device = Device::cuda(std::atoi(d.c_str() + 5));
-      else throw Error("--device takes reference, cpu or cuda[:N], got '" + d + "'");
+      else
+        throw Error("--device takes reference, cpu or cuda[:N], got '" + d + "'");
     } else if (a == "--check") {
       p.check = true;
     } else if (a == "--ir") {

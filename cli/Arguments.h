@@ -3,8 +3,8 @@
 #include "Commands.h"
 
 #include "einjit/DType.h"
-#include "einjit/einjit.h"
 #include "einjit/Tensor.h"
+#include "einjit/einjit.h"
 
 #include <cstdint>
 #include <map>

@@ -107,10 +107,12 @@ int run(const Words& words, std::ostream& out, std::ostream&) {
   opt.device = Device::reference();
   Outputs ref = compile(args.program, opt).call(in.positional());
   double worst = 0;
-  for (std::size_t i = 0; i < res.size(); ++i) worst = std::max(worst, relativeError(res[i], ref[i]));
+  for (std::size_t i = 0; i < res.size(); ++i)
+    worst = std::max(worst, relativeError(res[i], ref[i]));
   const double tol = toleranceFor(args.dtype);
   char buf[200];
-  std::snprintf(buf, sizeof buf, "max relative error vs the reference interpreter: %.3g (tolerance %.0e for %s)\n",
+  std::snprintf(buf, sizeof buf,
+                "max relative error vs the reference interpreter: %.3g (tolerance %.0e for %s)\n",
                 worst, tol, std::string(dtypeName(args.dtype)).c_str());
   out << buf << (worst <= tol ? "check: PASS\n" : "check: FAIL\n");
   return worst <= tol ? 0 : 1;

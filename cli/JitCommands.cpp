@@ -122,8 +122,10 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   const auto dys = g.gradientInputs();
   for (std::size_t i = 0; i < y.size(); ++i) {
     Tensor dy = Tensor::random(y[i].shape(), args.dtype, args.seed + 77 + i);
-    if (y[i].rank() == 0) gs[dys[i]] = dy.get({});
-    else gt[dys[i]] = dy;
+    if (y[i].rank() == 0)
+      gs[dys[i]] = dy.get({});
+    else
+      gt[dys[i]] = dy;
   }
   const auto& p = k.program();
   for (std::size_t i = 0; i < p.arguments.size(); ++i)

@@ -300,31 +300,33 @@ private:
     Ranges ranges;
     for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
     const std::string base = "s" + std::to_string(k);
-    if (sched.tileJ < 0) {
+    if (sched.tileJ < 0 && sched.dotVar < 0) {
       emitGeneric(st, bs, sched, ranges, base);
       return;
     }
+    // The full tiles, then the edges: columns right of the last full tile (every row), and
+    // rows below the last full tile (the tiled columns).
     const int i = sched.tileI, j = sched.tileJ;
-    const auto [lj, hj] = ranges[static_cast<std::size_t>(j)];
-    const std::int64_t jm = lj + (hj - lj) / sched.nr * sched.nr;
-    std::int64_t li = 0, hi = 1, im = 1;
-    if (i >= 0) {
-      std::tie(li, hi) = ranges[static_cast<std::size_t>(i)];
-      im = li + (hi - li) / sched.mr * sched.mr;
-    }
-    emitTiled(st, bs, sched, ranges, base);
+    auto fullEnd = [&](int v, int size) {
+      const auto [lo, hi] = ranges[static_cast<std::size_t>(v)];
+      return lo + (hi - lo) / size * size;
+    };
+    if (sched.dotVar >= 0)
+      emitDot(st, bs, sched, ranges, base);
+    else
+      emitTiled(st, bs, sched, ranges, base);
     StatementSchedule generic = sched;
-    generic.tileI = generic.tileJ = -1;
-    if (jm < hj) { // the columns right of the last full tile, every row
+    generic.tileI = generic.tileJ = generic.dotVar = -1;
+    if (j >= 0 && fullEnd(j, sched.nr) < ranges[static_cast<std::size_t>(j)].second) {
       Ranges r = ranges;
-      r[static_cast<std::size_t>(j)] = {jm, hj};
-      emitGeneric(st, bs, generic, r, base + "_edge_j");
+      r[static_cast<std::size_t>(j)].first = fullEnd(j, sched.nr);
+      emitGeneric(st, bs, generic, r, base + "_edge_" + st.vars[static_cast<std::size_t>(j)].name);
     }
-    if (i >= 0 && im < hi) { // the rows below the last full tile, the tiled columns
+    if (i >= 0 && fullEnd(i, sched.mr) < ranges[static_cast<std::size_t>(i)].second) {
       Ranges r = ranges;
-      r[static_cast<std::size_t>(i)] = {im, hi};
-      r[static_cast<std::size_t>(j)] = {lj, jm};
-      emitGeneric(st, bs, generic, r, base + "_edge_i");
+      r[static_cast<std::size_t>(i)].first = fullEnd(i, sched.mr);
+      if (j >= 0) r[static_cast<std::size_t>(j)].second = fullEnd(j, sched.nr);
+      emitGeneric(st, bs, generic, r, base + "_edge_" + st.vars[static_cast<std::size_t>(i)].name);
     }
   }
 
@@ -484,6 +486,102 @@ private:
       inside *= static_cast<double>(std::max<std::int64_t>(count, 1));
     }
     f.body = body;
+    out_.funcs.push_back(std::move(f));
+  }
+
+  // Wraps a tile body in the loops over the other output indices and the tile loops of
+  // tileI/tileJ (counts of full tiles), marking the parallel one.
+  Stmt tileLoops(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                 const Ranges& r, Stmt body, double inside, ir::Func& f) {
+    for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {
+      const int v = s.outerOrder[idx];
+      const auto u = static_cast<std::size_t>(v);
+      std::int64_t count = 0;
+      if (v == s.tileI || v == s.tileJ) {
+        count = (r[u].second - r[u].first) / (v == s.tileI ? s.mr : s.nr);
+        ForKind kind = outerKind(s, v, 0, count, inside, f);
+        body = ir::forLoop(st.vars[u].name + ".o", ir::intImm(0), ir::intImm(count), kind, body);
+      } else {
+        count = r[u].second - r[u].first;
+        ForKind kind = outerKind(s, v, r[u].first, r[u].second, inside, f);
+        body = loopOver(bs, st, u, r, kind, body);
+      }
+      inside *= static_cast<double>(std::max<std::int64_t>(count, 1));
+    }
+    return body;
+  }
+
+  // The dot-product tile: acc[(ii * NR + jj) * W + lane] holds partial sums along dotVar.
+  void emitDot(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+               const Ranges& r, const std::string& name) {
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    const std::size_t n = st.vars.size();
+    const auto rv = static_cast<std::size_t>(s.dotVar);
+    const std::string& rn = st.vars[rv].name;
+    const int W = s.width;
+    auto tileVar = [&](int v, int size) {
+      const auto u = static_cast<std::size_t>(v);
+      const std::string& vn = st.vars[u].name;
+      varExpr_[u] =
+          ir::add(ir::add(ir::intImm(r[u].first), ir::mul(ir::var(vn + ".o"), ir::intImm(size))),
+                  ir::var(vn + ".i"));
+    };
+    tileVar(s.tileI, s.mr);
+    const std::string ii = st.vars[static_cast<std::size_t>(s.tileI)].name + ".i";
+    std::string jj;
+    if (s.tileJ >= 0) {
+      tileVar(s.tileJ, s.nr);
+      jj = st.vars[static_cast<std::size_t>(s.tileJ)].name + ".i";
+    }
+    Expr cell =
+        s.tileJ >= 0 ? ir::add(ir::mul(ir::var(ii), ir::intImm(s.nr)), ir::var(jj)) : ir::var(ii);
+    Expr lane0 = ir::mul(cell, ir::intImm(W));
+    auto cells = [&](Stmt body) {
+      if (s.tileJ >= 0)
+        body = ir::forLoop(jj, ir::intImm(0), ir::intImm(s.nr), ForKind::Unrolled, body);
+      return ir::forLoop(ii, ir::intImm(0), ir::intImm(s.mr), ForKind::Unrolled, body);
+    };
+    const std::string acc = "acc", ro = rn + ".o", ri = rn + ".i", rt = rn + ".t";
+    const auto [lr, hr] = r[rv];
+    const std::int64_t vecs = (hr - lr) / W, rm = lr + vecs * W;
+    Expr slot = ir::add(lane0, ir::var(ri));
+    Expr a = ir::load(vt_, acc, slot);
+    Stmt init = cells(ir::forLoop(ri, ir::intImm(0), ir::intImm(W), ForKind::Vectorized,
+                                  ir::store(acc, slot, identity(st.reduce)), W));
+    // Whole vectors along dotVar, then the remaining elements into lane 0.
+    varExpr_[rv] =
+        ir::add(ir::add(ir::intImm(lr), ir::mul(ir::var(ro), ir::intImm(W))), ir::var(ri));
+    Stmt vec = ir::forLoop(
+        ro, ir::intImm(0), ir::intImm(vecs), ForKind::Serial,
+        cells(ir::forLoop(ri, ir::intImm(0), ir::intImm(W), ForKind::Vectorized,
+                          ir::store(acc, slot, combine(st.reduce, a, value(*st.rhs))), W)));
+    Stmt tail;
+    if (rm < hr) {
+      varExpr_[rv] = ir::var(rt);
+      Expr a0 = ir::load(vt_, acc, lane0);
+      tail = ir::forLoop(rt, ir::intImm(rm), ir::intImm(hr), ForKind::Serial,
+                         cells(ir::store(acc, lane0, combine(st.reduce, a0, value(*st.rhs)))));
+    }
+    Stmt update = ir::block({vec, tail});
+    for (std::size_t v = n; v-- > nOut;)
+      if (v != rv) update = loopOver(bs, st, v, r, ForKind::Serial, update);
+    // The lanes added pairwise.
+    std::vector<Expr> lanes;
+    for (int l = 0; l < W; ++l) lanes.push_back(ir::load(vt_, acc, ir::add(lane0, ir::intImm(l))));
+    while (lanes.size() > 1) {
+      std::vector<Expr> next;
+      for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
+        next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
+      if (lanes.size() % 2) next.push_back(lanes.back());
+      lanes = next;
+    }
+    Stmt out = storeOutput(st, lanes[0]);
+    if (!out) return;
+    Stmt body = ir::allocate(acc, vt_, static_cast<std::int64_t>(s.mr) * s.nr * W,
+                             ir::block({init, update, cells(out)}));
+    f.body = tileLoops(st, bs, s, r, body, workOf(r, nOut) * s.mr * s.nr, f);
     out_.funcs.push_back(std::move(f));
   }
 };

@@ -141,7 +141,63 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       s.outerOrder = order;
     }
   }
-  if (s.tileJ < 0) s.why = "generic: output indices in left-hand order, reductions inside";
+  if (t.tile && s.tileJ < 0 && st.reduce == Reduce::Add && n > nOut && !anyDependent &&
+      !st.scatter && !readsOutput && distinct && width > 1) {
+    // A reduction index along which every read is contiguous or constant.
+    int r = -1;
+    for (int v = nOut; v < n && r < 0; ++v) {
+      if (extent(v) < width) continue;
+      bool ok = true;
+      for (const CExpr* rd : reads) {
+        auto c = strideOf(*rd, v, strides);
+        ok = ok && c && (*c == 0 || *c == 1);
+      }
+      if (ok) r = v;
+    }
+    if (r >= 0) {
+      // Two output indices, each used by different r-dependent reads, so each loaded vector
+      // serves a whole row or column of the tile.
+      std::vector<int> cands;
+      for (int v = 0; v < nOut; ++v)
+        if (extent(v) >= 2) cands.push_back(v);
+      std::sort(cands.begin(), cands.end(), [&](int a, int c) { return extent(a) > extent(c); });
+      int a = cands.empty() ? -1 : cands[0], c = -1;
+      for (std::size_t x = 0; x < cands.size() && a >= 0; ++x) {
+        int v = cands[x];
+        if (v == a) continue;
+        bool separate = true;
+        for (const CExpr* rd : reads) {
+          auto cr = strideOf(*rd, r, strides), ca = strideOf(*rd, a, strides),
+               cv = strideOf(*rd, v, strides);
+          if (cr && *cr != 0 && (!ca || *ca != 0) && (!cv || *cv != 0)) separate = false;
+        }
+        if (separate) {
+          c = v;
+          break;
+        }
+      }
+      if (a >= 0) {
+        s.dotVar = r;
+        s.tileI = a;
+        s.tileJ = c;
+        s.width = width;
+        s.mr = static_cast<int>(std::min<std::int64_t>(4, extent(a)));
+        s.nr = c < 0 ? 1 : static_cast<int>(std::min<std::int64_t>(4, extent(c)));
+        s.why = "dot-product tile " + std::to_string(s.mr) + "x" + std::to_string(s.nr) + " over " +
+                st.vars[static_cast<std::size_t>(a)].name + " x " +
+                (c < 0 ? std::string("-") : st.vars[static_cast<std::size_t>(c)].name) +
+                ", vectors along " + st.vars[static_cast<std::size_t>(r)].name;
+        std::vector<int> order;
+        for (int v = 0; v < nOut; ++v)
+          if (v != a && v != c) order.push_back(v);
+        order.push_back(a);
+        if (c >= 0) order.push_back(c);
+        s.outerOrder = order;
+      }
+    }
+  }
+  if (s.tileJ < 0 && s.dotVar < 0)
+    s.why = "generic: output indices in left-hand order, reductions inside";
 
   if (!st.scatter && !readsOutput && t.threads > 1 && work >= t.minParallelWork) {
     for (int v : s.outerOrder) {
