@@ -17,7 +17,9 @@ void matmulCounters(benchmark::State& state, std::int64_t n) {
 
 void BM_InterpreterMatmul(benchmark::State& state) {
   const std::int64_t n = state.range(0);
-  auto mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]");
+  einjit::Options ref;
+  ref.device = einjit::Device::reference();
+  auto mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", ref);
   auto a = einjit::Tensor::random({n, n}, einjit::DType::f32, 1);
   auto b = einjit::Tensor::random({n, n}, einjit::DType::f32, 2);
   for (auto _ : state) {

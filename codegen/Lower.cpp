@@ -300,34 +300,135 @@ private:
     Ranges ranges;
     for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
     const std::string base = "s" + std::to_string(k);
+    if (coreSplit(k, st, bs, ranges, base)) return;
+    emitBox(st, bs, sched, ranges, base);
+  }
+
+  // A statement box under a schedule: the full tiles, then the edges (columns right of the
+  // last full tile, every row; rows below it, the tiled columns), themselves tiled with a
+  // narrower tile where one fits, generic otherwise.
+  void emitBox(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
+               const Ranges& ranges, const std::string& name) {
     if (sched.tileJ < 0 && sched.dotVar < 0) {
-      emitGeneric(st, bs, sched, ranges, base);
+      emitGeneric(st, bs, sched, ranges, name);
       return;
     }
-    // The full tiles, then the edges: columns right of the last full tile (every row), and
-    // rows below the last full tile (the tiled columns).
     const int i = sched.tileI, j = sched.tileJ;
     auto fullEnd = [&](int v, int size) {
       const auto [lo, hi] = ranges[static_cast<std::size_t>(v)];
       return lo + (hi - lo) / size * size;
     };
     if (sched.dotVar >= 0)
-      emitDot(st, bs, sched, ranges, base);
+      emitDot(st, bs, sched, ranges, name);
     else
-      emitTiled(st, bs, sched, ranges, base);
+      emitTiled(st, bs, sched, ranges, name);
     StatementSchedule generic = sched;
     generic.tileI = generic.tileJ = generic.dotVar = -1;
     if (j >= 0 && fullEnd(j, sched.nr) < ranges[static_cast<std::size_t>(j)].second) {
       Ranges r = ranges;
       r[static_cast<std::size_t>(j)].first = fullEnd(j, sched.nr);
-      emitGeneric(st, bs, generic, r, base + "_edge_" + st.vars[static_cast<std::size_t>(j)].name);
+      const std::int64_t rest =
+          r[static_cast<std::size_t>(j)].second - r[static_cast<std::size_t>(j)].first;
+      StatementSchedule narrow = sched;
+      const std::string edge = name + "_" + st.vars[static_cast<std::size_t>(j)].name;
+      if (sched.dotVar >= 0) {
+        narrow.nr = static_cast<int>(rest);
+        emitBox(st, bs, narrow, r, edge);
+      } else if (rest >= sched.width && sched.nr > sched.width) {
+        narrow.nr = sched.width;
+        emitBox(st, bs, narrow, r, edge);
+      } else {
+        emitGeneric(st, bs, generic, r, edge);
+      }
     }
     if (i >= 0 && fullEnd(i, sched.mr) < ranges[static_cast<std::size_t>(i)].second) {
       Ranges r = ranges;
       r[static_cast<std::size_t>(i)].first = fullEnd(i, sched.mr);
       if (j >= 0) r[static_cast<std::size_t>(j)].second = fullEnd(j, sched.nr);
-      emitGeneric(st, bs, generic, r, base + "_edge_" + st.vars[static_cast<std::size_t>(i)].name);
+      StatementSchedule narrow = sched;
+      narrow.mr = static_cast<int>(r[static_cast<std::size_t>(i)].second -
+                                   r[static_cast<std::size_t>(i)].first);
+      if (j < 0 || r[static_cast<std::size_t>(j)].second > r[static_cast<std::size_t>(j)].first)
+        emitBox(st, bs, narrow, r, name + "_" + st.vars[static_cast<std::size_t>(i)].name);
     }
+  }
+
+  // Core/border split (GRADIENTS.md G6): when the ranges of reduction indices depend on
+  // output indices (the solved gradients' max/min bounds), the output box splits into a core,
+  // where every such range equals its full hull (plain loops, tiles), and borders that keep
+  // the dependent bounds. Only bounds that read a single output index are split.
+  bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                 const std::string& base) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+    std::vector<std::vector<std::size_t>> readers(nOut); // dependent vars whose bounds read o
+    bool any = false;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!bs.dependent[v]) continue;
+      if (v < nOut) return false;
+      std::vector<bool> reads(n, false);
+      st.vars[v].loBound.collectVars(reads);
+      st.vars[v].hiBound.collectVars(reads);
+      std::size_t count = 0, which = 0;
+      for (std::size_t u = 0; u < n; ++u)
+        if (reads[u]) {
+          ++count;
+          which = u;
+        }
+      if (count != 1 || which >= nOut) return false;
+      readers[which].push_back(v);
+      any = true;
+    }
+    if (!any) return false;
+    Ranges core = ranges;
+    for (std::size_t o = 0; o < nOut; ++o) {
+      if (readers[o].empty()) continue;
+      std::vector<std::int64_t> vals(n, 0);
+      std::int64_t bestLo = 0, bestLen = 0, runLo = 0, runLen = 0;
+      for (std::int64_t x = ranges[o].first; x < ranges[o].second; ++x) {
+        vals[o] = x;
+        bool inside = true;
+        for (std::size_t r : readers[o])
+          inside = inside && bs.loBound[r].eval(vals) == bs.lo[r] &&
+                   bs.hiBound[r].eval(vals) == bs.hi[r];
+        if (inside) {
+          if (runLen == 0) runLo = x;
+          if (++runLen > bestLen) {
+            bestLen = runLen;
+            bestLo = runLo;
+          }
+        } else {
+          runLen = 0;
+        }
+      }
+      if (bestLen == 0) return false;
+      core[o] = {bestLo, bestLo + bestLen};
+    }
+    dsl::BoundProgram b2 = b_;
+    auto& cs = b2.stmts[k];
+    for (std::size_t v = 0; v < n; ++v) {
+      cs.lo[v] = core[v].first;
+      cs.hi[v] = core[v].second;
+      cs.dependent[v] = false;
+    }
+    StatementSchedule coreSched = scheduleStatement(p_, b2, k, strides_, target_);
+    if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
+    out_.notes.back() = "core/border split; core: " + coreSched.why;
+    emitBox(st, cs, coreSched, core, base + "_core");
+    StatementSchedule generic = scheduleStatement(p_, b_, k, strides_, target_);
+    generic.tileI = generic.tileJ = generic.dotVar = -1;
+    Ranges outer = ranges;
+    for (std::size_t o = 0; o < nOut; ++o) {
+      if (core[o] == ranges[o]) continue;
+      Ranges lowPart = outer, highPart = outer;
+      lowPart[o] = {ranges[o].first, core[o].first};
+      highPart[o] = {core[o].second, ranges[o].second};
+      if (lowPart[o].second > lowPart[o].first)
+        emitGeneric(st, bs, generic, lowPart, base + "_border" + std::to_string(o) + "lo");
+      if (highPart[o].second > highPart[o].first)
+        emitGeneric(st, bs, generic, highPart, base + "_border" + std::to_string(o) + "hi");
+      outer[o] = core[o]; // later borders cover only the core of this index
+    }
+    return true;
   }
 
   // A ':=' statement writes every element of its output when its left-hand indices are

@@ -89,22 +89,27 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
     // Prefer one with unit stride in the output too; otherwise the finished tile is stored
     // with a scatter, once per tile.
     const auto& os = strides[static_cast<std::size_t>(st.output)];
-    int j = -1;
+    // Failing that, an index with unit stride in the output and constant strides in the
+    // reads (a strided convolution's output column): those reads become vector gathers.
+    int j = -1, jStrided = -1;
     bool jUnitInOutput = false;
     for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
       int v = st.lhsVars[d];
       if (extent(v) < width) continue;
-      bool ok = true;
+      bool ok = true, affine = true;
       for (const CExpr* r : reads) {
         auto c = strideOf(*r, v, strides);
         ok = ok && c && (*c == 0 || *c == 1);
+        affine = affine && c;
       }
       bool unit = os[d] == 1;
       if (ok && (j < 0 || (unit && !jUnitInOutput))) {
         j = v;
         jUnitInOutput = unit;
       }
+      if (!ok && affine && unit) jStrided = v;
     }
+    if (j < 0) j = jStrided;
     bool contiguous = j >= 0;
     if (contiguous) {
       // The other tile index: one that the j-dependent reads do not use, so each vector they

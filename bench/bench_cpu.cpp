@@ -1,0 +1,377 @@
+// The CPU JIT beside its peers, in one process: OpenBLAS (run this binary twice, with and
+// without OPENBLAS_CORETYPE=SkylakeX; bench/run_cpu.sh does), Eigen (OpenMP) and oneDNN.
+// Every case reports GFLOP/s; bench/summarize.py turns the JSON into the ratio table of
+// bench/RESULTS.md.
+#include "einjit/einjit.h"
+#include "runtime/Jit.h"
+
+#include <Eigen/Dense>
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <string>
+
+using einjit::DType;
+using einjit::Tensor;
+
+namespace {
+
+void setFlops(benchmark::State& state, double flop) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flop, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+Tensor rnd(const einjit::Shape& s, std::uint64_t seed) {
+  return Tensor::random(s, DType::f32, seed);
+}
+
+// --- matmul in four transpositions -----------------------------------------------------------
+
+struct MatmulForm {
+  const char* program;
+  bool transA, transB; // A stored k x m (A[j,i]); B stored n x k (B[k,j])
+};
+const MatmulForm kForms[] = {
+    {"C[i,k] := A[i,j] * B[j,k]", false, false},
+    {"C[i,k] := A[j,i] * B[j,k]", true, false},
+    {"C[i,k] := A[i,j] * B[k,j]", false, true},
+    {"C[i,k] := A[j,i] * B[k,j]", true, true},
+};
+
+void BM_Matmul_einjit(benchmark::State& state) {
+  const MatmulForm& f = kForms[state.range(0)];
+  const std::int64_t n = state.range(1);
+  auto k = einjit::compile(f.program);
+  Tensor a = rnd({n, n}, 1), b = rnd({n, n}, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(k(a, b)[std::size_t{0}].data());
+  setFlops(state, 2.0 * n * n * n);
+  state.SetLabel(f.program);
+}
+
+void BM_Matmul_OpenBLAS(benchmark::State& state) {
+  const MatmulForm& f = kForms[state.range(0)];
+  const std::int64_t n = state.range(1);
+  Tensor a = rnd({n, n}, 1), b = rnd({n, n}, 2);
+  for (auto _ : state) {
+    Tensor c = Tensor::empty({n, n});
+    cblas_sgemm(CblasRowMajor, f.transA ? CblasTrans : CblasNoTrans,
+                f.transB ? CblasTrans : CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
+                static_cast<int>(n), 1.0f, a.data<float>(), static_cast<int>(n), b.data<float>(),
+                static_cast<int>(n), 0.0f, c.data<float>(), static_cast<int>(n));
+    benchmark::DoNotOptimize(c.data());
+  }
+  setFlops(state, 2.0 * n * n * n);
+  state.SetLabel(f.program);
+}
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void BM_Matmul_Eigen(benchmark::State& state) {
+  const MatmulForm& f = kForms[state.range(0)];
+  const std::int64_t n = state.range(1);
+  Tensor a = rnd({n, n}, 1), b = rnd({n, n}, 2);
+  Eigen::Map<RowMat> A(a.data<float>(), n, n), B(b.data<float>(), n, n);
+  RowMat C(n, n);
+  for (auto _ : state) {
+    if (!f.transA && !f.transB) C.noalias() = A * B;
+    if (f.transA && !f.transB) C.noalias() = A.transpose() * B;
+    if (!f.transA && f.transB) C.noalias() = A * B.transpose();
+    if (f.transA && f.transB) C.noalias() = A.transpose() * B.transpose();
+    benchmark::DoNotOptimize(C.data());
+  }
+  setFlops(state, 2.0 * n * n * n);
+  state.SetLabel(f.program);
+}
+
+void matmulArgs(benchmark::internal::Benchmark* b) {
+  for (int form = 0; form < 4; ++form)
+    for (int n : {256, 512, 1024, 2048}) b->Args({form, n});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Matmul_einjit)->Apply(matmulArgs);
+BENCHMARK(BM_Matmul_OpenBLAS)->Apply(matmulArgs);
+BENCHMARK(BM_Matmul_Eigen)->Apply(matmulArgs);
+
+// --- permuted batched contraction C[i,k,b] := A[i,j,b] * B[b,k,j] -----------------------------
+
+constexpr std::int64_t kBatch = 4;
+
+void BM_Permuted_einjit(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  auto k = einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]");
+  Tensor a = rnd({n, n, kBatch}, 1), b = rnd({kBatch, n, n}, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(k(a, b)[std::size_t{0}].data());
+  setFlops(state, 2.0 * n * n * n * kBatch);
+}
+
+// What a library-based einsum does: permute A to [b,i,j] (a copy), one GEMM per batch
+// (C_b = A_b B_b^T), permute the result to [i,k,b] (a copy).
+void BM_Permuted_OpenBLAS(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  Tensor a = rnd({n, n, kBatch}, 1), b = rnd({kBatch, n, n}, 2);
+  for (auto _ : state) {
+    Tensor ap = a.permute({2, 0, 1}).contiguous();
+    Tensor cp = Tensor::empty({kBatch, n, n});
+    for (std::int64_t bb = 0; bb < kBatch; ++bb)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(n),
+                  static_cast<int>(n), 1.0f, ap.data<float>() + bb * n * n, static_cast<int>(n),
+                  b.data<float>() + bb * n * n, static_cast<int>(n), 0.0f,
+                  cp.data<float>() + bb * n * n, static_cast<int>(n));
+    Tensor c = cp.permute({1, 2, 0}).contiguous();
+    benchmark::DoNotOptimize(c.data());
+  }
+  setFlops(state, 2.0 * n * n * n * kBatch);
+}
+BENCHMARK(BM_Permuted_einjit)
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Permuted_OpenBLAS)
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// --- conv2d NCHW 3x3, stride 1 and 2: forward, input gradient, weight gradient ---------------
+
+constexpr std::int64_t kN = 8, kC = 64, kO = 64, kH = 56;
+
+const char* convProgram(int stride) {
+  return stride == 1 ? "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]"
+                     : "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]";
+}
+std::int64_t convOut(int stride) { return (kH - 3) / stride + 1; }
+double convFlops(int stride) { return 2.0 * kN * kO * convOut(stride) * convOut(stride) * kC * 9; }
+
+// pass: 0 forward, 1 input gradient, 2 weight gradient
+void BM_Conv_einjit(benchmark::State& state) {
+  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
+  auto conv = einjit::compile(convProgram(stride));
+  Tensor x = rnd({kN, kC, kH, kH}, 1), k = rnd({kO, kC, 3, 3}, 2);
+  Tensor dy = rnd({kN, kO, convOut(stride), convOut(stride)}, 3);
+  einjit::Kernel g = pass == 1 ? conv.gradient({"x"}) : conv.gradient({"k"});
+  for (auto _ : state) {
+    if (pass == 0)
+      benchmark::DoNotOptimize(conv(x, k)[std::size_t{0}].data());
+    else
+      benchmark::DoNotOptimize(g.call({{"dy", dy}, {"x", x}, {"k", k}})[std::size_t{0}].data());
+  }
+  setFlops(state, convFlops(stride));
+  state.SetLabel(std::string(pass == 0   ? "forward"
+                             : pass == 1 ? "input gradient"
+                                         : "weight gradient") +
+                 " stride " + std::to_string(stride));
+}
+
+// oneDNN in the layouts it prefers (format_tag::any, blocked), buffers filled with random
+// values directly; reorders are not timed. Its strongest configuration.
+void BM_Conv_oneDNN(benchmark::State& state) {
+  using namespace dnnl;
+  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  const memory::dim oh = convOut(stride);
+  memory::desc src({kN, kC, kH, kH}, memory::data_type::f32, memory::format_tag::any);
+  memory::desc wei({kO, kC, 3, 3}, memory::data_type::f32, memory::format_tag::any);
+  memory::desc dst({kN, kO, oh, oh}, memory::data_type::f32, memory::format_tag::any);
+  memory::dims strides{stride, stride}, pad{0, 0};
+  convolution_forward::primitive_desc fwd(
+      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src,
+                                wei, dst, strides, pad, pad),
+      eng);
+  auto fill = [&](const memory::desc& d) {
+    memory m(d, eng);
+    Tensor r = rnd({static_cast<std::int64_t>(d.get_size() / 4)}, 9);
+    std::memcpy(m.get_data_handle(), r.data(), d.get_size());
+    return m;
+  };
+  memory msrc = fill(fwd.src_desc()), mwei = fill(fwd.weights_desc()), mdst = fill(fwd.dst_desc());
+  primitive prim;
+  std::unordered_map<int, memory> args;
+  if (pass == 0) {
+    prim = convolution_forward(fwd);
+    args = {{DNNL_ARG_SRC, msrc}, {DNNL_ARG_WEIGHTS, mwei}, {DNNL_ARG_DST, mdst}};
+  } else if (pass == 1) {
+    convolution_backward_data::primitive_desc bd(
+        convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, pad,
+                                        pad),
+        eng, fwd);
+    prim = convolution_backward_data(bd);
+    args = {{DNNL_ARG_DIFF_SRC, fill(bd.diff_src_desc())},
+            {DNNL_ARG_WEIGHTS, fill(bd.weights_desc())},
+            {DNNL_ARG_DIFF_DST, fill(bd.diff_dst_desc())}};
+  } else {
+    convolution_backward_weights::primitive_desc bw(
+        convolution_backward_weights::desc(algorithm::convolution_direct, src, wei, dst, strides,
+                                           pad, pad),
+        eng, fwd);
+    prim = convolution_backward_weights(bw);
+    args = {{DNNL_ARG_SRC, fill(bw.src_desc())},
+            {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
+            {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
+  }
+  for (auto _ : state) {
+    prim.execute(s, args);
+    s.wait();
+  }
+  setFlops(state, convFlops(stride));
+  state.SetLabel(std::string(pass == 0   ? "forward"
+                             : pass == 1 ? "input gradient"
+                                         : "weight gradient") +
+                 " stride " + std::to_string(stride));
+}
+
+void convArgs(benchmark::internal::Benchmark* b) {
+  for (int stride : {1, 2})
+    for (int pass : {0, 1, 2}) b->Args({stride, pass});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Conv_einjit)->Apply(convArgs);
+BENCHMARK(BM_Conv_oneDNN)->Apply(convArgs);
+
+// --- layers: forward, and forward + all gradients -----------------------------------------
+
+constexpr std::int64_t kIn = 784, kOut = 1024, kBatchL = 4096;
+const char* kLinear = "t[i,j] := w[k,i] * x[k,j]\ny[i,j] := t[i,j] + b[i]";
+const char* kDistance = "y[i,j] := (w[k,i] - x[k,j]) ^ 2";
+
+// range(0): 0 forward, 1 forward + gradients (all inputs)
+void layer(benchmark::State& state, const char* program, bool bias) {
+  auto fwd = einjit::compile(program);
+  auto back = fwd.gradient();
+  Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2), b = rnd({kOut}, 3);
+  Tensor dy = rnd({kOut, kBatchL}, 4);
+  std::map<std::string, Tensor> in{{"w", w}, {"x", x}};
+  if (bias) in["b"] = b;
+  std::map<std::string, Tensor> gin = in;
+  gin["dy"] = dy;
+  std::map<std::string, Tensor> used;
+  for (const auto& n : back.tensorArguments()) used[n] = gin.at(n);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(fwd.call(in)[std::size_t{0}].data());
+    if (state.range(0) == 1) benchmark::DoNotOptimize(back.call(used)[std::size_t{0}].data());
+  }
+  setFlops(state, (state.range(0) == 1 ? 3.0 : 1.0) * 2.0 * kIn * kOut * kBatchL);
+  state.SetLabel(state.range(0) == 1 ? "forward + gradients" : "forward");
+}
+void BM_Linear_einjit(benchmark::State& state) { layer(state, kLinear, true); }
+void BM_Distance_einjit(benchmark::State& state) { layer(state, kDistance, false); }
+
+// OpenBLAS: y = w^T x + b; backward dW = x dy^T, dx = w dy, db = row sums of dy.
+void BM_Linear_OpenBLAS(benchmark::State& state) {
+  Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2), b = rnd({kOut}, 3),
+         dy = rnd({kOut, kBatchL}, 4);
+  for (auto _ : state) {
+    Tensor y = Tensor::empty({kOut, kBatchL});
+    float* py = y.data<float>();
+    for (std::int64_t i = 0; i < kOut; ++i)
+      for (std::int64_t j = 0; j < kBatchL; ++j) py[i * kBatchL + j] = b.data<float>()[i];
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kOut, kBatchL, kIn, 1.0f, w.data<float>(),
+                kOut, x.data<float>(), kBatchL, 1.0f, py, kBatchL);
+    benchmark::DoNotOptimize(py);
+    if (state.range(0) == 1) {
+      Tensor dw = Tensor::empty({kIn, kOut}), dx = Tensor::empty({kIn, kBatchL}),
+             db = Tensor::empty({kOut});
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kIn, kOut, kBatchL, 1.0f,
+                  x.data<float>(), kBatchL, dy.data<float>(), kBatchL, 0.0f, dw.data<float>(),
+                  kOut);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kIn, kBatchL, kOut, 1.0f,
+                  w.data<float>(), kOut, dy.data<float>(), kBatchL, 0.0f, dx.data<float>(),
+                  kBatchL);
+      for (std::int64_t i = 0; i < kOut; ++i) {
+        float s = 0;
+        for (std::int64_t j = 0; j < kBatchL; ++j) s += dy.data<float>()[i * kBatchL + j];
+        db.data<float>()[i] = s;
+      }
+      benchmark::DoNotOptimize(dw.data());
+      benchmark::DoNotOptimize(dx.data());
+    }
+  }
+  setFlops(state, (state.range(0) == 1 ? 3.0 : 1.0) * 2.0 * kIn * kOut * kBatchL);
+  state.SetLabel(state.range(0) == 1 ? "forward + gradients" : "forward");
+}
+
+// The distance layer through BLAS: |w_i|^2 + |x_j|^2 - 2 w_i . x_j (one GEMM and two norms).
+void BM_Distance_OpenBLAS(benchmark::State& state) {
+  Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2);
+  for (auto _ : state) {
+    Tensor y = Tensor::empty({kOut, kBatchL});
+    std::vector<float> nw(kOut, 0.0f), nx(kBatchL, 0.0f);
+    for (std::int64_t k = 0; k < kIn; ++k) {
+      for (std::int64_t i = 0; i < kOut; ++i)
+        nw[static_cast<std::size_t>(i)] +=
+            w.data<float>()[k * kOut + i] * w.data<float>()[k * kOut + i];
+      for (std::int64_t j = 0; j < kBatchL; ++j)
+        nx[static_cast<std::size_t>(j)] +=
+            x.data<float>()[k * kBatchL + j] * x.data<float>()[k * kBatchL + j];
+    }
+    float* py = y.data<float>();
+    for (std::int64_t i = 0; i < kOut; ++i)
+      for (std::int64_t j = 0; j < kBatchL; ++j)
+        py[i * kBatchL + j] = nw[static_cast<std::size_t>(i)] + nx[static_cast<std::size_t>(j)];
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kOut, kBatchL, kIn, -2.0f, w.data<float>(),
+                kOut, x.data<float>(), kBatchL, 1.0f, py, kBatchL);
+    benchmark::DoNotOptimize(py);
+  }
+  setFlops(state, 2.0 * kIn * kOut * kBatchL);
+  state.SetLabel("forward");
+}
+BENCHMARK(BM_Linear_einjit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Linear_OpenBLAS)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Distance_einjit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Distance_OpenBLAS)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// --- compile latency and call overhead ------------------------------------------------------
+
+// A new program each iteration (a different constant), disk cache off: parse, check, lower,
+// LLVM O3, object emission, load.
+void BM_Compile_cold(benchmark::State& state) {
+  const std::string saved = einjit::runtime::jitCacheDirectory();
+  einjit::runtime::jitSetCacheDirectory("");
+  Tensor x = rnd({64, 64}, 1), w = rnd({64, 64}, 2);
+  int serial = 0;
+  for (auto _ : state) {
+    auto k =
+        einjit::compile("C[i,k] := A[i,j] * B[j,k] * " + std::to_string(1.0 + 1e-6 * ++serial));
+    benchmark::DoNotOptimize(k(x, w)[std::size_t{0}].data());
+  }
+  einjit::runtime::jitSetCacheDirectory(saved);
+}
+// The same program compiled again in the process: the kernel cache in memory.
+void BM_Compile_memory_hit(benchmark::State& state) {
+  Tensor x = rnd({64, 64}, 1), w = rnd({64, 64}, 2);
+  for (auto _ : state) {
+    auto k = einjit::compile("C[i,k] := A[i,j] * B[j,k]");
+    benchmark::DoNotOptimize(k(x, w)[std::size_t{0}].data());
+  }
+}
+// The same program after the in-memory cache is dropped: the on-disk cache.
+void BM_Compile_disk_hit(benchmark::State& state) {
+  Tensor x = rnd({64, 64}, 1), w = rnd({64, 64}, 2);
+  einjit::compile("C[i,k] := A[i,j] * B[j,k] * 0.5")(x, w); // make sure the entry exists
+  for (auto _ : state) {
+    einjit::runtime::jitClearMemoryCache();
+    auto k = einjit::compile("C[i,k] := A[i,j] * B[j,k] * 0.5");
+    benchmark::DoNotOptimize(k(x, w)[std::size_t{0}].data());
+  }
+}
+// One call of a compiled kernel on 4 elements: binding, checks, allocation, launch.
+void BM_Call_overhead(benchmark::State& state) {
+  auto k = einjit::compile("y[i] := x[i] * 2");
+  Tensor x = rnd({4}, 1);
+  k(x);
+  for (auto _ : state) benchmark::DoNotOptimize(k(x)[std::size_t{0}].data());
+}
+BENCHMARK(BM_Compile_cold)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Compile_memory_hit)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Compile_disk_hit)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Call_overhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+} // namespace
+
+BENCHMARK_MAIN();
