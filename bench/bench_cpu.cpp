@@ -334,7 +334,7 @@ void BM_Compile_cold(benchmark::State& state) {
   const std::string saved = einjit::runtime::jitCacheDirectory();
   einjit::runtime::jitSetCacheDirectory("");
   Tensor x = rnd({64, 64}, 1), w = rnd({64, 64}, 2);
-  int serial = 0;
+  static int serial = 0; // new programs in every repetition too
   for (auto _ : state) {
     auto k =
         einjit::compile("C[i,k] := A[i,j] * B[j,k] * " + std::to_string(1.0 + 1e-6 * ++serial));

@@ -339,6 +339,7 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
 #if EINJIT_HAVE_LLVM
   auto prep = prepare(*impl_, bound, tensors, llvmIR);
   std::string out = "# target: " + runtime::hostDescription() + "\n";
+  out += "# code: " + prep->code->origin + "\n";
   for (std::size_t k = 0; k < p.stmts.size(); ++k)
     out += "# statement " + std::to_string(k + 1) + ": " + prep->lowered.notes[k] + "\n";
   for (int id : prep->lowered.zeroFill)

@@ -3,8 +3,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -14,8 +16,8 @@ struct Result {
 };
 
 // Runs the CLI with a shell-quoted argument string, stdout and stderr together.
-Result runCli(const std::string& args) {
-  std::string cmd = std::string(EINJIT_CLI) + " " + args + " 2>&1";
+Result runCli(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + std::string(EINJIT_CLI) + " " + args + " 2>&1";
   Result r{-1, {}};
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -89,8 +91,43 @@ TEST_CASE("demo runs the conv layer and checks it against hand-written loops") {
   Result r = runCli("demo");
   CHECK(r.status == 0);
   CHECK(has(r.out, "y[n, o, h, w] := x[n, c, 2h + a, 2w + b] * k[o, c, a, b]"));
-  CHECK(has(r.out, "  y has shape 2x16x8x8"));
+  CHECK(has(r.out, "  y has shape 4x32x16x16"));
+  CHECK(has(r.out, "forward check: PASS"));
+  CHECK(has(r.out, "backward (dx, dk) on the CPU JIT"));
+  CHECK(has(r.out, "demo: PASS"));
+}
+
+TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
+  std::string dir = "/tmp/einjit-cli-cache-" + std::to_string(::getpid());
+  std::string env = "EINJIT_CACHE_DIR=" + dir + " ";
+  std::string cmd = "explain 'y[i] := x[i] * 3.5 - x[i]' --shape x=40";
+  CHECK(std::system(("rm -rf " + dir).c_str()) == 0);
+  Result first = runCli(cmd, env);
+  CHECK(has(first.out, "# code: compiled"));
+  Result second = runCli(cmd, env);
+  CHECK(has(second.out, "# code: disk cache"));
+  CHECK(std::system(("rm -rf " + dir).c_str()) == 0);
+}
+
+TEST_CASE("run --check compares the JIT with the interpreter; explain and bench") {
+  Result r = runCli("run 'C[i,k] := A[i,j] * B[j,k]' --shape A=37x20 --shape B=20x45 --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "max relative error vs the reference interpreter"));
   CHECK(has(r.out, "check: PASS"));
+  Result ref = runCli("run 'y[i] := x[i] * 2' --shape x=5 --device reference --check");
+  CHECK(ref.status == 0);
+  CHECK(runCli("run 'y[i] := x[i]' --shape x=5 --device gpu").status == 1);
+  Result e = runCli("explain 'y[i] := x[i] * 2' --shape x=100 --ir --llvm");
+  CHECK(e.status == 0);
+  CHECK(has(e.out, "vectorized for i in 0:100"));
+  CHECK(has(e.out, "; optimized LLVM IR"));
+  Result b = runCli("bench 'y[i] := x[i,j] * w[j]' --shape x=64x64 --shape w=64 --grad --reps 3");
+  CHECK(b.status == 0);
+  CHECK(has(b.out, "GFLOP/s"));
+  CHECK(has(b.out, "(forward + gradients) / forward"));
+  Result g = runCli("gradcheck 'y[i] := x[2i+k] * w[k]' --shape x=11 --shape w=3 --device cpu");
+  CHECK(g.status == 0);
+  CHECK(has(g.out, "gradcheck: PASS"));
 }
 
 TEST_CASE("grad prints the gradient program; gradcheck checks it") {

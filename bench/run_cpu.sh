@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the CPU benchmarks twice (OpenBLAS's default kernel, then OPENBLAS_CORETYPE=SkylakeX)
+# and prints the markdown tables for bench/RESULTS.md.
+#   bench/run_cpu.sh [BUILD_DIR] [extra Google Benchmark flags...]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"; shift || true
+out="$build/bench-results"
+mkdir -p "$out"
+"$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/default.json" --benchmark_out_format=json "$@" >/dev/null
+OPENBLAS_CORETYPE=SkylakeX "$build/bench/bench_cpu" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true --benchmark_filter='OpenBLAS|einjit' \
+  --benchmark_out="$out/skylakex.json" --benchmark_out_format=json "$@" >/dev/null
+python3 "$root/bench/summarize.py" "$out/default.json" "$out/skylakex.json"
