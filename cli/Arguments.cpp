@@ -29,6 +29,13 @@ Shape parseShape(const std::string& name, const std::string& text) {
 
 } // namespace
 
+Options Arguments::options() const {
+  Options opt;
+  opt.defaultDType = dtype;
+  opt.device = device;
+  return opt;
+}
+
 Arguments parseArguments(const Words& args) {
   Arguments p;
   bool haveProgram = false;

@@ -6,6 +6,8 @@
 #include "einjit/Tensor.h"
 #include "einjit/einjit.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,7 +27,29 @@ struct Arguments {
   bool ir = false, llvm = false;         // --ir, --llvm (explain)
   bool grad = false;                     // --grad (bench: forward + gradients)
   int reps = 0;                          // --reps N (bench; 0: enough for 0.5 s)
+  Options options() const;               // dtype and device for compile()
 };
+
+// Median seconds per call of f: one warm-up call (compilation), then `reps` calls, or with
+// reps == 0 as many as fit in 0.5 s (at least 3).
+template <class F>
+double medianSeconds(F&& f, int reps) {
+  using Clock = std::chrono::steady_clock;
+  f();
+  std::vector<double> times;
+  const auto start = Clock::now();
+  while (true) {
+    const auto t0 = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    if (reps > 0 ? static_cast<int>(times.size()) >= reps
+                 : (times.size() >= 3 && spent >= 0.5) || times.size() >= 10000)
+      break;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 
 // The program text (one word) and the options; einjit::Error on anything else.
 Arguments parseArguments(const Words& words);

@@ -78,8 +78,7 @@ int help(std::ostream& out) {
 
 int check(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
-  Options opt;
-  opt.defaultDType = args.dtype;
+  Options opt = args.options();
   Kernel k = compile(args.program, opt);
   const dsl::Program& prog = k.program();
   if (args.shapes.empty() && args.scalars.empty()) {
@@ -94,9 +93,7 @@ int check(const Words& words, std::ostream& out, std::ostream&) {
 
 int run(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
-  Options opt;
-  opt.defaultDType = args.dtype;
-  opt.device = args.device;
+  Options opt = args.options();
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
   Outputs res = k.call(in.positional());
@@ -118,25 +115,6 @@ int run(const Words& words, std::ostream& out, std::ostream&) {
   out << buf << (worst <= tol ? "check: PASS\n" : "check: FAIL\n");
   return worst <= tol ? 0 : 1;
 }
-
-namespace {
-
-// Median milliseconds of f over a few calls, after one warm-up call (compilation).
-template <class F>
-double medianMs(F&& f, int reps = 7) {
-  using Clock = std::chrono::steady_clock;
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-} // namespace
 
 int demo(const Words&, std::ostream& out, std::ostream&) {
   using Clock = std::chrono::steady_clock;
@@ -180,8 +158,8 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
           maxRef = std::max(maxRef, std::fabs(acc));
         }
   const double flops = 2.0 * static_cast<double>(N * O * OH * OW * C * KH * KW);
-  const double jitMs = medianMs([&] { conv(x, w); });
-  const double refMs = medianMs([&] { convRef(x, w); }, 1);
+  const double jitMs = 1e3 * medianSeconds([&] { conv(x, w); }, 7);
+  const double refMs = 1e3 * medianSeconds([&] { convRef(x, w); }, 1);
   char buf[400];
   std::snprintf(
       buf, sizeof buf,
@@ -205,7 +183,7 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
   Outputs g = back.call(gin), gr = backRef.call(gin);
   double gErr = 0;
   for (std::size_t i = 0; i < g.size(); ++i) gErr = std::max(gErr, relativeError(g[i], gr[i]));
-  const double backMs = medianMs([&] { back.call(gin); });
+  const double backMs = 1e3 * medianSeconds([&] { back.call(gin); }, 7);
   std::snprintf(buf, sizeof buf,
                 "backward (dx, dk) on the CPU JIT: %.3f ms, (forward + backward) / forward = %.2f\n"
                 "  max relative difference from the float64 interpreter: %.3g\n",

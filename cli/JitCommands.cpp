@@ -51,26 +51,6 @@ double flops(const dsl::Program& p, const dsl::BoundProgram& b) {
   return total;
 }
 
-// Median seconds per call of f: a warm-up call, then reps calls (or enough for 0.5 s).
-template <class F>
-double timeIt(F&& f, int reps) {
-  using Clock = std::chrono::steady_clock;
-  f();
-  std::vector<double> times;
-  auto start = Clock::now();
-  while (true) {
-    auto t0 = Clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    double spent = std::chrono::duration<double>(Clock::now() - start).count();
-    if (reps > 0 ? static_cast<int>(times.size()) >= reps
-                 : (times.size() >= 3 && spent >= 0.5) || times.size() >= 10000)
-      break;
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 std::string line(const char* what, double seconds, double flop) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "%-22s %10.4f ms  %9.2f GFLOP/s\n", what, seconds * 1e3,
@@ -82,9 +62,7 @@ std::string line(const char* what, double seconds, double flop) {
 
 int explain(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
-  Options opt;
-  opt.defaultDType = args.dtype;
-  opt.device = args.device;
+  Options opt = args.options();
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
   std::string text = k.explain(in.positional(), args.llvm);
@@ -98,9 +76,7 @@ int explain(const Words& words, std::ostream& out, std::ostream&) {
 
 int bench(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
-  Options opt;
-  opt.defaultDType = args.dtype;
-  opt.device = args.device;
+  Options opt = args.options();
   using Clock = std::chrono::steady_clock;
   auto c0 = Clock::now();
   Kernel k = compile(args.program, opt);
@@ -112,7 +88,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   const double f = flops(k.program(), b);
   out << "device " << args.device.name() << ", " << dtypeName(args.dtype)
       << "; first call (parse, check, compile, run): " << firstMs << " ms\n";
-  const double tf = timeIt([&] { k.call(call); }, args.reps);
+  const double tf = medianSeconds([&] { k.call(call); }, args.reps);
   out << line("forward", tf, f);
   if (!args.grad) return 0;
 
@@ -135,7 +111,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   for (const auto& n : g.tensorArguments()) gtUsed[n] = gt.at(n);
   std::map<std::string, double> gsUsed;
   for (const auto& n : g.scalarArguments()) gsUsed[n] = gs.at(n);
-  const double tg = timeIt([&] { g.call(gtUsed, gsUsed); }, args.reps);
+  const double tg = medianSeconds([&] { g.call(gtUsed, gsUsed); }, args.reps);
   std::vector<dsl::ArgSpec> gspecs;
   for (int id : g.program().arguments)
     gspecs.push_back({gtUsed.at(g.program().tensors[static_cast<std::size_t>(id)].name).dtype(),

@@ -537,21 +537,10 @@ private:
     ir::Func f = newFunc(name);
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
     const std::size_t n = st.vars.size();
-    const std::string& jn = st.vars[static_cast<std::size_t>(j)].name;
-    const std::string io = i >= 0 ? st.vars[static_cast<std::size_t>(i)].name + ".o" : "";
+    const std::string ji = st.vars[static_cast<std::size_t>(j)].name + ".i";
     const std::string ii = i >= 0 ? st.vars[static_cast<std::size_t>(i)].name + ".i" : "";
-    const std::string jo = jn + ".o", ji = jn + ".i";
-    const auto [lj, hj] = r[static_cast<std::size_t>(j)];
-    const std::int64_t tj = (hj - lj) / s.nr;
-    std::int64_t ti = 1;
-    varExpr_[static_cast<std::size_t>(j)] =
-        ir::add(ir::add(ir::intImm(lj), ir::mul(ir::var(jo), ir::intImm(s.nr))), ir::var(ji));
-    if (i >= 0) {
-      const auto [li, hi] = r[static_cast<std::size_t>(i)];
-      ti = (hi - li) / s.mr;
-      varExpr_[static_cast<std::size_t>(i)] =
-          ir::add(ir::add(ir::intImm(li), ir::mul(ir::var(io), ir::intImm(s.mr))), ir::var(ii));
-    }
+    tileVar(st, r, j, s.nr);
+    if (i >= 0) tileVar(st, r, i, s.mr);
     // acc[ii * nr + ji]: one register tile.
     const std::string acc = "acc";
     Expr slot = ir::var(ji);
@@ -569,25 +558,17 @@ private:
     Stmt body = ir::allocate(
         acc, vt_, static_cast<std::int64_t>(s.mr) * s.nr,
         ir::block({tile(ir::store(acc, slot, identity(st.reduce))), update, tile(out)}));
-    double inside = workOf(r, nOut) * s.mr * s.nr;
-    for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {
-      const int v = s.outerOrder[idx];
-      std::int64_t lo = 0, count = 0;
-      if (v == j || v == i) {
-        count = v == j ? tj : ti;
-        ForKind kind = outerKind(s, v, 0, count, inside, f);
-        body = ir::forLoop(v == j ? jo : io, ir::intImm(0), ir::intImm(count), kind, body);
-      } else {
-        auto u = static_cast<std::size_t>(v);
-        lo = r[u].first;
-        count = r[u].second - lo;
-        ForKind kind = outerKind(s, v, lo, r[u].second, inside, f);
-        body = loopOver(bs, st, u, r, kind, body);
-      }
-      inside *= static_cast<double>(std::max<std::int64_t>(count, 1));
-    }
-    f.body = body;
+    f.body = tileLoops(st, bs, s, r, body, workOf(r, nOut) * s.mr * s.nr, f);
     out_.funcs.push_back(std::move(f));
+  }
+
+  // Tile index v is <lo> + <v>.o * size + <v>.i: the tile loop and the position inside it.
+  void tileVar(const Statement& st, const Ranges& r, int v, int size) {
+    const auto u = static_cast<std::size_t>(v);
+    const std::string& vn = st.vars[u].name;
+    varExpr_[u] =
+        ir::add(ir::add(ir::intImm(r[u].first), ir::mul(ir::var(vn + ".o"), ir::intImm(size))),
+                ir::var(vn + ".i"));
   }
 
   // Wraps a tile body in the loops over the other output indices and the tile loops of
@@ -622,18 +603,11 @@ private:
     const auto rv = static_cast<std::size_t>(s.dotVar);
     const std::string& rn = st.vars[rv].name;
     const int W = s.width;
-    auto tileVar = [&](int v, int size) {
-      const auto u = static_cast<std::size_t>(v);
-      const std::string& vn = st.vars[u].name;
-      varExpr_[u] =
-          ir::add(ir::add(ir::intImm(r[u].first), ir::mul(ir::var(vn + ".o"), ir::intImm(size))),
-                  ir::var(vn + ".i"));
-    };
-    tileVar(s.tileI, s.mr);
+    tileVar(st, r, s.tileI, s.mr);
     const std::string ii = st.vars[static_cast<std::size_t>(s.tileI)].name + ".i";
     std::string jj;
     if (s.tileJ >= 0) {
-      tileVar(s.tileJ, s.nr);
+      tileVar(st, r, s.tileJ, s.nr);
       jj = st.vars[static_cast<std::size_t>(s.tileJ)].name + ".i";
     }
     Expr cell =

@@ -33,6 +33,20 @@ std::optional<std::int64_t> strideOf(const CExpr& read, int v, const Strides& st
   return c;
 }
 
+// Every read is contiguous (stride 1) or constant (stride 0) along index v; `affine` tells
+// whether each read at least has a constant stride along it.
+bool contiguousAlong(const std::vector<const CExpr*>& reads, int v, const Strides& strides,
+                     bool* affine = nullptr) {
+  bool ok = true, aff = true;
+  for (const CExpr* r : reads) {
+    auto c = strideOf(*r, v, strides);
+    ok = ok && c && (*c == 0 || *c == 1);
+    aff = aff && c;
+  }
+  if (affine) *affine = aff;
+  return ok;
+}
+
 // Distinct values of v (the others fixed) write distinct elements.
 bool injectiveIn(const Statement& st, int v) {
   if (!st.lhsVars.empty()) return true; // v is an output index and appears bare on the left
@@ -96,12 +110,8 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
     for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
       int v = st.lhsVars[d];
       if (extent(v) < width) continue;
-      bool ok = true, affine = true;
-      for (const CExpr* r : reads) {
-        auto c = strideOf(*r, v, strides);
-        ok = ok && c && (*c == 0 || *c == 1);
-        affine = affine && c;
-      }
+      bool affine = false;
+      const bool ok = contiguousAlong(reads, v, strides, &affine);
       bool unit = os[d] == 1;
       if (ok && (j < 0 || (unit && !jUnitInOutput))) {
         j = v;
@@ -151,13 +161,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
     // A reduction index along which every read is contiguous or constant.
     int r = -1;
     for (int v = nOut; v < n && r < 0; ++v) {
-      if (extent(v) < width) continue;
-      bool ok = true;
-      for (const CExpr* rd : reads) {
-        auto c = strideOf(*rd, v, strides);
-        ok = ok && c && (*c == 0 || *c == 1);
-      }
-      if (ok) r = v;
+      if (extent(v) >= width && contiguousAlong(reads, v, strides)) r = v;
     }
     if (r >= 0) {
       // Two output indices, each used by different r-dependent reads, so each loaded vector

@@ -116,7 +116,12 @@ TEST_CASE("run --check compares the JIT with the interpreter; explain and bench"
   CHECK(has(r.out, "check: PASS"));
   Result ref = runCli("run 'y[i] := x[i] * 2' --shape x=5 --device reference --check");
   CHECK(ref.status == 0);
-  CHECK(runCli("run 'y[i] := x[i]' --shape x=5 --device gpu").status == 1);
+  Result badDevice = runCli("run 'y[i] := x[i]' --shape x=5 --device gpu");
+  CHECK(badDevice.status == 1);
+  CHECK(has(badDevice.out, "--device takes reference, cpu or cuda[:N], got 'gpu'"));
+  Result badReps = runCli("bench 'y[i] := x[i]' --shape x=5 --reps 0");
+  CHECK(badReps.status == 1);
+  CHECK(has(badReps.out, "--reps takes a positive count, got '0'"));
   Result e = runCli("explain 'y[i] := x[i] * 2' --shape x=100 --ir --llvm");
   CHECK(e.status == 0);
   CHECK(has(e.out, "vectorized for i in 0:100"));
