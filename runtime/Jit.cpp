@@ -6,6 +6,8 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -190,6 +192,18 @@ struct Engine {
   std::string buildObject(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
                           std::string* irText) {
     llvm::LLVMContext ctx;
+    // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
+    // user's business; errors are kept and reported.
+    std::string llvmErrors;
+    ctx.setDiagnosticHandlerCallBack(
+        [](const llvm::DiagnosticInfo* di, void* sink) {
+          if (di->getSeverity() != llvm::DS_Error) return;
+          llvm::raw_string_ostream os(*static_cast<std::string*>(sink));
+          llvm::DiagnosticPrinterRawOStream printer(os);
+          di->print(printer);
+          os << "\n";
+        },
+        &llvmErrors);
     llvm::Module m("einjit", ctx);
     std::unique_ptr<llvm::TargetMachine> tm = check(jtmb->createTargetMachine(), "target machine");
     m.setDataLayout(tm->createDataLayout());
@@ -226,6 +240,7 @@ struct Engine {
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     pm.run(m);
+    if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
     return std::string(buf.begin(), buf.end());
   }
 
