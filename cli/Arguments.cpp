@@ -90,6 +90,8 @@ Arguments parseArguments(const Words& args) {
         throw Error("--device takes reference, cpu or cuda[:N], got '" + d + "'");
     } else if (a == "--check") {
       p.check = true;
+    } else if (a == "--cuda") {
+      p.device = Device::cuda(0);
     } else if (a == "--ir") {
       p.ir = true;
     } else if (a == "--llvm") {

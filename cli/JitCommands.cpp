@@ -65,7 +65,9 @@ int explain(const Words& words, std::ostream& out, std::ostream&) {
   Options opt = args.options();
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
-  std::string text = k.explain(in.positional(), args.llvm);
+  const bool cuda = opt.device.kind == Device::Kind::cuda;
+  // On CUDA, --ir adds the loop-nest IR to the generated source.
+  std::string text = k.explain(in.positional(), cuda ? args.ir : args.llvm);
   if (!args.ir && args.llvm) {
     auto at = text.find("; optimized LLVM IR");
     if (at != std::string::npos) text = text.substr(at);
@@ -81,6 +83,9 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   auto c0 = Clock::now();
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
+  const bool cuda = opt.device.kind == Device::Kind::cuda;
+  if (cuda) // device tensors: the times are the kernels', not the copies'
+    for (Tensor& t : in.tensors) t = t.cuda(opt.device.index);
   std::vector<Arg> call = in.positional();
   Outputs y = k.call(call); // the first call compiles for these shapes
   double firstMs = std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
@@ -88,7 +93,12 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   const double f = flops(k.program(), b);
   out << "device " << args.device.name() << ", " << dtypeName(args.dtype)
       << "; first call (parse, check, compile, run): " << firstMs << " ms\n";
-  const double tf = medianSeconds([&] { k.call(call); }, args.reps);
+  const double tf = medianSeconds(
+      [&] {
+        k.call(call);
+        synchronize(opt.device);
+      },
+      args.reps);
   out << line("forward", tf, f);
   if (!args.grad) return 0;
 
@@ -101,7 +111,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
     if (y[i].rank() == 0)
       gs[dys[i]] = dy.get({});
     else
-      gt[dys[i]] = dy;
+      gt[dys[i]] = cuda ? dy.cuda(opt.device.index) : dy;
   }
   const auto& p = k.program();
   for (std::size_t i = 0; i < p.arguments.size(); ++i)
@@ -111,7 +121,12 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   for (const auto& n : g.tensorArguments()) gtUsed[n] = gt.at(n);
   std::map<std::string, double> gsUsed;
   for (const auto& n : g.scalarArguments()) gsUsed[n] = gs.at(n);
-  const double tg = medianSeconds([&] { g.call(gtUsed, gsUsed); }, args.reps);
+  const double tg = medianSeconds(
+      [&] {
+        g.call(gtUsed, gsUsed);
+        synchronize(opt.device);
+      },
+      args.reps);
   std::vector<dsl::ArgSpec> gspecs;
   for (int id : g.program().arguments)
     gspecs.push_back({gtUsed.at(g.program().tensors[static_cast<std::size_t>(id)].name).dtype(),

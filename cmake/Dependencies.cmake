@@ -1,6 +1,11 @@
 # Every dependency is found through its own CMake package config file. Each one is optional so
 # that the project builds where it is missing (the GPU machine has no LLVM and no oneTBB; some
 # users have no CUDA); EINJIT_HAVE_<X> records what was found.
+# Packages unpacked by scripts/gpu-deps.sh for machines without a package registry.
+if(EXISTS ${PROJECT_SOURCE_DIR}/third_party/prefix/usr)
+  list(APPEND CMAKE_PREFIX_PATH ${PROJECT_SOURCE_DIR}/third_party/prefix/usr)
+endif()
+
 set(EINJIT_HAVE_LLVM OFF)
 if(EINJIT_WITH_LLVM)
   # LLVM's version file accepts only an exact major.minor, so check the major version here.
@@ -21,8 +26,14 @@ endif()
 set(EINJIT_HAVE_CUDA OFF)
 if(EINJIT_WITH_CUDA)
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cuda_driver)
+  # Headers only at build time: libcuda and libnvrtc are loaded at run time (dlopen), so the
+  # binaries run on machines without a driver; CUDA::nvrtc gives the library's path.
+  if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc)
     set(EINJIT_HAVE_CUDA ON)
+    get_target_property(EINJIT_NVRTC_PATH CUDA::nvrtc IMPORTED_LOCATION)
+    if(NOT EINJIT_NVRTC_PATH)
+      set(EINJIT_NVRTC_PATH "${CUDAToolkit_LIBRARY_DIR}/libnvrtc.so")
+    endif()
   endif()
 endif()
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace einjit::codegen {
@@ -300,8 +301,58 @@ private:
     Ranges ranges;
     for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
     const std::string base = "s" + std::to_string(k);
+    if (target_.gpu) {
+      if (gpuParallelSafe(st)) {
+        emitGpuGeneric(st, bs, ranges, base);
+      } else {
+        out_.notes.back() = "one GPU thread: output elements are not independent (" +
+                            std::string(st.scatter ? "scatter" : "left-hand side") + ")";
+        emitGeneric(st, bs, sched, ranges, base);
+      }
+      return;
+    }
     if (coreSplit(k, st, bs, ranges, base)) return;
     emitBox(st, bs, sched, ranges, base);
+  }
+
+  // Distinct output index tuples write distinct elements and no element is read by another
+  // thread: the statement's output elements may be computed in parallel, in any order.
+  bool gpuParallelSafe(const Statement& st) const {
+    if (st.scatter) return false;
+    bool readsOutput = false;
+    std::function<void(const CExpr&)> scan = [&](const CExpr& e) {
+      if (e.kind == CKind::Read && e.tensor == st.output) readsOutput = true;
+      for (const auto& s : e.subs)
+        if (s.gather) scan(*s.gather);
+      for (const auto& a : e.args) scan(*a);
+    };
+    scan(*st.rhs);
+    if (readsOutput) return false;
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    if (!st.lhsVars.empty() || nOut == 0) return true;
+    // Affine left-hand side: injective when its coefficient matrix (plain and padded
+    // dimensions) has full column rank over the output indices.
+    std::vector<std::vector<double>> rows;
+    for (const Subscript& s : st.lhs->subs) {
+      if (s.gather || s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) continue;
+      std::vector<double> row(nOut);
+      for (std::size_t v = 0; v < nOut; ++v) row[v] = static_cast<double>(s.coef[v]);
+      rows.push_back(row);
+    }
+    std::size_t rank = 0;
+    for (std::size_t c = 0; c < nOut && rank < rows.size(); ++c) {
+      std::size_t piv = rank;
+      while (piv < rows.size() && rows[piv][c] == 0) ++piv;
+      if (piv == rows.size()) continue;
+      std::swap(rows[piv], rows[rank]);
+      for (std::size_t q = 0; q < rows.size(); ++q) {
+        if (q == rank || rows[q][c] == 0) continue;
+        const double f = rows[q][c] / rows[rank][c];
+        for (std::size_t x = c; x < nOut; ++x) rows[q][x] -= f * rows[rank][x];
+      }
+      ++rank;
+    }
+    return rank == nOut;
   }
 
   // A statement box under a schedule: the full tiles, then the edges (columns right of the
@@ -492,29 +543,33 @@ private:
 
   int vectorWidth() const { return std::max(1, target_.vectorBytes / (vt_ == Type::f64 ? 8 : 4)); }
 
+  // One output element: the reduction into a local accumulator, then the store (null when
+  // nothing is written).
+  Stmt elementBody(const Statement& st, const BoundStatement& bs, const Ranges& r, bool vectorize) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    const std::size_t n = st.vars.size();
+    const std::string acc = "acc";
+    if (n == nOut) return storeOutput(st, value(*st.rhs));
+    Expr a = ir::load(vt_, acc, ir::intImm(0));
+    Stmt inner = ir::store(acc, ir::intImm(0), combine(st.reduce, a, value(*st.rhs)));
+    for (std::size_t v = n; v-- > nOut;) {
+      bool innermost = v == n - 1;
+      inner = loopOver(bs, st, v, r, innermost && vectorize ? ForKind::Vectorized : ForKind::Serial,
+                       inner, innermost && vectorize ? vectorWidth() : 1);
+    }
+    Stmt out = storeOutput(st, a);
+    if (!out) return nullptr;
+    return ir::allocate(
+        acc, vt_, 1, ir::block({ir::store(acc, ir::intImm(0), identity(st.reduce)), inner, out}));
+  }
+
   void emitGeneric(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                    const Ranges& r, const std::string& name) {
     setRanges(st, r);
     ir::Func f = newFunc(name);
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
     const std::size_t n = st.vars.size();
-    const std::string acc = "acc";
-    Stmt body;
-    if (n == nOut) {
-      body = storeOutput(st, value(*st.rhs));
-    } else {
-      Expr a = ir::load(vt_, acc, ir::intImm(0));
-      Stmt inner = ir::store(acc, ir::intImm(0), combine(st.reduce, a, value(*st.rhs)));
-      for (std::size_t v = n; v-- > nOut;) {
-        bool innermost = v == n - 1;
-        inner = loopOver(bs, st, v, r,
-                         innermost && s.vectorizeInner ? ForKind::Vectorized : ForKind::Serial,
-                         inner, innermost ? vectorWidth() : 1);
-      }
-      body = ir::allocate(acc, vt_, 1,
-                          ir::block({ir::store(acc, ir::intImm(0), identity(st.reduce)), inner,
-                                     storeOutput(st, a)}));
-    }
+    Stmt body = elementBody(st, bs, r, s.vectorizeInner && !target_.gpu);
     if (!body) return;
     double inside = workOf(r, nOut);
     for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {
@@ -527,6 +582,56 @@ private:
       inside *= static_cast<double>(std::max<std::int64_t>(r[v].second - r[v].first, 1));
     }
     f.body = body;
+    out_.funcs.push_back(std::move(f));
+  }
+
+  // One GPU thread per element of the output box: thread t of the flattened box (the first
+  // index of `order` varying fastest) computes one element; dependent output ranges and the
+  // last block's spare threads are guarded.
+  void emitGpuGeneric(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                      const std::string& name) {
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    // Fastest index: unit stride in the output (coalesced stores), else the last one.
+    std::vector<std::size_t> order;
+    const auto& os = strides_[static_cast<std::size_t>(st.output)];
+    std::size_t fast = nOut ? nOut - 1 : 0;
+    for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
+      for (std::size_t v = 0; v < nOut; ++v)
+        if (st.lhs->subs[d].coef[v] != 0 && os[d] == 1 && r[v].second - r[v].first > 1) fast = v;
+    if (nOut) order.push_back(fast);
+    for (std::size_t v = nOut; v-- > 0;)
+      if (v != fast) order.push_back(v);
+    std::int64_t total = 1;
+    for (std::size_t v : order) total *= r[v].second - r[v].first;
+    if (total <= 0) return;
+    const std::int64_t block = std::min<std::int64_t>(target_.gpuBlock, total);
+    Expr t = ir::add(ir::mul(ir::var("gpu.block"), ir::intImm(block)), ir::var("gpu.thread"));
+    std::int64_t div = 1;
+    for (std::size_t idx = 0; idx < order.size(); ++idx) {
+      const std::size_t v = order[idx];
+      const std::int64_t ext = r[v].second - r[v].first;
+      // t >= 0: truncating division and remainder are exact.
+      Expr q = div == 1 ? t : ir::binary(BinOp::Div, t, ir::intImm(div));
+      if (idx + 1 < order.size()) q = ir::binary(BinOp::Mod, q, ir::intImm(ext));
+      varExpr_[v] = ir::add(ir::intImm(r[v].first), q);
+      div *= ext;
+    }
+    Stmt body = elementBody(st, bs, r, false);
+    if (!body) return;
+    Expr guard;
+    auto both = [](Expr a, Expr b) { return a ? ir::binary(BinOp::And, a, b) : b; };
+    if (total % block != 0) guard = ir::binary(BinOp::Lt, t, ir::intImm(total));
+    for (std::size_t v = 0; v < nOut; ++v) {
+      if (!bs.dependent[v]) continue;
+      guard = both(guard, ir::binary(BinOp::Ge, varExpr_[v], boundExpr(bs.loBound[v])));
+      guard = both(guard, ir::binary(BinOp::Lt, varExpr_[v], boundExpr(bs.hiBound[v])));
+    }
+    if (guard) body = ir::ifThen(guard, body);
+    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(block), ForKind::GpuThread, body);
+    f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm((total + block - 1) / block),
+                         ForKind::GpuBlock, body);
     out_.funcs.push_back(std::move(f));
   }
 

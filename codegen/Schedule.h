@@ -19,6 +19,12 @@ struct Target {
   // gets at least this many.
   double minParallelWork = 32768;
   bool tile = true; // register tiles for contractions (off: the generic schedule only)
+  // A CUDA GPU: statements whose output elements are independent get one thread per output
+  // element (GpuBlock x GpuThread loops over the flattened output box, the fastest-varying
+  // index the one with unit stride in the output, for coalesced stores); the others run in
+  // one thread. gpuBlock threads per block.
+  bool gpu = false;
+  int gpuBlock = 256;
 };
 
 struct StatementSchedule {

@@ -7,10 +7,9 @@
 // time, so changing a learning rate does not recompile.
 #include "codegen/Lower.h"
 #include "dsl/Binding.h"
+#include "runtime/CallLayout.h"
 #include "runtime/Jit.h"
-
-#include <map>
-#include <mutex>
+#include "runtime/Memo.h"
 
 namespace einjit::runtime {
 
@@ -22,14 +21,6 @@ struct PreparedCpu {
   bool scratch = false;
 };
 
-// The strides each tensor will have during the call: arguments as passed, ':=' outputs dense.
-codegen::Strides callStrides(const dsl::Program& p, const dsl::BoundProgram& b,
-                             const std::vector<std::vector<std::int64_t>>& argStrides);
-
-// Text that identifies a binding: equal texts lower to the same code.
-std::string bindingSignature(const dsl::Program& p, const dsl::BoundProgram& b,
-                             const codegen::Strides& strides);
-
 std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::BoundProgram& b,
                                               codegen::Strides strides, bool keepIR = false);
 
@@ -38,16 +29,6 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 
-// Per-Kernel memo of prepared bindings, thread-safe.
-class PreparedCache {
-public:
-  std::shared_ptr<const PreparedCpu>
-  get(const std::string& signature,
-      const std::function<std::shared_ptr<const PreparedCpu>()>& make);
-
-private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const PreparedCpu>> map_;
-};
+using PreparedCache = Memo<PreparedCpu>;
 
 } // namespace einjit::runtime

@@ -2,6 +2,7 @@
 
 #include "codegen/CodeGenLLVM.h"
 #include "einjit/Error.h"
+#include "runtime/DiskCache.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -21,22 +22,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
-#include <unistd.h>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/info.h>
 #endif
 
 namespace einjit::runtime {
-
-namespace fs = std::filesystem;
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
 constexpr const char* kCodegenVersion = "einjit-cpu-1";
@@ -58,21 +53,6 @@ T check(llvm::Expected<T> v, const std::string& what) {
   return std::move(*v);
 }
 
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 struct Engine {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -81,8 +61,7 @@ struct Engine {
   int vectorBytes = 16;
   std::map<std::string, std::shared_ptr<const CompiledCode>> memory;
   JitStats stats;
-  std::string cacheDir;
-  std::atomic<std::uint64_t> tmpCounter{0};
+  DiskCache disk{".o"};
   std::uint64_t modules = 0;
 
   Engine() {
@@ -104,18 +83,6 @@ struct Engine {
     triple = b.getTargetTriple().str();
     jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(b);
     jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(b).create(), "creating LLJIT");
-    cacheDir = chooseCacheDir();
-  }
-
-  static std::string chooseCacheDir() {
-    if (const char* d = std::getenv("EINJIT_CACHE_DIR")) {
-      std::string s = d;
-      if (s == "off" || s.empty()) return "";
-      return s;
-    }
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/einjit";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/einjit";
-    return "";
   }
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
@@ -123,68 +90,6 @@ struct Engine {
                       " " + cpu + " " + features + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f);
     return key;
-  }
-
-  // --- disk cache ------------------------------------------------------------------------------
-  static constexpr char kMagic[8] = {'E', 'I', 'N', 'J', 'I', 'T', 'O', '1'};
-
-  std::string pathOf(const std::string& key) const {
-    return cacheDir + "/" + hex(fnv1a(key)) + ".o";
-  }
-
-  // The object stored for key, or empty when absent or invalid.
-  std::string readDisk(const std::string& key) {
-    if (cacheDir.empty()) return "";
-    std::ifstream in(pathOf(key), std::ios::binary);
-    if (!in) return "";
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto u64 = [&](std::size_t at, std::uint64_t* v) {
-      if (at + 8 > data.size()) return false;
-      std::memcpy(v, data.data() + at, 8);
-      return true;
-    };
-    std::uint64_t keyLen = 0, objLen = 0, sum = 0;
-    bool ok = data.size() >= 8 && std::memcmp(data.data(), kMagic, 8) == 0 && u64(8, &keyLen) &&
-              keyLen <= data.size() && 16 + keyLen <= data.size() &&
-              data.compare(16, keyLen, key) == 0 && u64(16 + keyLen, &objLen) &&
-              u64(24 + keyLen, &sum) && 32 + keyLen + objLen == data.size();
-    std::string obj;
-    if (ok) {
-      obj = data.substr(32 + keyLen);
-      ok = fnv1a(obj) == sum;
-    }
-    if (!ok) {
-      ++stats.diskRejected;
-      return "";
-    }
-    return obj;
-  }
-
-  void writeDisk(const std::string& key, const std::string& obj) {
-    if (cacheDir.empty()) return;
-    std::error_code ec;
-    fs::create_directories(cacheDir, ec);
-    if (ec) return; // the cache is an optimisation: an unwritable directory only costs time
-    std::string path = pathOf(key);
-    std::string tmp =
-        path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(tmpCounter.fetch_add(1));
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) return;
-      std::uint64_t keyLen = key.size(), objLen = obj.size(), sum = fnv1a(obj);
-      out.write(kMagic, 8);
-      out.write(reinterpret_cast<const char*>(&keyLen), 8);
-      out.write(key.data(), static_cast<std::streamsize>(key.size()));
-      out.write(reinterpret_cast<const char*>(&objLen), 8);
-      out.write(reinterpret_cast<const char*>(&sum), 8);
-      out.write(obj.data(), static_cast<std::streamsize>(obj.size()));
-      if (!out) {
-        fs::remove(tmp, ec);
-        return;
-      }
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) fs::remove(tmp, ec);
   }
 
   // --- compilation -----------------------------------------------------------------------------
@@ -258,14 +163,14 @@ struct Engine {
     auto t0 = std::chrono::steady_clock::now();
     const std::string prefix = "ej" + hex(fnv1a(key)) + "_";
     auto code = std::make_shared<CompiledCode>();
-    std::string obj = readDisk(key);
+    std::string obj = disk.read(key);
     code->origin = "disk cache";
     if (obj.empty() || keepIR) {
       std::string built = buildObject(funcs, prefix, keepIR ? &code->llvmIR : nullptr);
       if (obj.empty()) {
         obj = std::move(built);
         code->origin = "compiled";
-        writeDisk(key, obj);
+        disk.write(key, obj);
       }
     }
     auto existing = memory.find(key);
@@ -338,7 +243,9 @@ std::shared_ptr<const CompiledCode> jitCompile(const std::vector<codegen::ir::Fu
 JitStats jitStats() {
   Engine& e = engine();
   std::lock_guard<std::mutex> lock(e.mu);
-  return e.stats;
+  JitStats s = e.stats;
+  s.diskRejected = e.disk.rejected();
+  return s;
 }
 
 void jitClearMemoryCache() {
@@ -350,13 +257,13 @@ void jitClearMemoryCache() {
 std::string jitCacheDirectory() {
   Engine& e = engine();
   std::lock_guard<std::mutex> lock(e.mu);
-  return e.cacheDir;
+  return e.disk.directory();
 }
 
 void jitSetCacheDirectory(const std::string& dir) {
   Engine& e = engine();
   std::lock_guard<std::mutex> lock(e.mu);
-  e.cacheDir = dir;
+  e.disk.setDirectory(dir);
 }
 
 } // namespace einjit::runtime

@@ -9,10 +9,15 @@
 #include "grad/Differentiate.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
+#include "runtime/CallLayout.h"
 #if EINJIT_HAVE_LLVM
 #include "runtime/CpuBackend.h"
+#endif
+#if EINJIT_HAVE_CUDA
+#include "runtime/CudaBackend.h"
 #endif
 
 namespace einjit {
@@ -32,6 +37,9 @@ struct Kernel::Impl {
   std::vector<std::string> gradientInputs, gradientOutputs, scatters; // gradient kernels
 #if EINJIT_HAVE_LLVM
   mutable runtime::PreparedCache prepared; // compiled code per binding
+#endif
+#if EINJIT_HAVE_CUDA
+  mutable runtime::PreparedCudaCache preparedCuda;
 #endif
 };
 
@@ -109,6 +117,7 @@ bool hasInternalOverlap(const Tensor& t) {
   return false;
 }
 
+#if EINJIT_HAVE_LLVM
 // Copies src into dst element by element (same shape and dtype, any strides).
 void copyElements(const Tensor& dst, const Tensor& src) {
   const std::size_t es = dtypeSize(src.dtype());
@@ -130,6 +139,7 @@ void copyElements(const Tensor& dst, const Tensor& src) {
     }
   }
 }
+#endif
 
 // Binds a call: every shape, dtype and aliasing check, before anything is allocated or runs.
 dsl::BoundProgram bindCall(const dsl::Program& p, const std::vector<Tensor>& tensors,
@@ -143,6 +153,30 @@ dsl::BoundProgram bindCall(const dsl::Program& p, const std::vector<Tensor>& ten
       dsl::fail(src, info.firstUse,
                 "tensor '" + info.name + "' is undefined (a default-constructed Tensor)");
     specs.push_back({t.dtype(), t.shape()});
+  }
+  // Tensors on a CUDA device: only for a kernel on that device, and all of them there.
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    const auto& info = p.tensors[static_cast<std::size_t>(p.arguments[i])];
+    auto where = [](const Tensor& x) {
+      return x.device() == DeviceKind::cpu ? std::string("the host")
+                                           : "cuda:" + std::to_string(x.deviceIndex());
+    };
+    if (t.device() == DeviceKind::cuda && opt.device.kind != Device::Kind::cuda)
+      dsl::fail(src, info.firstUse,
+                "tensor '" + info.name + "' is on " + where(t) + " but the kernel runs on " +
+                    opt.device.name() + "; copy it with cpu() or compile for Device::cuda()");
+    if (t.device() == DeviceKind::cuda && t.deviceIndex() != opt.device.index)
+      dsl::fail(src, info.firstUse,
+                "tensor '" + info.name + "' is on " + where(t) + " but the kernel runs on " +
+                    opt.device.name());
+    if (i > 0 && t.device() != tensors[0].device()) {
+      const auto& first = p.tensors[static_cast<std::size_t>(p.arguments[0])];
+      dsl::fail(src, info.firstUse,
+                "tensor '" + info.name + "' is on " + where(t) + " but '" + first.name +
+                    "' is on " + where(tensors[0]) + "; pass every tensor on one device",
+                {{first.firstUse, "'" + first.name + "' is passed here"}});
+    }
   }
   dsl::BoundProgram bound = dsl::bind(p, specs, scalars, opt.defaultDType);
 
@@ -177,15 +211,20 @@ std::vector<codegen::HostBuffer> hostBuffers(const std::vector<Tensor>& all) {
   return bufs;
 }
 
+codegen::Strides stridesOf(const dsl::Program& p, const dsl::BoundProgram& bound,
+                           const std::vector<Tensor>& tensors) {
+  std::vector<std::vector<std::int64_t>> argStrides;
+  for (const Tensor& t : tensors) argStrides.push_back(t.strides());
+  return runtime::callStrides(p, bound, argStrides);
+}
+
 #if EINJIT_HAVE_LLVM
 std::shared_ptr<const runtime::PreparedCpu> prepare(const Kernel::Impl& impl,
                                                     const dsl::BoundProgram& bound,
                                                     const std::vector<Tensor>& tensors,
                                                     bool keepIR = false) {
   const dsl::Program& p = impl.program;
-  std::vector<std::vector<std::int64_t>> argStrides;
-  for (const Tensor& t : tensors) argStrides.push_back(t.strides());
-  codegen::Strides strides = runtime::callStrides(p, bound, argStrides);
+  codegen::Strides strides = stridesOf(p, bound, tensors);
   if (keepIR) return runtime::prepareCpu(p, bound, strides, true);
   return impl.prepared.get(runtime::bindingSignature(p, bound, strides),
                            [&] { return runtime::prepareCpu(p, bound, strides); });
@@ -219,22 +258,159 @@ bool runCpu(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
 }
 #endif
 
+#if EINJIT_HAVE_CUDA
+std::shared_ptr<const runtime::PreparedCuda> prepareCuda(const Kernel::Impl& impl,
+                                                         const dsl::BoundProgram& bound,
+                                                         const std::vector<Tensor>& tensors) {
+  const dsl::Program& p = impl.program;
+  codegen::Strides strides = stridesOf(p, bound, tensors);
+  return impl.preparedCuda.get(runtime::bindingSignature(p, bound, strides), [&] {
+    return runtime::prepareCuda(p, bound, strides, impl.options.device.index);
+  });
+}
+
+// Device memory for one tensor of a call, freed with it.
+struct DeviceSpan {
+  int device = 0;
+  runtime::cuda::DevicePtr base = 0;
+  DeviceSpan() = default;
+  DeviceSpan(int d, std::size_t bytes) : device(d), base(runtime::cuda::allocate(d, bytes)) {}
+  DeviceSpan(const DeviceSpan&) = delete;
+  DeviceSpan& operator=(const DeviceSpan&) = delete;
+  ~DeviceSpan() {
+    try {
+      runtime::cuda::release(device, base);
+    } catch (...) {
+    }
+  }
+};
+
+std::size_t spanBytes(const Tensor& t) {
+  const auto [lo, hi] = t.byteExtent();
+  return static_cast<std::size_t>(hi - lo);
+}
+
+// Runs on the GPU. Host tensors are copied to the device (each argument's whole byte span, so
+// views keep their strides) and written ones back; device tensors are used in place, through
+// scratch copies when a checked program writes arguments. False when a checked access failed:
+// the caller's tensors are as before and the interpreter must report it.
+bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
+             const std::vector<Tensor>& tensors, std::vector<Tensor>& all) {
+  const dsl::Program& p = impl.program;
+  const int dev = impl.options.device.index;
+  runtime::cuda::setDevice(dev);
+  auto prep = prepareCuda(impl, bound, tensors);
+  const bool checked = prep->program.lowered.checked;
+  const std::size_t n = all.size();
+  std::vector<runtime::cuda::DevicePtr> ptrs(n, 0);
+  std::vector<std::unique_ptr<DeviceSpan>> staged(n);
+  auto isWrittenArg = [&](std::size_t id) {
+    return p.tensors[id].isArgument && !p.tensors[id].writtenBy.empty();
+  };
+  for (std::size_t id = 0; id < n; ++id) {
+    const Tensor& t = all[id];
+    const auto [lo, hi] = t.byteExtent();
+    const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(t.data()) - lo);
+    if (t.device() == DeviceKind::cuda && !(checked && isWrittenArg(id))) {
+      ptrs[id] = reinterpret_cast<runtime::cuda::DevicePtr>(t.data());
+      continue;
+    }
+    staged[id] = std::make_unique<DeviceSpan>(dev, std::max<std::size_t>(spanBytes(t), 1));
+    ptrs[id] = staged[id]->base + offset;
+    if (!p.tensors[id].isArgument) continue;
+    if (t.device() == DeviceKind::cuda)
+      runtime::cuda::copyOnDevice(dev, staged[id]->base,
+                                  reinterpret_cast<runtime::cuda::DevicePtr>(lo), spanBytes(t));
+    else
+      runtime::cuda::copyToDevice(dev, staged[id]->base, lo, spanBytes(t));
+  }
+  // EINJIT_POISON=1: fresh outputs start as NaN (all bits set), so an element no kernel
+  // writes shows up in a test.
+  static const bool poison = std::getenv("EINJIT_POISON") && *std::getenv("EINJIT_POISON") == '1';
+  if (poison)
+    for (std::size_t id = 0; id < n; ++id)
+      if (!p.tensors[id].isArgument) runtime::cuda::fill(dev, ptrs[id], spanBytes(all[id]), 0xff);
+  std::vector<std::int64_t> zero(n, 0);
+  for (int id : prep->program.lowered.zeroFill) {
+    const Tensor& t = all[static_cast<std::size_t>(id)];
+    zero[static_cast<std::size_t>(id)] =
+        t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
+  }
+  if (runtime::executeCuda(*prep, dev, ptrs, bound.params, zero) != 0) return false;
+  for (std::size_t id = 0; id < n; ++id) {
+    if (!staged[id] || p.tensors[id].writtenBy.empty()) continue;
+    const Tensor& t = all[id];
+    const auto [lo, hi] = t.byteExtent();
+    (void)hi;
+    if (t.device() == DeviceKind::cuda)
+      runtime::cuda::copyOnDevice(dev, reinterpret_cast<runtime::cuda::DevicePtr>(lo),
+                                  staged[id]->base, spanBytes(t));
+    else
+      runtime::cuda::copyToHost(dev, const_cast<std::byte*>(lo), staged[id]->base, spanBytes(t));
+  }
+  return true;
+}
+
+// The interpreter's run of a device call whose checked access failed: on host copies with the
+// same strides; results (when it does not throw) copied back into the device tensors.
+void interpretOnHost(const dsl::Program& p, const dsl::BoundProgram& bound,
+                     std::vector<Tensor>& all, int dev) {
+  std::vector<Tensor> host(all.size());
+  std::vector<std::shared_ptr<std::byte[]>> bufs(all.size());
+  for (std::size_t id = 0; id < all.size(); ++id) {
+    const Tensor& t = all[id];
+    const auto [lo, hi] = t.byteExtent();
+    const std::size_t bytes = static_cast<std::size_t>(hi - lo);
+    bufs[id] = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(bytes, 1)]);
+    runtime::cuda::copyToHost(dev, bufs[id].get(), reinterpret_cast<runtime::cuda::DevicePtr>(lo),
+                              bytes);
+    const auto offset = static_cast<const std::byte*>(t.data()) - lo;
+    host[id] = Tensor::view(bufs[id].get() + offset, t.dtype(), t.shape(), t.strides(), bufs[id]);
+  }
+  codegen::interpret(p, bound, hostBuffers(host));
+  for (std::size_t id = 0; id < all.size(); ++id) {
+    if (p.tensors[id].writtenBy.empty()) continue;
+    const auto [lo, hi] = all[id].byteExtent();
+    runtime::cuda::copyToDevice(dev, reinterpret_cast<runtime::cuda::DevicePtr>(lo), bufs[id].get(),
+                                static_cast<std::size_t>(hi - lo));
+  }
+}
+#endif
+
 // Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
 Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
             const std::vector<double>& scalars) {
   const dsl::Program& p = impl.program;
   dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl.options);
 
+  const Device& device = impl.options.device;
+  const bool onDevice = !tensors.empty() && tensors[0].device() == DeviceKind::cuda;
   std::vector<Tensor> all(p.tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i)
     all[static_cast<std::size_t>(p.arguments[i])] = tensors[i];
   for (std::size_t id = 0; id < p.tensors.size(); ++id)
     if (!p.tensors[id].isArgument)
-      all[id] = Tensor::empty(bound.tensors[id].shape, bound.tensors[id].dtype);
+      all[id] = onDevice ? Tensor::emptyCuda(bound.tensors[id].shape, bound.tensors[id].dtype,
+                                             device.index)
+                         : Tensor::empty(bound.tensors[id].shape, bound.tensors[id].dtype);
 
   bool done = false;
 #if EINJIT_HAVE_LLVM
-  if (impl.options.device.kind == Device::Kind::cpu) done = runCpu(impl, bound, tensors, all);
+  if (device.kind == Device::Kind::cpu) done = runCpu(impl, bound, tensors, all);
+#endif
+#if EINJIT_HAVE_CUDA
+  if (device.kind == Device::Kind::cuda) {
+    done = runCuda(impl, bound, tensors, all);
+    if (!done && onDevice) {
+      interpretOnHost(p, bound, all, device.index);
+      done = true;
+    }
+  }
+#else
+  if (device.kind == Device::Kind::cuda)
+    throw Error("device " + device.name() +
+                " is not available: this build of einjit has no CUDA "
+                "support (configure with the CUDA toolkit present)");
 #endif
   // The interpreter: the reference device, and the JIT's slow path when a checked access
   // failed (it throws the error with its caret, or computes the result when the failure came
@@ -333,6 +509,26 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   auto [tensors, scalars] = splitArguments(args);
   const dsl::Program& p = impl_->program;
   dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl_->options);
+  if (impl_->options.device.kind == Device::Kind::cuda) {
+#if EINJIT_HAVE_CUDA
+    runtime::CudaProgram cp = runtime::generateCuda(p, bound, stridesOf(p, bound, tensors));
+    std::string out = "# target: CUDA (" + impl_->options.device.name() + ")\n";
+    for (std::size_t k = 0; k < p.stmts.size(); ++k)
+      out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
+    for (int id : cp.lowered.zeroFill)
+      out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
+    if (cp.lowered.checked)
+      out += "# some accesses are checked at run time (gathers or unproven subscripts)\n";
+    for (const auto& k : cp.cuda.kernels)
+      out += "# launch " + k.name + ": " + std::to_string(k.grid) + " block(s) of " +
+             std::to_string(k.block) + " thread(s)\n";
+    if (llvmIR)
+      for (const auto& f : cp.lowered.funcs) out += codegen::ir::print(f);
+    return out + "\n" + cp.cuda.source;
+#else
+    throw Error("this build of einjit has no CUDA support");
+#endif
+  }
   if (impl_->options.device.kind != Device::Kind::cpu)
     return "device " + impl_->options.device.name() +
            ": the reference interpreter runs the checked program directly\n";
@@ -397,10 +593,26 @@ std::string Kernel::ranges() const { return dsl::describeRanges(impl_->program);
 const Options& Kernel::options() const { return impl_->options; }
 const dsl::Program& Kernel::program() const { return impl_->program; }
 
+void synchronize(Device device) {
+  if (device.kind != Device::Kind::cuda) return;
+#if EINJIT_HAVE_CUDA
+  runtime::cuda::synchronize(device.index);
+#else
+  throw Error("device " + device.name() +
+              " is not available: this build of einjit has no CUDA support");
+#endif
+}
+
+bool cudaAvailable(std::string* why) {
+#if EINJIT_HAVE_CUDA
+  return runtime::cuda::available(why);
+#else
+  if (why) *why = "this build of einjit has no CUDA support";
+  return false;
+#endif
+}
+
 Kernel compile(const std::string& source, const Options& options) {
-  if (options.device.kind == Device::Kind::cuda)
-    throw Error("device " + options.device.name() +
-                " is not available: this version of einjit has no CUDA backend yet");
   auto impl = std::make_shared<Kernel::Impl>();
   impl->program = dsl::check(source, options.name);
   impl->options = options;

@@ -2,6 +2,10 @@
 
 #include "einjit/Error.h"
 
+#if EINJIT_HAVE_CUDA
+#include "runtime/CudaDriver.h"
+#endif
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -19,6 +23,8 @@ struct Tensor::Storage {
   // Owned buffers: the allocation itself, freed by its deleter. Views: whatever the caller asked
   // to keep alive, or null.
   std::shared_ptr<void> owner;
+  DeviceKind kind = DeviceKind::cpu;
+  int device = 0;
 };
 
 namespace {
@@ -372,6 +378,13 @@ void requireDefined(bool defined, const char* where) {
   if (!defined) throw Error(std::string(where) + ": the tensor is undefined");
 }
 
+void requireHost(const Tensor& t, const char* where) {
+  requireDefined(t.defined(), where);
+  if (t.device() != DeviceKind::cpu)
+    throw Error(std::string(where) + ": the tensor is on cuda:" + std::to_string(t.deviceIndex()) +
+                "; copy it to the host with cpu() first");
+}
+
 void checkDim(int d, int rank, const char* where) {
   if (d < 0 || d >= rank)
     throw Error(std::string(where) + ": dimension " + std::to_string(d) +
@@ -409,6 +422,9 @@ void* Tensor::data() const {
   return storage_->base + offset_ * static_cast<std::int64_t>(dtypeSize(dtype_));
 }
 
+DeviceKind Tensor::device() const { return storage_ ? storage_->kind : DeviceKind::cpu; }
+int Tensor::deviceIndex() const { return storage_ ? storage_->device : 0; }
+
 std::pair<const std::byte*, const std::byte*> Tensor::byteExtent() const {
   const auto* lo = static_cast<const std::byte*>(data());
   if (numel() == 0) return {lo, lo};
@@ -418,6 +434,7 @@ std::pair<const std::byte*, const std::byte*> Tensor::byteExtent() const {
 }
 
 bool Tensor::overlaps(const Tensor& other) const {
+  if (device() != other.device() || deviceIndex() != other.deviceIndex()) return false;
   const auto [a0, a1] = byteExtent();
   const auto [b0, b1] = other.byteExtent();
   if (a0 == a1 || b0 == b1) return false;
@@ -448,7 +465,7 @@ std::int64_t elementOffset(const Shape& shape, const Shape& strides,
 } // namespace
 
 double Tensor::get(const std::vector<std::int64_t>& index) const {
-  requireDefined(defined(), "Tensor::get");
+  requireHost(*this, "Tensor::get");
   const std::int64_t off = elementOffset(shape_, strides_, index, "Tensor::get");
   return visitDType(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -457,7 +474,7 @@ double Tensor::get(const std::vector<std::int64_t>& index) const {
 }
 
 void Tensor::set(const std::vector<std::int64_t>& index, double value) {
-  requireDefined(defined(), "Tensor::set");
+  requireHost(*this, "Tensor::set");
   const std::int64_t off = elementOffset(shape_, strides_, index, "Tensor::set");
   visitDType(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -471,6 +488,7 @@ void Tensor::set(const std::vector<std::int64_t>& index, double value) {
 
 std::vector<double> Tensor::toVector() const {
   requireDefined(defined(), "Tensor::toVector");
+  if (device() != DeviceKind::cpu) return cpu().toVector();
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(numel()));
   visitDType(dtype_, [&](auto tag) {
@@ -538,19 +556,19 @@ Tensor Tensor::slice(int dim, std::int64_t begin, std::int64_t end, std::int64_t
 // ---- copies ----
 
 Tensor Tensor::contiguous() const {
-  requireDefined(defined(), "Tensor::contiguous");
+  requireHost(*this, "Tensor::contiguous");
   return isContiguous() ? *this : clone();
 }
 
 Tensor Tensor::clone() const {
-  requireDefined(defined(), "Tensor::clone");
+  requireHost(*this, "Tensor::clone");
   Tensor out = empty(shape_, dtype_);
   copyInto(*this, out);
   return out;
 }
 
 Tensor Tensor::to(DType dtype) const {
-  requireDefined(defined(), "Tensor::to");
+  requireHost(*this, "Tensor::to");
   Tensor out = empty(shape_, dtype);
   try {
     copyInto(*this, out);
@@ -558,6 +576,71 @@ Tensor Tensor::to(DType dtype) const {
     throw Error("Tensor::to(" + std::string(dtypeName(dtype)) + "): " + e.what());
   }
   return out;
+}
+
+// ---- devices ----
+
+Tensor Tensor::emptyCuda(const Shape& shape, DType dtype, int index) {
+  const std::int64_t n = checkShape(shape, dtype, "Tensor::emptyCuda");
+#if EINJIT_HAVE_CUDA
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtypeSize(dtype);
+  auto storage = std::make_shared<Storage>();
+  // Never a zero-size allocation, so every tensor has a unique non-null base.
+  const runtime::cuda::DevicePtr p =
+      runtime::cuda::allocate(index, std::max<std::size_t>(bytes, 256));
+  storage->owner = std::shared_ptr<void>(reinterpret_cast<void*>(p), [index](void* q) {
+    try {
+      runtime::cuda::release(index, reinterpret_cast<runtime::cuda::DevicePtr>(q));
+    } catch (...) { // a context torn down at exit: nothing to free
+    }
+  });
+  storage->base = reinterpret_cast<std::byte*>(p);
+  storage->bytes = bytes;
+  storage->kind = DeviceKind::cuda;
+  storage->device = index;
+  Tensor t;
+  t.storage_ = std::move(storage);
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguousStrides(shape);
+  return t;
+#else
+  (void)n;
+  (void)index;
+  throw Error("Tensor::emptyCuda: this build of einjit has no CUDA support");
+#endif
+}
+
+Tensor Tensor::cuda(int index) const {
+  requireDefined(defined(), "Tensor::cuda");
+  if (device() == DeviceKind::cuda) {
+    if (deviceIndex() == index && isContiguous()) return *this;
+    return cpu().cuda(index);
+  }
+  Tensor host = contiguous();
+  Tensor out = emptyCuda(shape_, dtype_, index);
+#if EINJIT_HAVE_CUDA
+  runtime::cuda::copyToDevice(index, reinterpret_cast<runtime::cuda::DevicePtr>(out.data()),
+                              host.data(), out.storage_->bytes);
+#endif
+  return out;
+}
+
+Tensor Tensor::cpu() const {
+  requireDefined(defined(), "Tensor::cpu");
+  if (device() == DeviceKind::cpu) return *this;
+#if EINJIT_HAVE_CUDA
+  // The bytes the view spans, then a host view with the same strides, made contiguous.
+  const auto [lo, hi] = byteExtent();
+  const auto bytes = static_cast<std::size_t>(hi - lo);
+  auto buf = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(bytes, 1)]);
+  runtime::cuda::copyToHost(deviceIndex(), buf.get(),
+                            reinterpret_cast<runtime::cuda::DevicePtr>(lo), bytes);
+  Tensor v = view(buf.get(), dtype_, shape_, strides_, buf);
+  return v.clone();
+#else
+  throw InternalError("a device tensor in a build without CUDA");
+#endif
 }
 
 } // namespace einjit

@@ -98,6 +98,10 @@ TEST_CASE("demo runs the conv layer and checks it against hand-written loops") {
 }
 
 TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
+#if !EINJIT_HAVE_LLVM
+  MESSAGE("skipped: this build has no LLVM JIT, so nothing is compiled for the CPU");
+  return;
+#endif
   std::string dir = "/tmp/einjit-cli-cache-" + std::to_string(::getpid());
   std::string env = "EINJIT_CACHE_DIR=" + dir + " ";
   std::string cmd = "explain 'y[i] := x[i] * 3.5 - x[i]' --shape x=40";
@@ -107,6 +111,17 @@ TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
   Result second = runCli(cmd, env);
   CHECK(has(second.out, "# code: disk cache"));
   CHECK(std::system(("rm -rf " + dir).c_str()) == 0);
+}
+
+TEST_CASE("explain --cuda prints the generated CUDA kernels (no GPU needed)") {
+#if !EINJIT_HAVE_CUDA
+  MESSAGE("skipped: this build has no CUDA backend");
+  return;
+#endif
+  Result r = runCli("explain --cuda 'y[i,j] := x[j,i] * 2' --shape x=30x20");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "extern \"C\" __global__ void __launch_bounds__(256) ej_s0("));
+  CHECK(has(r.out, "# launch ej_s0: 3 block(s) of 256 thread(s)"));
 }
 
 TEST_CASE("run --check compares the JIT with the interpreter; explain and bench") {

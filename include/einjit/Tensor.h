@@ -6,6 +6,12 @@
 // case the caller keeps that memory alive. Strides are in elements, may be any non-negative
 // values (transposed and sliced views), and a rank-0 tensor holds one scalar.
 //
+// A tensor lives on the host or on a CUDA device (cuda(), emptyCuda()). Views (transpose,
+// permute, slice) work on both; element access, clone(), contiguous() and to() are host
+// operations: on a device tensor they throw, except toVector(), which copies to the host. A
+// Kernel compiled for Device::cuda() takes device tensors (and returns device tensors, with
+// no copies) or host tensors (copied to the device and back for the call).
+//
 // Every user mistake (bad dimension or index, negative extent, mismatched sizes, a value that
 // does not fit the dtype) throws einjit::Error.
 #include "einjit/DType.h"
@@ -57,9 +63,17 @@ public:
     return view(static_cast<void*>(data), dtypeOf<T>(), shape, strides);
   }
 
+  // Uninitialized contiguous storage on CUDA device `index` (an error without a device).
+  static Tensor emptyCuda(const Shape& shape, DType dtype = DType::f32, int index = 0);
+  // A contiguous copy on CUDA device `index` / on the host; *this when already there (and,
+  // for cuda(), contiguous).
+  Tensor cuda(int index = 0) const;
+  Tensor cpu() const;
+
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
-  DeviceKind device() const { return DeviceKind::cpu; }
+  DeviceKind device() const;
+  int deviceIndex() const; // the CUDA device's index; 0 on the host
   int rank() const { return static_cast<int>(shape_.size()); }
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }
@@ -70,7 +84,8 @@ public:
   bool isContiguous() const;
   std::string shapeString() const; // "4x5x6", "scalar" for rank 0, "undefined"
 
-  // Pointer to element (0,...,0); null for an undefined tensor or an empty view of null.
+  // Pointer to element (0,...,0); null for an undefined tensor or an empty view of null. For a
+  // device tensor, a device address.
   void* data() const;
   template <class T>
   T* data() const {
@@ -79,8 +94,9 @@ public:
   // Byte range [lo, hi) this tensor's elements can touch, for overlap (aliasing) checks; empty
   // (lo == hi) when the tensor has no elements.
   std::pair<const std::byte*, const std::byte*> byteExtent() const;
-  // Whether the byte ranges intersect. Conservative: interleaved views (even and odd slices of
-  // one buffer) overlap by this test although they share no element.
+  // Whether the byte ranges intersect (never for tensors on different devices). Conservative:
+  // interleaved views (even and odd slices of one buffer) overlap by this test although they share
+  // no element.
   bool overlaps(const Tensor& other) const;
 
   // Element access by multi-index, converted to/from double (tests, tools, reference code).

@@ -139,7 +139,17 @@ private:
   std::shared_ptr<const Impl> impl_;
 };
 
+// Parses and checks the program (no device is needed yet; a call on Device::cuda() without a
+// GPU is an error then).
 Kernel compile(const std::string& source, const Options& options = {});
+
+// Waits for the work queued on the device (calls with CUDA device tensors return before their
+// kernels finish); nothing to do on the CPU.
+void synchronize(Device device);
+
+// Whether a CUDA device is usable; `why` says what is missing (no driver, no device, a build
+// without CUDA).
+bool cudaAvailable(std::string* why = nullptr);
 
 // Checks a gradient against central finite differences in float64: random f64 inputs of the
 // given shapes (index tensors get random valid-looking small integers), a random gradient for

@@ -1,0 +1,389 @@
+#include "codegen/CodeGenCUDA.h"
+
+#include "einjit/Error.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace einjit::codegen {
+
+using namespace ir;
+
+namespace {
+
+// Helper functions, emitted when used.
+const std::map<std::string, std::string>& helpers() {
+  static const std::map<std::string, std::string> h = {
+      {"ej_min", "template <class T> __device__ __forceinline__ T ej_min(T a, T b) { return b < a "
+                 "? b : a; }\n"},
+      {"ej_max", "template <class T> __device__ __forceinline__ T ej_max(T a, T b) { return b > a "
+                 "? b : a; }\n"},
+      {"ej_fdiv", "template <class T> __device__ __forceinline__ T ej_fdiv(T a, T b) { T q = a / "
+                  "b; return q - (a % b < 0); }\n"},
+      {"ej_cdiv", "template <class T> __device__ __forceinline__ T ej_cdiv(T a, T b) { T q = a / "
+                  "b; return q + (a % b > 0); }\n"},
+      {"ej_emod", "template <class T> __device__ __forceinline__ T ej_emod(T a, T b) { T r = a % "
+                  "b; return r < 0 ? r + b : r; }\n"},
+      {"ej_check",
+       "__device__ __forceinline__ long long ej_check(long long i, long long e, int* status) {\n"
+       "  if (i < 0 || i >= e) { *(volatile int*)status = 1; return i < 0 ? 0 : e - 1; }\n"
+       "  return i;\n}\n"},
+  };
+  return h;
+}
+
+std::string ident(const std::string& prefix, const std::string& name) {
+  // '.' (generated names) and '_' are escaped so that distinct IR names stay distinct.
+  std::string s = prefix;
+  for (char c : name) {
+    if (c == '.')
+      s += "_d";
+    else if (c == '_')
+      s += "__";
+    else
+      s += c;
+  }
+  return s;
+}
+
+class Emitter {
+public:
+  Emitter(const Func& f, const std::string& prefix, const CudaOptions& opt,
+          std::set<std::string>& used)
+      : f_(f), prefix_(prefix), opt_(opt), used_(used) {}
+
+  CudaLaunch emit(std::ostringstream& out) {
+    CudaLaunch launch;
+    launch.name = prefix_ + f_.name;
+    Stmt body = f_.body;
+    // The launch shape: GpuBlock { GpuThread { ... } } at the top.
+    if (body && body->kind == NodeKind::For) {
+      const auto& b = static_cast<const For&>(*body);
+      std::int64_t nb = 0, nt = 0;
+      if (b.forKind == ForKind::GpuBlock && b.body->kind == NodeKind::For && isConst(b.hi, &nb)) {
+        const auto& t = static_cast<const For&>(*b.body);
+        if (t.forKind == ForKind::GpuThread && isConst(t.hi, &nt)) {
+          launch.grid = nb;
+          launch.block = nt;
+        }
+      }
+    }
+    written_.clear();
+    collectStores(f_.body);
+    std::ostringstream sig;
+    sig << "extern \"C\" __global__ void __launch_bounds__(" << launch.block << ") " << launch.name
+        << "(";
+    for (const BufferArg& b : f_.buffers) {
+      bool w = written_.count(b.name) > 0;
+      sig << (w ? "" : "const ") << typeText(b.elem, true) << "* __restrict__ "
+          << ident("b_", b.name) << ", ";
+    }
+    for (int i = 0; i < opt_.params; ++i) sig << "const double ej_p" << i << ", ";
+    sig << "int* __restrict__ ej_status)";
+    out << sig.str() << " {\n";
+    stmt(f_.body, 1, out);
+    out << "}\n\n";
+    return launch;
+  }
+
+private:
+  const Func& f_;
+  const std::string& prefix_;
+  const CudaOptions& opt_;
+  std::set<std::string>& used_;
+  std::set<std::string> written_;
+  std::set<std::string> locals_;
+  int gpuBlockDims_ = 0, gpuThreadDims_ = 0;
+  int tmp_ = 0;
+
+  void collectStores(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+    case NodeKind::For: collectStores(static_cast<const For&>(*s).body); break;
+    case NodeKind::Block:
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts) collectStores(x);
+      break;
+    case NodeKind::Store: written_.insert(static_cast<const Store&>(*s).buffer); break;
+    case NodeKind::IfThen: {
+      const auto& n = static_cast<const IfThen&>(*s);
+      collectStores(n.then);
+      collectStores(n.otherwise);
+      break;
+    }
+    case NodeKind::Allocate: collectStores(static_cast<const Allocate&>(*s).body); break;
+    default: break;
+    }
+  }
+
+  // `storage`: the element type of a buffer (i64 tensors stay 64-bit in index32 mode).
+  std::string typeText(Type t, bool storage = false) const {
+    switch (t) {
+    case Type::i1: return "bool";
+    case Type::i32: return "int";
+    case Type::i64: return opt_.index32 && !storage ? "int" : "long long";
+    case Type::f32: return "float";
+    case Type::f64: return "double";
+    }
+    return "?";
+  }
+
+  std::string bufferRef(const std::string& name) const {
+    return locals_.count(name) ? ident("l_", name) : ident("b_", name);
+  }
+
+  std::string use(const std::string& helper) {
+    used_.insert(helper);
+    return helper;
+  }
+
+  static std::string floatLiteral(Type t, double v) {
+    const bool f = t == Type::f32;
+    if (f) v = static_cast<double>(static_cast<float>(v)); // may overflow to infinity
+    if (std::isnan(v))
+      return f ? "__int_as_float(0x7fffffff)" : "__longlong_as_double(0x7ff8000000000000LL)";
+    if (std::isinf(v)) {
+      if (f) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+      return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                   : "__longlong_as_double(0xfff0000000000000LL)";
+    }
+    char buf[64];
+    if (f)
+      std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
+    else
+      std::snprintf(buf, sizeof buf, "%a", v);
+    return std::string("(") + buf + ")";
+  }
+
+  std::string intLiteral(std::int64_t v) const {
+    if (opt_.index32 && v >= std::numeric_limits<std::int32_t>::min() / 2 &&
+        v <= std::numeric_limits<std::int32_t>::max() / 2)
+      return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
+    return "(" + std::to_string(v) + "LL)";
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+    case NodeKind::IntImm: return intLiteral(static_cast<const IntImm&>(*e).value);
+    case NodeKind::FloatImm: {
+      const auto& n = static_cast<const FloatImm&>(*e);
+      return floatLiteral(n.type, n.value);
+    }
+    case NodeKind::Var: return ident("v_", static_cast<const Var&>(*e).name);
+    case NodeKind::Param: {
+      const auto& n = static_cast<const Param&>(*e);
+      return "((" + typeText(n.type) + ")ej_p" + std::to_string(n.index) + ")";
+    }
+    case NodeKind::Load: {
+      const auto& n = static_cast<const Load&>(*e);
+      return bufferRef(n.buffer) + "[" + expr(n.index) + "]";
+    }
+    case NodeKind::Cast: return castExpr(static_cast<const Cast&>(*e));
+    case NodeKind::Unary: {
+      const auto& n = static_cast<const Unary&>(*e);
+      return std::string("(") + (n.op == UnOp::Neg ? "-" : "!") + expr(n.a) + ")";
+    }
+    case NodeKind::Binary: return binaryExpr(static_cast<const Binary&>(*e));
+    case NodeKind::Select: {
+      const auto& n = static_cast<const Select&>(*e);
+      return "(" + expr(n.cond) + " ? " + expr(n.a) + " : " + expr(n.b) + ")";
+    }
+    case NodeKind::Call: return callExpr(static_cast<const Call&>(*e));
+    case NodeKind::Check: {
+      const auto& n = static_cast<const Check&>(*e);
+      std::string c = use("ej_check") + "(" + expr(n.index) + ", " + std::to_string(n.extent) +
+                      "LL, ej_status)";
+      return opt_.index32 ? "((int)" + c + ")" : c;
+    }
+    default: break;
+    }
+    throw InternalError("cuda codegen: statement node in an expression");
+  }
+
+  std::string castExpr(const Cast& n) {
+    const Type from = n.value->type, to = n.type;
+    std::string v = expr(n.value);
+    if (isFloat(to)) return "((" + typeText(to) + ")" + v + ")";
+    if (isFloat(from)) { // saturating, NaN -> 0, like the interpreter
+      const bool f = from == Type::f32;
+      if (to == Type::i32) return std::string(f ? "__float2int_rz(" : "__double2int_rz(") + v + ")";
+      if (to == Type::i64) {
+        std::string c = std::string(f ? "__float2ll_rz(" : "__double2ll_rz(") + v + ")";
+        return c;
+      }
+      return "(" + v + " != 0)";
+    }
+    if (to == Type::i1) return "(" + v + " != 0)";
+    if (to == Type::i64) return "((long long)" + v + ")";
+    return "((" + typeText(to) + ")" + v + ")";
+  }
+
+  std::string binaryExpr(const Binary& n) {
+    std::string a = expr(n.a), b = expr(n.b);
+    const bool fl = isFloat(n.a->type);
+    const bool f32 = n.a->type == Type::f32;
+    auto infix = [&](const char* op) { return "(" + a + " " + op + " " + b + ")"; };
+    auto fn = [&](const std::string& name) { return name + "(" + a + ", " + b + ")"; };
+    switch (n.op) {
+    case BinOp::Add: return infix("+");
+    case BinOp::Sub: return infix("-");
+    case BinOp::Mul: return infix("*");
+    case BinOp::Div: return infix("/");
+    case BinOp::Mod: return fl ? fn(f32 ? "fmodf" : "fmod") : infix("%");
+    case BinOp::Pow: return fn(f32 ? "powf" : "pow");
+    case BinOp::Min: return fn(use("ej_min"));
+    case BinOp::Max: return fn(use("ej_max"));
+    case BinOp::FloorDiv: return fn(use("ej_fdiv"));
+    case BinOp::CeilDiv: return fn(use("ej_cdiv"));
+    case BinOp::EMod: return fn(use("ej_emod"));
+    case BinOp::Lt: return infix("<");
+    case BinOp::Le: return infix("<=");
+    case BinOp::Gt: return infix(">");
+    case BinOp::Ge: return infix(">=");
+    case BinOp::Eq: return infix("==");
+    case BinOp::Ne: return infix("!=");
+    case BinOp::And: return infix("&&");
+    case BinOp::Or: return infix("||");
+    }
+    throw InternalError("cuda codegen: binary operator");
+  }
+
+  std::string callExpr(const Call& n) {
+    using dsl::Fn;
+    const bool f = n.type == Type::f32;
+    std::string a = expr(n.args[0]);
+    auto math = [&](const char* name) { return std::string(name) + (f ? "f(" : "(") + a + ")"; };
+    const std::string one = f ? "1.0f" : "1.0", zero = f ? "0.0f" : "0.0";
+    switch (n.fn) {
+    case Fn::Exp: return math("exp");
+    case Fn::Log: return math("log");
+    case Fn::Sqrt: return math("sqrt");
+    case Fn::Sin: return math("sin");
+    case Fn::Cos: return math("cos");
+    case Fn::Abs: return math("fabs");
+    case Fn::Floor: return math("floor");
+    case Fn::Ceil: return math("ceil");
+    case Fn::Tanh: return math("tanh");
+    case Fn::Erf: return math("erf");
+    case Fn::Sigmoid:
+      return "(" + one + " / (" + one + " + " + (f ? "expf(-" : "exp(-") + a + ")))";
+    case Fn::Relu: return "(" + a + " > " + zero + " ? " + a + " : " + zero + ")";
+    case Fn::Pow: return std::string(f ? "powf(" : "pow(") + a + ", " + expr(n.args[1]) + ")";
+    default: break;
+    }
+    throw InternalError("cuda codegen: function " + std::string(dsl::functionName(n.fn)) +
+                        " should have been lowered");
+  }
+
+  static void indent(std::ostringstream& out, int d) {
+    for (int i = 0; i < d; ++i) out << "  ";
+  }
+
+  void stmt(const Stmt& s, int d, std::ostringstream& out) {
+    if (!s) return;
+    switch (s->kind) {
+    case NodeKind::For: forStmt(static_cast<const For&>(*s), d, out); break;
+    case NodeKind::Block:
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts) stmt(x, d, out);
+      break;
+    case NodeKind::Store: {
+      const auto& n = static_cast<const Store&>(*s);
+      indent(out, d);
+      out << bufferRef(n.buffer) << "[" << expr(n.index) << "] = " << expr(n.value) << ";\n";
+      break;
+    }
+    case NodeKind::IfThen: {
+      const auto& n = static_cast<const IfThen&>(*s);
+      indent(out, d);
+      out << "if (" << expr(n.cond) << ") {\n";
+      stmt(n.then, d + 1, out);
+      indent(out, d);
+      if (n.otherwise) {
+        out << "} else {\n";
+        stmt(n.otherwise, d + 1, out);
+        indent(out, d);
+      }
+      out << "}\n";
+      break;
+    }
+    case NodeKind::Allocate: {
+      const auto& n = static_cast<const Allocate&>(*s);
+      indent(out, d);
+      out << "{\n";
+      indent(out, d + 1);
+      const bool shadow = locals_.count(n.buffer) > 0;
+      locals_.insert(n.buffer);
+      out << typeText(n.elem, true) << " " << ident("l_", n.buffer) << "[" << n.size << "];\n";
+      stmt(n.body, d + 1, out);
+      if (!shadow) locals_.erase(n.buffer);
+      indent(out, d);
+      out << "}\n";
+      break;
+    }
+    default: throw InternalError("cuda codegen: expression node as a statement");
+    }
+  }
+
+  void forStmt(const For& n, int d, std::ostringstream& out) {
+    const std::string v = ident("v_", n.var);
+    const std::string it = typeText(Type::i64);
+    if (n.forKind == ForKind::GpuBlock || n.forKind == ForKind::GpuThread) {
+      const bool blk = n.forKind == ForKind::GpuBlock;
+      int& dim = blk ? gpuBlockDims_ : gpuThreadDims_;
+      static const char* xyz[] = {"x", "y", "z"};
+      if (dim >= 3) throw InternalError("cuda codegen: more than three GPU loop dimensions");
+      indent(out, d);
+      out << "{\n";
+      indent(out, d + 1);
+      out << "const " << it << " " << v << " = " << expr(n.lo) << " + (" << it << ")"
+          << (blk ? "blockIdx." : "threadIdx.") << xyz[dim++] << ";\n";
+      stmt(n.body, d + 1, out);
+      --dim;
+      indent(out, d);
+      out << "}\n";
+      return;
+    }
+    const std::string end = "e" + std::to_string(tmp_++);
+    indent(out, d);
+    if (n.forKind == ForKind::Unrolled) out << "#pragma unroll\n", indent(out, d);
+    out << "for (" << it << " " << v << " = " << expr(n.lo) << ", " << end << " = " << expr(n.hi)
+        << "; " << v << " < " << end << "; ++" << v << ") {\n";
+    stmt(n.body, d + 1, out);
+    indent(out, d);
+    out << "}\n";
+  }
+};
+
+} // namespace
+
+CudaSource emitCUDA(const std::vector<Func>& funcs, const std::string& prefix,
+                    const CudaOptions& options) {
+  CudaSource result;
+  std::set<std::string> used;
+  std::ostringstream body;
+  for (const Func& f : funcs)
+    result.kernels.push_back(Emitter(f, prefix, options, used).emit(body));
+  std::string src = "// generated by einjit\n";
+  for (const auto& [name, text] : helpers())
+    if (used.count(name)) src += text;
+  result.source = src + "\n" + body.str();
+  return result;
+}
+
+std::string numberLines(const std::string& source) {
+  std::istringstream in(source);
+  std::string line, out;
+  int n = 0;
+  char buf[16];
+  while (std::getline(in, line)) {
+    std::snprintf(buf, sizeof buf, "%5d | ", ++n);
+    out += buf + line + "\n";
+  }
+  return out;
+}
+
+} // namespace einjit::codegen

@@ -1,0 +1,162 @@
+#include "runtime/CudaBackend.h"
+
+#include "runtime/DiskCache.h"
+#include "runtime/Nvrtc.h"
+
+#include "einjit/Error.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace einjit::runtime {
+
+namespace {
+
+// Bump when the generated CUDA changes meaning for the same source (part of every key).
+constexpr const char* kCudaCodegenVersion = "einjit-cuda-1";
+
+struct CudaEngine {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const cuda::Module>> modules; // key + device
+  DiskCache disk{".cubin"};
+  CudaStats stats;
+};
+
+CudaEngine& engine() {
+  static CudaEngine* e = new CudaEngine; // never destroyed, like the driver
+  return *e;
+}
+
+// Every offset and loop bound of the call fits comfortably in 32 bits.
+bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codegen::Strides& s) {
+  constexpr std::int64_t limit = std::int64_t{1} << 28;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+    std::int64_t span = 1;
+    for (std::size_t d = 0; d < b.tensors[t].shape.size(); ++d)
+      span += std::max<std::int64_t>(b.tensors[t].shape[d] - 1, 0) * s[t][d];
+    if (span >= limit) return false;
+  }
+  for (const auto& st : b.stmts) {
+    std::int64_t total = 1;
+    for (std::size_t v = 0; v < st.lo.size(); ++v) {
+      if (std::abs(st.lo[v]) >= limit || std::abs(st.hi[v]) >= limit) return false;
+      total *= std::max<std::int64_t>(st.hi[v] - st.lo[v], 1);
+      if (total >= limit) return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+codegen::Target cudaTarget() {
+  codegen::Target t;
+  t.gpu = true;
+  t.tile = false;
+  t.threads = 1;
+  t.vectorBytes = 4;
+  return t;
+}
+
+CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
+                         const codegen::Strides& strides) {
+  CudaProgram out;
+  out.lowered = codegen::lower(p, b, strides, cudaTarget());
+  codegen::CudaOptions opt;
+  opt.index32 = fitsIndex32(p, b, strides);
+  opt.params = static_cast<int>(p.params.size());
+  out.cuda = codegen::emitCUDA(out.lowered.funcs, "ej_", opt);
+  return out;
+}
+
+std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl::BoundProgram& b,
+                                                const codegen::Strides& strides, int device) {
+  auto prep = std::make_shared<PreparedCuda>();
+  prep->program = generateCuda(p, b, strides);
+  const cuda::DeviceInfo& info = cuda::deviceInfo(device);
+  const int arch = info.major * 10 + info.minor;
+  const std::string key = std::string(kCudaCodegenVersion) + " nvrtc " + nvrtc::version() +
+                          " arch " + std::to_string(arch) + "\n" + prep->program.cuda.source;
+  std::vector<std::string> names;
+  for (const auto& k : prep->program.cuda.kernels) names.push_back(k.name);
+  CudaEngine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  const std::string moduleKey = key + "\ndevice " + std::to_string(device);
+  auto t0 = std::chrono::steady_clock::now();
+  prep->target = "sm_" + std::to_string(arch);
+  if (auto it = e.modules.find(moduleKey); it != e.modules.end()) {
+    ++e.stats.memoryHits;
+    prep->module = it->second;
+    prep->origin = "memory cache";
+    return prep;
+  }
+  std::string image = e.disk.read(key);
+  prep->origin = "disk cache";
+  if (image.empty()) {
+    nvrtc::Compiled c = nvrtc::compile(prep->program.cuda.source, arch);
+    image = std::move(c.image);
+    prep->target = c.target;
+    prep->origin = "compiled";
+    e.disk.write(key, image);
+    ++e.stats.compiled;
+  } else {
+    ++e.stats.diskHits;
+  }
+  prep->module = std::make_shared<cuda::Module>(device, image, names);
+  prep->compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  e.stats.lastCompileMs = prep->compileMs;
+  e.modules[moduleKey] = prep->module;
+  return prep;
+}
+
+int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::DevicePtr>& buffers,
+                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
+  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
+    if (zeroBytes[t] > 0) cuda::zero(device, buffers[t], static_cast<std::size_t>(zeroBytes[t]));
+  const bool checked = prep.program.lowered.checked;
+  cuda::DevicePtr status = 0;
+  if (checked) {
+    status = cuda::allocate(device, sizeof(int));
+    cuda::zero(device, status, sizeof(int));
+  }
+  // Arguments: every buffer, each parameter (by value), the status pointer.
+  std::vector<cuda::DevicePtr> ptrs = buffers;
+  std::vector<double> prm = params;
+  std::vector<void*> args;
+  for (auto& b : ptrs) args.push_back(&b);
+  for (auto& v : prm) args.push_back(&v);
+  args.push_back(&status);
+  try {
+    for (std::size_t i = 0; i < prep.program.cuda.kernels.size(); ++i) {
+      const auto& k = prep.program.cuda.kernels[i];
+      prep.module->launch(i, k.grid, k.block, args.data());
+    }
+  } catch (...) {
+    cuda::release(device, status);
+    throw;
+  }
+  if (!checked) return 0;
+  int result = 0;
+  cuda::copyToHost(device, &result, status, sizeof(int));
+  cuda::release(device, status);
+  return result;
+}
+
+CudaStats cudaStats() {
+  CudaEngine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  CudaStats s = e.stats;
+  s.diskRejected = e.disk.rejected();
+  return s;
+}
+
+void cudaClearMemoryCache() {
+  CudaEngine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.modules.clear();
+}
+
+} // namespace einjit::runtime

@@ -1,0 +1,53 @@
+#pragma once
+// The CUDA backend: one call's binding -> lowered loop nests for a GPU target (codegen/Lower.h)
+// -> CUDA C (codegen/CodeGenCUDA.h) -> NVRTC (cubin, cached in memory and on disk, keyed by
+// the source, the target architecture and NVRTC's version) -> a module loaded on the device
+// -> launches on the default stream. Buffers are device pointers with the call's strides;
+// floating-point scalar parameters are kernel arguments, so changing one does not recompile.
+#include "codegen/CodeGenCUDA.h"
+#include "codegen/Lower.h"
+#include "dsl/Binding.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/Memo.h"
+
+#include <memory>
+
+namespace einjit::runtime {
+
+codegen::Target cudaTarget();
+
+// Lowered program and its CUDA source; no GPU or NVRTC needed.
+struct CudaProgram {
+  codegen::LoweredProgram lowered;
+  codegen::CudaSource cuda;
+};
+CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
+                         const codegen::Strides& strides);
+
+struct PreparedCuda {
+  CudaProgram program;
+  std::shared_ptr<const cuda::Module> module;
+  std::string origin; // "compiled", "memory cache", "disk cache"
+  std::string target; // "sm_90"
+  double compileMs = 0;
+};
+
+std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl::BoundProgram& b,
+                                                const codegen::Strides& strides, int device);
+
+// Launches every kernel in order (zero fills first) on the default stream. With a status
+// buffer (checked programs), waits and returns it: 0, or nonzero when a checked access went
+// out of bounds. Without one, returns 0 at once (the work is queued).
+int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::DevicePtr>& buffers,
+                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
+
+struct CudaStats {
+  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0, diskRejected = 0;
+  double lastCompileMs = 0;
+};
+CudaStats cudaStats();
+void cudaClearMemoryCache();
+
+using PreparedCudaCache = Memo<PreparedCuda>;
+
+} // namespace einjit::runtime

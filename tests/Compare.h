@@ -1,0 +1,181 @@
+#pragma once
+// Runs programs on a device and on the reference interpreter with the same inputs and compares
+// every assigned tensor (forward and gradient programs): shared by the CPU JIT and CUDA tests.
+#include "GradTable.h"
+
+#include "dsl/Program.h"
+#include "einjit/einjit.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace einjit::test {
+
+using einjit::Arg;
+using einjit::Device;
+using einjit::DType;
+using einjit::Kernel;
+using einjit::Outputs;
+using einjit::Shape;
+using einjit::Tensor;
+
+inline einjit::Options on(Device d, DType def = DType::f64) {
+  einjit::Options o;
+  o.device = d;
+  o.defaultDType = def;
+  return o;
+}
+
+inline double tolerance(DType t) { return t == DType::f32 ? 2e-4 : 1e-10; }
+
+// max |a - b| / max(1, max |b|), NaN where they disagree on NaN-ness.
+inline double relativeError(const Tensor& a, const Tensor& b) {
+  std::vector<double> va = a.toVector(), vb = b.toVector();
+  if (va.size() != vb.size()) return INFINITY;
+  double num = 0, den = 1;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) || std::isnan(vb[i])) {
+      if (std::isnan(va[i]) != std::isnan(vb[i])) return NAN;
+      continue;
+    }
+    if (std::isinf(vb[i]) || std::isinf(va[i])) {
+      if (va[i] != vb[i]) return INFINITY;
+      continue;
+    }
+    num = std::max(num, std::fabs(va[i] - vb[i]));
+    den = std::max(den, std::fabs(vb[i]));
+  }
+  return num / den;
+}
+
+// Every tensor the program assigns, on both devices.
+inline void checkSame(const Outputs& jit, const Outputs& ref, const std::vector<std::string>& names,
+                      DType dtype) {
+  for (const std::string& n : names) {
+    CAPTURE(n);
+    const Tensor& a = jit[std::string_view(n)];
+    const Tensor& b = ref[std::string_view(n)];
+    REQUIRE(a.shape() == b.shape());
+    CHECK(a.dtype() == b.dtype());
+    double err = relativeError(a, b);
+    CHECK(err <= tolerance(dtype));
+  }
+}
+
+inline std::vector<std::string> assigned(const Kernel& k) {
+  std::vector<std::string> v;
+  for (const auto& t : k.program().tensors)
+    if (!t.writtenBy.empty()) v.push_back(t.name);
+  return v;
+}
+
+// A view of a copy of t whose last dimension has stride 2 (every other element of a buffer).
+inline Tensor strided(const Tensor& t) {
+  if (t.rank() == 0) return t;
+  Shape big = t.shape();
+  big.back() = big.back() * 2;
+  Tensor b = Tensor::full(big, 7.0, t.dtype());
+  Tensor v = b.slice(t.rank() - 1, 0, big.back(), 2);
+  std::vector<double> vals = t.toVector();
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
+  for (double x : vals) {
+    v.set(idx, x);
+    for (std::size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < t.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return v;
+}
+
+inline Tensor converted(const Tensor& t, DType to) {
+  if (!einjit::isFloat(t.dtype())) return t.clone();
+  return t.to(to);
+}
+
+// Runs a program on both devices with the same (copied) arguments and compares.
+inline void compareCall(const std::string& program, const std::vector<Arg>& args, DType dtype,
+                        bool strideArgs, Device device = Device::cpu()) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
+  Kernel jit = einjit::compile(program, on(device, dtype));
+  std::vector<Arg> a1, a2;
+  for (const Arg& a : args) {
+    if (!a.isTensor()) {
+      a1.push_back(a);
+      a2.push_back(a);
+      continue;
+    }
+    Tensor t = converted(a.tensor(), dtype);
+    a1.push_back(t.clone());
+    a2.push_back(strideArgs ? strided(t) : t.clone());
+  }
+  Outputs r = ref.call(a1);
+  Outputs j = jit.call(a2);
+  checkSame(j, r, assigned(ref), dtype);
+}
+
+inline std::map<std::string, Tensor> randomArgs(const einjit::dsl::Program& p,
+                                                const std::map<std::string, Shape>& shapes,
+                                                DType dtype, std::uint64_t seed) {
+  std::map<std::string, Tensor> in;
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    const Shape& s = shapes.at(t.name);
+    in[t.name] = t.readAsIndex ? Tensor::randomInt(s, 0, 2, DType::i64, ++seed)
+                               : Tensor::random(s, dtype, ++seed);
+  }
+  return in;
+}
+
+// Forward and gradient of a program on both devices, on random inputs.
+inline void compareProgram(const std::string& program, const std::map<std::string, Shape>& shapes,
+                           const std::map<std::string, double>& scalars,
+                           const std::vector<std::string>& wrt, DType dtype, std::uint64_t seed,
+                           Device device = Device::cpu()) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
+  Kernel jit = einjit::compile(program, on(device, dtype));
+  auto in = randomArgs(ref.program(), shapes, dtype, seed);
+  Outputs r = ref.call(in, scalars);
+  Outputs j = jit.call(in, scalars);
+  {
+    INFO("forward");
+    checkSame(j, r, assigned(ref), dtype);
+  }
+  Kernel gref = ref.gradient(wrt);
+  Kernel gjit = einjit::compile(gref.source(), on(device, dtype));
+  std::map<std::string, double> s = scalars;
+  std::vector<std::string> dys = gref.gradientInputs();
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    Tensor dy = Tensor::random(r[i].shape(), dtype, seed + 50 + i);
+    if (r[i].rank() == 0)
+      s[dys[i]] = dy.get({});
+    else
+      in[dys[i]] = dy;
+  }
+  std::map<std::string, Tensor> gin;
+  for (const auto& n : gref.tensorArguments()) gin[n] = in.at(n);
+  std::map<std::string, double> gs;
+  for (const auto& n : gref.scalarArguments()) gs[n] = s.at(n);
+  INFO("gradient program:\n" << gref.source());
+  Outputs gr = gref.call(gin, gs);
+  Outputs gj = gjit.call(gin, gs);
+  checkSame(gj, gr, assigned(gref), dtype);
+}
+
+// Shapes grown to d*2+1 (odd sizes, more than one vector/tile); empty when they do not bind.
+inline std::map<std::string, Shape> grown(const std::map<std::string, Shape>& shapes) {
+  std::map<std::string, Shape> g;
+  for (const auto& [n, s] : shapes) {
+    Shape t = s;
+    for (auto& e : t) e = e * 2 + 1;
+    g[n] = t;
+  }
+  return g;
+}
+
+} // namespace einjit::test

@@ -1,0 +1,281 @@
+// The CUDA backend. Without a GPU (CI): every statement and program of the test tables, forward
+// and gradient, generates CUDA C that NVRTC compiles; tests that need a GPU say why they skip.
+// On a GPU: the same tables and 300 random programs against the interpreter (outputs poisoned
+// with NaN first, so an element no kernel writes fails), device tensors, errors, determinism.
+#include "Compare.h"
+#include "InterpreterTable.h"
+
+#include "dsl/Binding.h"
+#include "runtime/CallLayout.h"
+#include "runtime/CudaBackend.h"
+#include "runtime/Nvrtc.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <random>
+
+using namespace einjit::test;
+
+namespace {
+
+// Turns poisoning on before the first CUDA call of the process.
+const bool kPoisoned = [] {
+  setenv("EINJIT_POISON", "1", 1);
+  return true;
+}();
+
+bool gpu() {
+  std::string why;
+  if (einjit::cudaAvailable(&why)) return true;
+  MESSAGE("skipped: this test needs a CUDA GPU (" << why << ")");
+  return false;
+}
+
+// Generates the CUDA C of one call and compiles it with NVRTC for sm_90.
+void compileCall(const Kernel& k, const std::map<std::string, Tensor>& tensors,
+                 const std::map<std::string, double>& scalars, DType dtype) {
+  const auto& p = k.program();
+  std::vector<einjit::dsl::ArgSpec> specs;
+  std::vector<std::vector<std::int64_t>> strides;
+  for (int id : p.arguments) {
+    const Tensor& t = tensors.at(p.tensors[static_cast<std::size_t>(id)].name);
+    specs.push_back({t.dtype(), t.shape()});
+    strides.push_back(t.strides());
+  }
+  std::vector<double> sc;
+  for (const auto& prm : p.params) sc.push_back(scalars.at(prm.name));
+  auto bound = einjit::dsl::bind(p, specs, sc, dtype);
+  auto cp =
+      einjit::runtime::generateCuda(p, bound, einjit::runtime::callStrides(p, bound, strides));
+  REQUIRE(!cp.cuda.kernels.empty() == !cp.lowered.funcs.empty());
+  auto c = einjit::runtime::nvrtc::compile(cp.cuda.source, 90);
+  CHECK(c.cubin);
+  CHECK(!c.image.empty());
+}
+
+std::map<std::string, Tensor> byName(const Kernel& k, const std::vector<Arg>& args) {
+  std::map<std::string, Tensor> m;
+  auto names = k.tensorArguments();
+  for (std::size_t i = 0; i < names.size(); ++i) m[names[i]] = args[i].tensor();
+  return m;
+}
+
+std::map<std::string, double> scalarsOf(const Kernel& k, const std::vector<Arg>& args) {
+  std::map<std::string, double> m;
+  auto names = k.scalarArguments();
+  const std::size_t nt = k.tensorArguments().size();
+  for (std::size_t i = 0; i < names.size(); ++i) m[names[i]] = args[nt + i].scalar();
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("cuda: NVRTC compiles every table statement, forward and gradient (no GPU needed)") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  int compiled = 0;
+  for (const auto& row : einjit::test::interp::rows()) {
+    INFO(std::string(row.program));
+    for (DType dt : {DType::f32, DType::f64}) {
+      Kernel k = einjit::compile(row.program, on(Device::cuda(), dt));
+      std::vector<Arg> args;
+      for (const Arg& a : row.args)
+        args.push_back(a.isTensor() ? Arg(converted(a.tensor(), dt)) : a);
+      try {
+        compileCall(k, byName(k, args), scalarsOf(k, args), dt);
+        ++compiled;
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+    }
+  }
+  for (const auto& row : einjit::test::kGradRows) {
+    INFO(std::string(row.program));
+    for (DType dt : {DType::f32, DType::f64}) {
+      try {
+        Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+        auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+        Kernel k = einjit::compile(row.program, on(Device::cuda(), dt));
+        compileCall(k, in, row.scalars, dt);
+        // The gradient program, with output gradients shaped like the outputs.
+        Outputs y = ref.call(in, row.scalars);
+        Kernel g = ref.gradient(row.wrt);
+        std::map<std::string, double> s = row.scalars;
+        auto dys = g.gradientInputs();
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          if (y[i].rank() == 0)
+            s[dys[i]] = 0.5;
+          else
+            in[dys[i]] = Tensor::random(y[i].shape(), dt, 9);
+        }
+        std::map<std::string, Tensor> gin;
+        for (const auto& n : g.tensorArguments()) gin[n] = in.at(n);
+        std::map<std::string, double> gs;
+        for (const auto& n : g.scalarArguments()) gs[n] = s.at(n);
+        compileCall(einjit::compile(g.source(), on(Device::cuda(), dt)), gin, gs, dt);
+        compiled += 2;
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+    }
+  }
+  MESSAGE("CUDA translation units compiled by NVRTC " << einjit::runtime::nvrtc::version() << ": "
+                                                      << compiled);
+  CHECK(compiled >= 400);
+}
+
+TEST_CASE("cuda: a compile error carries NVRTC's log and the numbered source") {
+  try {
+    einjit::runtime::nvrtc::compile("extern \"C\" __global__ void k() { undefined_name(); }", 90);
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    std::string m = e.what();
+    CHECK(m.find("undefined_name") != std::string::npos);
+    CHECK(m.find("    1 | extern") != std::string::npos);
+  }
+}
+
+TEST_CASE("cuda: explain --cuda prints the kernels and their launch shapes (no GPU needed)") {
+  Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+                             on(Device::cuda(), DType::f32));
+  Tensor x = Tensor::random({2, 3, 9, 9}, DType::f32, 1),
+         w = Tensor::random({4, 3, 3, 3}, DType::f32, 2);
+  std::string text = k.explain({x, w});
+  CAPTURE(text);
+  CHECK(text.find("__global__") != std::string::npos);
+  CHECK(text.find("# launch ej_s0: 1 block(s) of 128 thread(s)") != std::string::npos);
+  CHECK(text.find("__restrict__") != std::string::npos);
+}
+
+TEST_CASE("cuda: every interpreter-table row equals the interpreter (f64, f32, strided views)") {
+  if (!gpu()) return;
+  for (const auto& row : einjit::test::interp::rows()) {
+    INFO(std::string(row.program));
+    for (DType dt : {DType::f64, DType::f32})
+      for (bool stride : {false, true}) {
+        try {
+          compareCall(row.program, row.args, dt, stride, Device::cuda());
+        } catch (const std::exception& e) {
+          FAIL_CHECK("threw: " << std::string(e.what()));
+        }
+      }
+  }
+}
+
+TEST_CASE("cuda: every gradient-table program, forward and gradient, f64 and f32, grown shapes") {
+  if (!gpu()) return;
+  for (const auto& row : einjit::test::kGradRows) {
+    INFO(std::string(row.program));
+    for (DType dt : {DType::f64, DType::f32}) {
+      try {
+        compareProgram(row.program, row.shapes, row.scalars, row.wrt, dt, 11, Device::cuda());
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+      auto g = grown(row.shapes);
+      try {
+        Kernel probe = einjit::compile(row.program, on(Device::reference(), dt));
+        probe.call(randomArgs(probe.program(), g, dt, 3), row.scalars);
+      } catch (const einjit::Error&) {
+        continue;
+      }
+      try {
+        compareProgram(row.program, g, row.scalars, row.wrt, dt, 12, Device::cuda());
+      } catch (const std::exception& e) {
+        FAIL_CHECK("grown shapes threw: " << e.what());
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda: 300 random programs, forward and gradient, against the interpreter") {
+  if (!gpu()) return;
+  std::mt19937_64 rng(4242);
+  int ran = 0;
+  for (int n = 0; n < 300; ++n) {
+    std::map<std::string, Shape> shapes;
+    std::string program = einjit::test::randomStatement(rng, shapes);
+    INFO(program);
+    try {
+      compareProgram(program, shapes, {}, {}, n % 3 == 0 ? DType::f32 : DType::f64,
+                     static_cast<std::uint64_t>(n), Device::cuda());
+      ++ran;
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+  CHECK(ran == 300);
+}
+
+TEST_CASE("cuda: device tensors in and out, views, and gradients called twice are identical") {
+  if (!gpu()) return;
+  Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+                             on(Device::cuda(), DType::f32));
+  Kernel ref = einjit::compile(k.source(), on(Device::reference(), DType::f32));
+  Tensor x = Tensor::random({2, 5, 17, 19}, DType::f32, 1),
+         w = Tensor::random({6, 5, 3, 3}, DType::f32, 2);
+  Tensor xd = x.cuda(), wd = w.cuda();
+  CHECK(xd.device() == einjit::DeviceKind::cuda);
+  Tensor y = k(xd, wd);
+  CHECK(y.device() == einjit::DeviceKind::cuda);
+  CHECK(relativeError(y.cpu(), ref(x, w)) <= 2e-5);
+  // A transposed device view as an argument.
+  Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::f32));
+  Tensor A = Tensor::random({33, 20}, DType::f32, 3), B = Tensor::random({33, 7}, DType::f32, 4);
+  Tensor At = A.cuda().transpose(0, 1);
+  Tensor C = mm(At, B.cuda());
+  CHECK(relativeError(C.cpu(), einjit::compile(mm.source(), on(Device::reference(), DType::f32))(
+                                   A.transpose(0, 1), B)) <= 2e-5);
+  Kernel g = k.gradient();
+  Tensor dy = Tensor::random(y.shape(), DType::f32, 5).cuda();
+  auto g1 = g.call({{"dy", dy}, {"x", xd}, {"k", wd}});
+  auto g2 = g.call({{"dy", dy}, {"x", xd}, {"k", wd}});
+  CHECK(g1[std::size_t{0}].toVector() == g2[std::size_t{0}].toVector());
+  CHECK(g1[std::size_t{1}].toVector() == g2[std::size_t{1}].toVector());
+  // '+=' into a device tensor.
+  Kernel acc = einjit::compile("y[i] += x[i] * 2", on(Device::cuda(), DType::f32));
+  Tensor yd = Tensor::full({5}, 1.0).cuda();
+  acc(yd, Tensor::full({5}, 3.0).cuda());
+  CHECK(yd.toVector() == std::vector<double>(5, 7.0));
+}
+
+TEST_CASE("cuda: mistakes are errors with carets, and a failing call writes nothing") {
+  if (!gpu()) return;
+  Kernel k = einjit::compile("y[b,d] += E[tok[b], d]", on(Device::cuda(), DType::f32));
+  Tensor E = Tensor::random({4, 3}, DType::f32, 1);
+  Tensor bad = Tensor::fromValues({3}, {0, 5, 1}, DType::i64);
+  Tensor y = Tensor::full({3, 3}, 2.0, DType::f32);
+  CHECK_THROWS_WITH_AS(k(y, E, bad), doctest::Contains("gather index 5 is out of bounds"),
+                       einjit::Error);
+  for (double v : y.toVector()) CHECK(v == 2.0);
+  Tensor yd = y.cuda();
+  CHECK_THROWS_WITH_AS(k(yd, E.cuda(), bad.cuda()), doctest::Contains("^"), einjit::Error);
+  for (double v : yd.toVector()) CHECK(v == 2.0);
+  k(yd, E.cuda(), Tensor::fromValues({3}, {0, 3, 1}, DType::i64).cuda());
+  CHECK(yd.cpu().get({1, 2}) == doctest::Approx(2.0 + E.get({3, 2})));
+  // Mixed devices, and device tensors for a CPU kernel.
+  CHECK_THROWS_WITH_AS(k(yd, E, bad), doctest::Contains("pass every tensor on one device"),
+                       einjit::Error);
+  Kernel cpu = einjit::compile("y[i] := x[i]");
+  CHECK_THROWS_WITH_AS(cpu(E.cuda()), doctest::Contains("is on cuda:0 but the kernel runs on cpu"),
+                       einjit::Error);
+  CHECK_THROWS_WITH_AS(E.cuda().get({0, 0}), doctest::Contains("copy it to the host"),
+                       einjit::Error);
+}
+
+TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
+  if (!gpu()) return;
+  Kernel k = einjit::compile("y[i] := x[i] * 41 + 1", on(Device::cuda(), DType::f32));
+  Tensor x = Tensor::random({1000}, DType::f32, 1);
+  auto before = einjit::runtime::cudaStats();
+  k(x);
+  einjit::runtime::cudaClearMemoryCache();
+  Kernel again = einjit::compile("y[i] := x[i] * 41 + 1", on(Device::cuda(), DType::f32));
+  Tensor y = again(x);
+  auto after = einjit::runtime::cudaStats();
+  CHECK(after.diskHits + after.compiled + after.memoryHits >
+        before.diskHits + before.compiled + before.memoryHits);
+  CHECK(after.diskHits >= before.diskHits + 1);
+  CHECK(y.get({3}) == doctest::Approx(x.get({3}) * 41 + 1));
+}
