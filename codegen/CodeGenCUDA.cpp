@@ -317,13 +317,18 @@ private:
       indent(out, d + 1);
       const bool shadow = locals_.count(n.buffer) > 0;
       locals_.insert(n.buffer);
-      out << typeText(n.elem, true) << " " << ident("l_", n.buffer) << "[" << n.size << "];\n";
+      out << (n.shared ? "__shared__ " : "") << typeText(n.elem, true) << " "
+          << ident("l_", n.buffer) << "[" << n.size << "];\n";
       stmt(n.body, d + 1, out);
       if (!shadow) locals_.erase(n.buffer);
       indent(out, d);
       out << "}\n";
       break;
     }
+    case NodeKind::Barrier:
+      indent(out, d);
+      out << "__syncthreads();\n";
+      break;
     default: throw InternalError("cuda codegen: expression node as a statement");
     }
   }

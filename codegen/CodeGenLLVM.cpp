@@ -416,6 +416,7 @@ private:
       return;
     }
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
+    case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
     default: throw InternalError("codegen: expression in statement position");
     }
   }

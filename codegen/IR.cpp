@@ -178,9 +178,10 @@ Stmt store(const std::string& buffer, Expr index, Expr value) {
 Stmt ifThen(Expr c, Stmt t, Stmt e) {
   return std::make_shared<IfThen>(std::move(c), std::move(t), std::move(e));
 }
-Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body) {
-  return std::make_shared<Allocate>(buffer, t, size, std::move(body));
+Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared) {
+  return std::make_shared<Allocate>(buffer, t, size, std::move(body), shared);
 }
+Stmt barrier() { return std::make_shared<Barrier>(); }
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -244,6 +245,7 @@ void Visitor::visitIfThen(const IfThen& n) {
   if (n.otherwise) visit(n.otherwise);
 }
 void Visitor::visitAllocate(const Allocate& n) { visit(n.body); }
+void Visitor::visitBarrier(const Barrier&) {}
 
 // --- mutator ---------------------------------------------------------------------------------
 
@@ -331,8 +333,9 @@ Stmt Mutator::mutateIfThen(const Stmt& self, const IfThen& n) {
 }
 Stmt Mutator::mutateAllocate(const Stmt& self, const Allocate& n) {
   Stmt b = mutate(n.body);
-  return b == n.body ? self : allocate(n.buffer, n.elem, n.size, b);
+  return b == n.body ? self : allocate(n.buffer, n.elem, n.size, b, n.shared);
 }
+Stmt Mutator::mutateBarrier(const Stmt& self, const Barrier&) { return self; }
 
 // --- queries ---------------------------------------------------------------------------------
 

@@ -167,8 +167,13 @@ struct Allocate : StmtNode {
   Type elem;
   std::int64_t size;
   Stmt body;
-  Allocate(std::string b, Type t, std::int64_t n, Stmt s)
-      : StmtNode(NodeKind::Allocate), buffer(std::move(b)), elem(t), size(n), body(std::move(s)) {}
+  bool shared; // GPU: one buffer per thread block (shared memory), not per thread
+  Allocate(std::string b, Type t, std::int64_t n, Stmt s, bool sh)
+      : StmtNode(NodeKind::Allocate), buffer(std::move(b)), elem(t), size(n), body(std::move(s)),
+        shared(sh) {}
+};
+struct Barrier : StmtNode {
+  Barrier() : StmtNode(NodeKind::Barrier) {}
 };
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
@@ -190,7 +195,8 @@ Stmt forLoop(const std::string& v, Expr lo, Expr hi, ForKind k, Stmt body, int w
 Stmt block(std::vector<Stmt> s); // flattens nested blocks, drops nulls
 Stmt store(const std::string& buffer, Expr index, Expr value);
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
-Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body);
+Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
+Stmt barrier();
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

@@ -95,10 +95,12 @@ public:
     }
     case NodeKind::Allocate: {
       const auto& n = static_cast<const Allocate&>(*s);
-      out << pad << "local " << n.buffer << ": " << typeName(n.elem) << "[" << n.size << "]\n";
+      out << pad << (n.shared ? "shared " : "local ") << n.buffer << ": " << typeName(n.elem) << "["
+          << n.size << "]\n";
       stmt(n.body, indent);
       return;
     }
+    case NodeKind::Barrier: out << pad << "barrier\n"; return;
     default: out << pad << "<expr>\n";
     }
   }

@@ -302,7 +302,9 @@ private:
     for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
     const std::string base = "s" + std::to_string(k);
     if (target_.gpu) {
-      if (gpuParallelSafe(st)) {
+      if (gpuParallelSafe(st) && emitGpuTiled(st, bs, ranges, base)) {
+        out_.notes.back() = gpuNote_;
+      } else if (gpuParallelSafe(st)) {
         emitGpuGeneric(st, bs, ranges, base);
       } else {
         out_.notes.back() = "one GPU thread: output elements are not independent (" +
@@ -633,6 +635,248 @@ private:
     f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm((total + block - 1) / block),
                          ForKind::GpuBlock, body);
     out_.funcs.push_back(std::move(f));
+  }
+
+  // --- GPU contraction tiles -------------------------------------------------------------------
+  std::string gpuNote_;
+
+  static void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
+    if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
+      flattenProduct(*e.args[0], out);
+      flattenProduct(*e.args[1], out);
+    } else {
+      out.push_back(&e);
+    }
+  }
+
+  static void usedVars(const CExpr& e, std::vector<bool>& used) {
+    if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
+    for (const Subscript& sub : e.subs) {
+      for (std::size_t v = 0; v < sub.coef.size(); ++v)
+        if (sub.coef[v] != 0) used[v] = true;
+      if (sub.gather) usedVars(*sub.gather, used);
+    }
+    for (const auto& a : e.args) usedVars(*a, used);
+  }
+
+  // Whether some read of e has unit stride along index v.
+  bool unitAlong(const CExpr& e, std::size_t v) const {
+    if (e.kind == CKind::Read && !e.subs.empty()) {
+      std::int64_t c = 0;
+      const auto& stv = strides_[static_cast<std::size_t>(e.tensor)];
+      bool affine = true;
+      for (std::size_t d = 0; d < e.subs.size(); ++d) {
+        if (e.subs[d].coef[v] == 0) continue;
+        if (e.subs[d].gather || e.subs[d].mode == IndexMode::Wrap) affine = false;
+        c += e.subs[d].coef[v] * stv[d];
+      }
+      if (affine && c == 1) return true;
+    }
+    for (const auto& a : e.args)
+      if (unitAlong(*a, v)) return true;
+    return false;
+  }
+
+  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest.
+  void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g) {
+    std::int64_t div = 1;
+    for (std::size_t q = group.size(); q-- > 0;) {
+      const std::size_t v = group[q];
+      const std::int64_t ext = r[v].second - r[v].first;
+      Expr e = div == 1 ? g : ir::binary(BinOp::Div, g, ir::intImm(div));
+      if (q > 0) e = ir::binary(BinOp::Mod, e, ir::intImm(ext));
+      varExpr_[v] = ir::add(ir::intImm(r[v].first), e);
+      div *= ext;
+    }
+  }
+
+  static std::int64_t extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r) {
+    std::int64_t n = 1;
+    for (std::size_t v : group) n *= r[v].second - r[v].first;
+    return n;
+  }
+
+  // A '+' contraction whose right-hand side is a product L * R, R holding every factor that
+  // uses the output index with unit stride: each block of 256 threads computes a BM x BN tile
+  // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
+  // other output indices, staging BK-deep slices of L and R (over the flattened reduction
+  // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
+  bool emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                    const std::string& name) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+    if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return false;
+    for (std::size_t v = 0; v < n; ++v)
+      if (bs.dependent[v]) return false;
+    std::vector<const CExpr*> factors;
+    flattenProduct(*st.rhs, factors);
+    // The column index: of the output indices some factors use and others do not (batch
+    // indices, used by every factor, cannot separate them), the one with the smallest stride
+    // in the output (coalesced stores when it is 1).
+    const auto& os = strides_[static_cast<std::size_t>(st.output)];
+    int fast = -1;
+    std::int64_t fastStride = 0;
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+      const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+      if (r[v].second - r[v].first < 2) continue;
+      std::size_t users = 0;
+      for (const CExpr* fct : factors) {
+        std::vector<bool> u(n, false);
+        usedVars(*fct, u);
+        users += u[v] ? 1 : 0;
+      }
+      if (users == 0 || users == factors.size()) continue;
+      if (fast < 0 || std::abs(os[d]) < fastStride) {
+        fast = static_cast<int>(v);
+        fastStride = std::abs(os[d]);
+      }
+    }
+    if (fast < 0) return false;
+    std::vector<const CExpr*> L, R;
+    std::vector<bool> inL(n, false), inR(n, false);
+    for (const CExpr* f : factors) {
+      std::vector<bool> u(n, false);
+      usedVars(*f, u);
+      auto& side = u[static_cast<std::size_t>(fast)] ? R : L;
+      auto& in = u[static_cast<std::size_t>(fast)] ? inR : inL;
+      side.push_back(f);
+      for (std::size_t v = 0; v < n; ++v) in[v] = in[v] || u[v];
+    }
+    if (L.empty() || R.empty()) return false;
+    std::vector<std::size_t> I, J, B, K;
+    for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+      const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+      if (std::find(I.begin(), I.end(), v) != I.end() ||
+          std::find(J.begin(), J.end(), v) != J.end() ||
+          std::find(B.begin(), B.end(), v) != B.end())
+        continue;
+      if (inL[v] && !inR[v])
+        I.push_back(v);
+      else if (inR[v] && !inL[v])
+        J.push_back(v);
+      else
+        B.push_back(v);
+    }
+    for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
+    if (I.empty() || J.empty()) return false;
+    const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                       extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+    if (extK < 8 ||
+        static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536)
+      return false;
+    auto tileFor = [](std::int64_t ext) {
+      std::int64_t t = 8;
+      while (t > 1 && 16 * t / 2 >= ext) t /= 2;
+      return t;
+    };
+    const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN, BK = 16;
+    const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
+    Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
+    Expr ti =
+        ir::binary(BinOp::Mod, ir::binary(BinOp::Div, blk, ir::intImm(tilesJ)), ir::intImm(tilesI));
+    Expr bt = ir::binary(BinOp::Div, blk, ir::intImm(tilesJ * tilesI));
+    Expr tx = ir::binary(BinOp::Mod, thr, ir::intImm(16)),
+         ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
+    if (!B.empty()) decompose(B, r, bt);
+    auto both = [](Expr a, Expr b) { return ir::binary(BinOp::And, std::move(a), std::move(b)); };
+    auto product = [&](const std::vector<const CExpr*>& fs) {
+      Expr e = value(*fs[0]);
+      for (std::size_t q = 1; q < fs.size(); ++q) e = ir::binary(BinOp::Mul, e, value(*fs[q]));
+      return e;
+    };
+    // Staging one operand: element e = thr + 256 * rep of the BK x BW slice, the index with
+    // unit stride in memory varying fastest across threads.
+    auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                     Expr tileBase, std::int64_t BW, std::int64_t ext, const std::string& buf,
+                     std::int64_t* rowStride) {
+      const bool kFast = !K.empty() && [&] {
+        for (const CExpr* fct : fs)
+          if (unitAlong(*fct, K.back())) return true;
+        return false;
+      }();
+      Expr e = ir::add(thr, ir::mul(ir::var(buf + ".r"), ir::intImm(256)));
+      Expr w = kFast ? ir::binary(BinOp::Div, e, ir::intImm(BK))
+                     : ir::binary(BinOp::Mod, e, ir::intImm(BW));
+      Expr kk = kFast ? ir::binary(BinOp::Mod, e, ir::intImm(BK))
+                      : ir::binary(BinOp::Div, e, ir::intImm(BW));
+      Expr gw = ir::add(tileBase, w), gk = ir::add(ir::mul(ir::var("k.o"), ir::intImm(BK)), kk);
+      decompose(group, r, gw);
+      decompose(K, r, gk);
+      Expr inside = both(ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
+                         ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+      // Rows padded by one when consecutive threads store down a column (no bank conflicts).
+      *rowStride = BW + (kFast ? 1 : 0);
+      Expr slot = ir::add(ir::mul(kk, ir::intImm(*rowStride)), w);
+      Stmt st1 =
+          ir::ifThen(inside, ir::store(buf, slot, product(fs)), ir::store(buf, slot, num(0)));
+      return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BK * BW / 256), ForKind::Unrolled,
+                         st1);
+    };
+    Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
+    std::int64_t strideL = BM, strideR = BN;
+    Stmt loadL = stage(L, I, baseI, BM, extI, "tile.L", &strideL);
+    Stmt loadR = stage(R, J, baseJ, BN, extJ, "tile.R", &strideR);
+    // The register tile: acc[m * TN + n] for rows ty*TM + m, columns tx + 16 n.
+    Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
+    Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
+    auto cells = [&](Stmt body) {
+      return ir::forLoop(
+          "t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+          ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled, body));
+    };
+    Stmt fillRegs = ir::block(
+        {ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+                     ir::store("reg.L", m,
+                               ir::load(vt_, "tile.L",
+                                        ir::add(ir::mul(kk, ir::intImm(strideL)),
+                                                ir::add(ir::mul(ty, ir::intImm(TM)), m))))),
+         ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
+                     ir::store("reg.R", nn,
+                               ir::load(vt_, "tile.R",
+                                        ir::add(ir::mul(kk, ir::intImm(strideR)),
+                                                ir::add(tx, ir::mul(nn, ir::intImm(16)))))))});
+    Stmt fma = cells(ir::store(
+        "acc", slot,
+        ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
+                   ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m), ir::load(vt_, "reg.R", nn)))));
+    Stmt inner = ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
+                             ir::block({fillRegs, fma}));
+    Stmt kloop =
+        ir::forLoop("k.o", ir::intImm(0), ir::intImm((extK + BK - 1) / BK), ForKind::Serial,
+                    ir::block({loadL, loadR, ir::barrier(), inner, ir::barrier()}));
+    // Stores: each cell's output indices from its row and column.
+    Expr gi = ir::add(baseI, ir::add(ir::mul(ty, ir::intImm(TM)), m));
+    Expr gj = ir::add(baseJ, ir::add(tx, ir::mul(nn, ir::intImm(16))));
+    decompose(I, r, gi);
+    decompose(J, r, gj);
+    Stmt out = storeOutput(st, ir::load(vt_, "acc", slot));
+    if (!out) return false;
+    out = cells(ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
+                                ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
+                           out));
+    Stmt body = ir::allocate(
+        "acc", vt_, TM * TN,
+        ir::allocate("reg.L", vt_, TM,
+                     ir::allocate("reg.R", vt_, TN,
+                                  ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
+    body = ir::allocate("tile.L", vt_, BK * strideL,
+                        ir::allocate("tile.R", vt_, BK * strideR, body, true), true);
+    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
+    f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB),
+                         ForKind::GpuBlock, body);
+    auto names = [&](const std::vector<std::size_t>& g) {
+      std::string t;
+      for (std::size_t v : g) t += (t.empty() ? "" : ",") + st.vars[v].name;
+      return t.empty() ? std::string("-") : t;
+    };
+    gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
+               ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
+               " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
+               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
+    out_.funcs.push_back(std::move(f));
+    return true;
   }
 
   void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,

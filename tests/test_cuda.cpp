@@ -279,3 +279,37 @@ TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
   CHECK(after.diskHits >= before.diskHits + 1);
   CHECK(y.get({3}) == doctest::Approx(x.get({3}) * 41 + 1));
 }
+
+TEST_CASE(
+    "cuda: shared-memory tiles (matmul forms, batched, conv, Linear) at odd sizes, fwd+grad") {
+  if (!gpu()) return;
+  struct Case {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"C[i,k] := A[i,j] * B[j,k]", {{"A", {257, 131}}, {"B", {131, 129}}}},
+      {"C[i,k] := A[j,i] * B[j,k]", {{"A", {67, 200}}, {"B", {67, 190}}}},
+      {"C[i,k] := A[i,j] * B[k,j]", {{"A", {150, 77}}, {"B", {33, 77}}}},
+      {"C[i,k] := A[j,i] * B[k,j]", {{"A", {45, 129}}, {"B", {140, 45}}}},
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {65, 40, 3}}, {"B", {3, 70, 40}}}},
+      {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {3, 70, 33}}, {"B", {3, 33, 90}}}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 5, 21, 19}}, {"k", {12, 5, 3, 3}}}},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {3, 4, 23, 21}}, {"k", {9, 4, 3, 3}}}},
+      {"y[b,o] := x[b,i] * w[o,i] + 0 * w[o,i]", {{"x", {300, 49}}, {"w", {70, 49}}}},
+      {"y[b,o] := x[b,i] * w[o,i] * 2", {{"x", {300, 49}}, {"w", {70, 49}}}},
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(std::string(c.program));
+      try {
+        compareProgram(c.program, c.shapes, {}, {}, dt, 21, Device::cuda());
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+    }
+  // The schedule is the tiled one for these shapes.
+  Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::f32));
+  CHECK(mm.explain({Tensor::random({257, 131}), Tensor::random({131, 129})}).find("GPU tile") !=
+        std::string::npos);
+}
