@@ -596,30 +596,20 @@ private:
     ir::Func f = newFunc(name);
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
     // Fastest index: unit stride in the output (coalesced stores), else the last one.
-    std::vector<std::size_t> order;
     const auto& os = strides_[static_cast<std::size_t>(st.output)];
     std::size_t fast = nOut ? nOut - 1 : 0;
     for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
       for (std::size_t v = 0; v < nOut; ++v)
         if (st.lhs->subs[d].coef[v] != 0 && os[d] == 1 && r[v].second - r[v].first > 1) fast = v;
-    if (nOut) order.push_back(fast);
-    for (std::size_t v = nOut; v-- > 0;)
+    std::vector<std::size_t> order; // the fastest last
+    for (std::size_t v = 0; v < nOut; ++v)
       if (v != fast) order.push_back(v);
-    std::int64_t total = 1;
-    for (std::size_t v : order) total *= r[v].second - r[v].first;
+    if (nOut) order.push_back(fast);
+    const std::int64_t total = extentOfGroup(order, r);
     if (total <= 0) return;
     const std::int64_t block = std::min<std::int64_t>(target_.gpuBlock, total);
     Expr t = ir::add(ir::mul(ir::var("gpu.block"), ir::intImm(block)), ir::var("gpu.thread"));
-    std::int64_t div = 1;
-    for (std::size_t idx = 0; idx < order.size(); ++idx) {
-      const std::size_t v = order[idx];
-      const std::int64_t ext = r[v].second - r[v].first;
-      // t >= 0: truncating division and remainder are exact.
-      Expr q = div == 1 ? t : ir::binary(BinOp::Div, t, ir::intImm(div));
-      if (idx + 1 < order.size()) q = ir::binary(BinOp::Mod, q, ir::intImm(ext));
-      varExpr_[v] = ir::add(ir::intImm(r[v].first), q);
-      div *= ext;
-    }
+    decompose(order, r, t);
     Stmt body = elementBody(st, bs, r, false);
     if (!body) return;
     Expr guard;
@@ -677,7 +667,8 @@ private:
     return false;
   }
 
-  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest.
+  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest
+  // (g >= 0, so truncating division and remainder are exact).
   void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g) {
     std::int64_t div = 1;
     for (std::size_t q = group.size(); q-- > 0;) {
@@ -715,15 +706,13 @@ private:
     const auto& os = strides_[static_cast<std::size_t>(st.output)];
     int fast = -1;
     std::int64_t fastStride = 0;
+    std::vector<std::vector<bool>> uses(factors.size(), std::vector<bool>(n, false));
+    for (std::size_t q = 0; q < factors.size(); ++q) usedVars(*factors[q], uses[q]);
     for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
       const auto v = static_cast<std::size_t>(st.lhsVars[d]);
       if (r[v].second - r[v].first < 2) continue;
       std::size_t users = 0;
-      for (const CExpr* fct : factors) {
-        std::vector<bool> u(n, false);
-        usedVars(*fct, u);
-        users += u[v] ? 1 : 0;
-      }
+      for (const auto& u : uses) users += u[v] ? 1 : 0;
       if (users == 0 || users == factors.size()) continue;
       if (fast < 0 || std::abs(os[d]) < fastStride) {
         fast = static_cast<int>(v);
@@ -733,9 +722,9 @@ private:
     if (fast < 0) return false;
     std::vector<const CExpr*> L, R;
     std::vector<bool> inL(n, false), inR(n, false);
-    for (const CExpr* f : factors) {
-      std::vector<bool> u(n, false);
-      usedVars(*f, u);
+    for (std::size_t q = 0; q < factors.size(); ++q) {
+      const CExpr* f = factors[q];
+      const std::vector<bool>& u = uses[q];
       auto& side = u[static_cast<std::size_t>(fast)] ? R : L;
       auto& in = u[static_cast<std::size_t>(fast)] ? inR : inL;
       side.push_back(f);

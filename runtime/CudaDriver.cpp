@@ -5,7 +5,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
-#include <map>
+#include <memory>
 #include <mutex>
 
 namespace einjit::runtime::cuda {
@@ -50,7 +50,7 @@ struct Api {
   int devices = 0;
   std::vector<CUcontext> contexts;
   std::vector<DeviceInfo> info;
-  std::mutex mu;
+  std::unique_ptr<std::once_flag[]> made; // per device: context retained, info read
 
   Api() {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -76,6 +76,7 @@ struct Api {
       return;
     }
     contexts.assign(static_cast<std::size_t>(devices), nullptr);
+    made = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(devices));
     info.resize(static_cast<std::size_t>(devices));
   }
 
@@ -127,13 +128,15 @@ void setDevice(int device) {
   if (device < 0 || device >= a.devices)
     throw Error("CUDA device " + std::to_string(device) + " does not exist (" +
                 std::to_string(a.devices) + " present)");
-  std::lock_guard<std::mutex> lock(a.mu);
-  auto& ctx = a.contexts[static_cast<std::size_t>(device)];
-  if (!ctx) {
+  const auto d = static_cast<std::size_t>(device);
+  // Every driver call of a kernel call comes here: the context is made once, then only made
+  // current (no lock).
+  std::call_once(a.made[d], [&] {
+    CUcontext ctx = nullptr;
     CUdevice dev = 0;
     check(a.cuDeviceGet(&dev, device), "cuDeviceGet");
     check(a.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    DeviceInfo& in = a.info[static_cast<std::size_t>(device)];
+    DeviceInfo& in = a.info[d];
     char name[256] = {};
     check(a.cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
     in.name = name;
@@ -148,8 +151,9 @@ void setDevice(int device) {
     check(a.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
           "cuDeviceGetAttribute");
     in.sharedPerBlockOptin = v;
-  }
-  check(a.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    a.contexts[d] = ctx;
+  });
+  check(a.cuCtxSetCurrent(a.contexts[d]), "cuCtxSetCurrent");
 }
 
 const DeviceInfo& deviceInfo(int device) {

@@ -208,6 +208,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
                 joinShape(shape) + " " + std::string(dtypeName(dtype)) + " tensor");
   }
   storage->bytes = bytes;
+  return contiguousOver(std::move(storage), dtype, shape);
+}
+
+Tensor Tensor::contiguousOver(std::shared_ptr<Storage> storage, DType dtype, const Shape& shape) {
   Tensor t;
   t.storage_ = std::move(storage);
   t.dtype_ = dtype;
@@ -598,12 +602,7 @@ Tensor Tensor::emptyCuda(const Shape& shape, DType dtype, int index) {
   storage->bytes = bytes;
   storage->kind = DeviceKind::cuda;
   storage->device = index;
-  Tensor t;
-  t.storage_ = std::move(storage);
-  t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.strides_ = contiguousStrides(shape);
-  return t;
+  return contiguousOver(std::move(storage), dtype, shape);
 #else
   (void)n;
   (void)index;

@@ -2,6 +2,7 @@
 // Runs programs on a device and on the reference interpreter with the same inputs and compares
 // every assigned tensor (forward and gradient programs): shared by the CPU JIT and CUDA tests.
 #include "GradTable.h"
+#include "InterpreterTable.h"
 
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,76 @@ inline std::map<std::string, Shape> grown(const std::map<std::string, Shape>& sh
     g[n] = t;
   }
   return g;
+}
+
+// Every interpreter-table row on `device` against the interpreter: f64 and f32, contiguous and
+// strided arguments.
+inline void compareInterpreterTable(Device device) {
+  auto table = interp::rows();
+  REQUIRE(table.size() >= 45);
+  for (std::size_t n = 0; n < table.size(); ++n) {
+    const auto& row = table[n];
+    INFO("row " << n << ": " << row.program);
+    for (DType dt : {DType::f64, DType::f32})
+      for (bool stride : {false, true}) {
+        CAPTURE(stride);
+        try {
+          compareCall(row.program, row.args, dt, stride, device);
+        } catch (const std::exception& e) {
+          FAIL_CHECK("threw: " << std::string(e.what()));
+        }
+      }
+  }
+}
+
+// Every gradient-table program, forward and gradient, f64 and f32, on its shapes and on grown
+// shapes where those bind. Returns how many programs ran on grown shapes.
+inline int compareGradTable(Device device) {
+  int grownRan = 0;
+  for (const auto& row : kGradRows) {
+    INFO("program: " << std::string(row.program));
+    for (DType dt : {DType::f64, DType::f32}) {
+      try {
+        compareProgram(row.program, row.shapes, row.scalars, row.wrt, dt, 11, device);
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+      auto g = grown(row.shapes);
+      try {
+        Kernel probe = einjit::compile(row.program, on(Device::reference(), dt));
+        probe.call(randomArgs(probe.program(), g, dt, 3), row.scalars);
+      } catch (const einjit::Error&) {
+        continue; // these shapes do not fit the program (a square matrix, a fixed size)
+      }
+      ++grownRan;
+      try {
+        compareProgram(row.program, g, row.scalars, row.wrt, dt, 12, device);
+      } catch (const std::exception& e) {
+        FAIL_CHECK("grown shapes threw: " << std::string(e.what()));
+      }
+    }
+  }
+  return grownRan / 2;
+}
+
+// n random statements (fixed seed), forward and gradient; returns how many ran without
+// throwing.
+inline int compareRandomPrograms(Device device, int n) {
+  std::mt19937_64 rng(4242);
+  int ran = 0;
+  for (int k = 0; k < n; ++k) {
+    std::map<std::string, Shape> shapes;
+    std::string program = randomStatement(rng, shapes);
+    INFO(program);
+    try {
+      compareProgram(program, shapes, {}, {}, k % 3 == 0 ? DType::f32 : DType::f64,
+                     static_cast<std::uint64_t>(k), device);
+      ++ran;
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+  return ran;
 }
 
 } // namespace einjit::test

@@ -150,62 +150,17 @@ TEST_CASE("cuda: explain --cuda prints the kernels and their launch shapes (no G
 
 TEST_CASE("cuda: every interpreter-table row equals the interpreter (f64, f32, strided views)") {
   if (!gpu()) return;
-  for (const auto& row : einjit::test::interp::rows()) {
-    INFO(std::string(row.program));
-    for (DType dt : {DType::f64, DType::f32})
-      for (bool stride : {false, true}) {
-        try {
-          compareCall(row.program, row.args, dt, stride, Device::cuda());
-        } catch (const std::exception& e) {
-          FAIL_CHECK("threw: " << std::string(e.what()));
-        }
-      }
-  }
+  compareInterpreterTable(Device::cuda());
 }
 
 TEST_CASE("cuda: every gradient-table program, forward and gradient, f64 and f32, grown shapes") {
   if (!gpu()) return;
-  for (const auto& row : einjit::test::kGradRows) {
-    INFO(std::string(row.program));
-    for (DType dt : {DType::f64, DType::f32}) {
-      try {
-        compareProgram(row.program, row.shapes, row.scalars, row.wrt, dt, 11, Device::cuda());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("threw: " << std::string(e.what()));
-      }
-      auto g = grown(row.shapes);
-      try {
-        Kernel probe = einjit::compile(row.program, on(Device::reference(), dt));
-        probe.call(randomArgs(probe.program(), g, dt, 3), row.scalars);
-      } catch (const einjit::Error&) {
-        continue;
-      }
-      try {
-        compareProgram(row.program, g, row.scalars, row.wrt, dt, 12, Device::cuda());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("grown shapes threw: " << e.what());
-      }
-    }
-  }
+  compareGradTable(Device::cuda());
 }
 
 TEST_CASE("cuda: 300 random programs, forward and gradient, against the interpreter") {
   if (!gpu()) return;
-  std::mt19937_64 rng(4242);
-  int ran = 0;
-  for (int n = 0; n < 300; ++n) {
-    std::map<std::string, Shape> shapes;
-    std::string program = einjit::test::randomStatement(rng, shapes);
-    INFO(program);
-    try {
-      compareProgram(program, shapes, {}, {}, n % 3 == 0 ? DType::f32 : DType::f64,
-                     static_cast<std::uint64_t>(n), Device::cuda());
-      ++ran;
-    } catch (const std::exception& e) {
-      FAIL_CHECK("threw: " << std::string(e.what()));
-    }
-  }
-  CHECK(ran == 300);
+  CHECK(compareRandomPrograms(Device::cuda(), 300) == 300);
 }
 
 TEST_CASE("cuda: device tensors in and out, views, and gradients called twice are identical") {

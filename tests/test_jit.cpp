@@ -19,62 +19,16 @@
 #include <thread>
 #include <unistd.h>
 
-using einjit::Arg;
-using einjit::Device;
-using einjit::DType;
-using einjit::Kernel;
-using einjit::Outputs;
-using einjit::Shape;
-using einjit::Tensor;
-
 using namespace einjit::test;
 
 TEST_CASE("jit: every interpreter-table row equals the interpreter (f64, f32, strided views)") {
-  auto table = einjit::test::interp::rows();
-  REQUIRE(table.size() >= 45);
-  for (std::size_t n = 0; n < table.size(); ++n) {
-    const auto& row = table[n];
-    INFO("row " << n << ": " << row.program);
-    for (DType dt : {DType::f64, DType::f32})
-      for (bool stride : {false, true}) {
-        CAPTURE(stride);
-        try {
-          compareCall(row.program, row.args, dt, stride);
-        } catch (const std::exception& e) {
-          FAIL_CHECK("threw: " << e.what());
-        }
-      }
-  }
+  compareInterpreterTable(Device::cpu());
 }
 
 TEST_CASE("jit: every gradient-table program, forward and gradient, f64 and f32, grown shapes") {
-  int grownRan = 0;
-  for (const auto& row : einjit::test::kGradRows) {
-    INFO("program: " << row.program);
-    for (DType dt : {DType::f64, DType::f32}) {
-      try {
-        compareProgram(row.program, row.shapes, row.scalars, row.wrt, dt, 11);
-      } catch (const std::exception& e) {
-        FAIL_CHECK("threw: " << e.what());
-      }
-      auto g = grown(row.shapes);
-      try {
-        Kernel probe = einjit::compile(row.program, on(Device::reference(), dt));
-        probe.call(randomArgs(probe.program(), g, dt, 3), row.scalars);
-      } catch (const einjit::Error&) {
-        continue; // these shapes do not fit the program (a square matrix, a fixed size)
-      }
-      ++grownRan;
-      try {
-        compareProgram(row.program, g, row.scalars, row.wrt, dt, 12);
-      } catch (const std::exception& e) {
-        FAIL_CHECK("grown shapes threw: " << e.what());
-      }
-    }
-  }
-  MESSAGE("programs run on grown shapes: " << grownRan / 2 << " of "
-                                           << einjit::test::kGradRows.size());
-  CHECK(grownRan >= 80);
+  const int grownRan = compareGradTable(Device::cpu());
+  MESSAGE("programs run on grown shapes: " << grownRan << " of " << kGradRows.size());
+  CHECK(grownRan >= 40);
 }
 
 TEST_CASE("jit: sizes 1, 7, 33 and 257 (tiles, vector tails, parallel loops)") {
@@ -134,21 +88,7 @@ TEST_CASE("jit: sizes 1, 7, 33 and 257 (tiles, vector tails, parallel loops)") {
 }
 
 TEST_CASE("jit: 300 random programs, forward and gradient, against the interpreter") {
-  std::mt19937_64 rng(4242);
-  int ran = 0;
-  for (int n = 0; n < 300; ++n) {
-    std::map<std::string, Shape> shapes;
-    std::string program = einjit::test::randomStatement(rng, shapes);
-    INFO(program);
-    try {
-      compareProgram(program, shapes, {}, {}, n % 3 == 0 ? DType::f32 : DType::f64,
-                     static_cast<std::uint64_t>(n));
-      ++ran;
-    } catch (const std::exception& e) {
-      FAIL_CHECK("threw: " << e.what());
-    }
-  }
-  CHECK(ran == 300);
+  CHECK(compareRandomPrograms(Device::cpu(), 300) == 300);
 }
 
 TEST_CASE("jit: 8 threads compiling and calling different and identical kernels") {

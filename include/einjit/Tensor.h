@@ -119,6 +119,8 @@ public:
 
 private:
   struct Storage;
+  // A contiguous tensor over fresh storage.
+  static Tensor contiguousOver(std::shared_ptr<Storage> storage, DType dtype, const Shape& shape);
   std::shared_ptr<Storage> storage_;
   std::int64_t offset_ = 0; // in elements, from the storage base
   DType dtype_ = DType::f32;
