@@ -212,8 +212,16 @@ TEST_CASE("cuda: mistakes are errors with carets, and a failing call writes noth
   // Mixed devices, and device tensors for a CPU kernel.
   CHECK_THROWS_WITH_AS(k(yd, E, bad), doctest::Contains("pass every tensor on one device"),
                        einjit::Error);
+  // The caret points at the tensor on the other device: E in "y[b,d] += E[tok[b], d]".
+  CHECK_THROWS_WITH_AS(k(yd, E, bad), doctest::Contains("<program>:1:11: error: tensor 'E' is on"),
+                       einjit::Error);
+  CHECK_THROWS_WITH_AS(k(yd, E, bad),
+                       doctest::Contains("   1 | y[b,d] += E[tok[b], d]\n     |           ^"),
+                       einjit::Error);
   Kernel cpu = einjit::compile("y[i] := x[i]");
   CHECK_THROWS_WITH_AS(cpu(E.cuda()), doctest::Contains("is on cuda:0 but the kernel runs on cpu"),
+                       einjit::Error);
+  CHECK_THROWS_WITH_AS(cpu(E.cuda()), doctest::Contains("   1 | y[i] := x[i]\n     |         ^"),
                        einjit::Error);
   CHECK_THROWS_WITH_AS(E.cuda().get({0, 0}), doctest::Contains("copy it to the host"),
                        einjit::Error);
