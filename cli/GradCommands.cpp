@@ -19,6 +19,7 @@ int grad(const Words& words, std::ostream& out, std::ostream&) {
   grad::Gradient g = grad::differentiate(p, a.wrt);
   out << dsl::printProgram(g.program) << '\n';
   for (const std::string& s : g.scatters) out << "# scatter: " << s << '\n';
+  for (const std::string& s : g.masked) out << "# masked gather: " << s << '\n';
   return 0;
 }
 

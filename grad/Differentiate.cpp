@@ -377,15 +377,36 @@ private:
   void contribution(const Statement& st, const CExpr& site) {
     CExprPtr partial = simplify(derivative(st.rhs, &site));
     if (isConstant(*partial, 0)) return;
-    int x = site.tensor;
-    // wrap reads fold indices around the tensor: their gradient is a scatter for now.
-    for (const Subscript& s : site.subs)
-      if (s.mode == IndexMode::Wrap) {
-        scatter(st, site, partial,
-                std::string(indexModeName(s.mode)) + "() reads fold several indices onto one");
-        return;
-      }
+    bool gathers = false, wraps = false;
+    for (const Subscript& s : site.subs) {
+      gathers = gathers || s.gather != nullptr;
+      wraps = wraps || s.mode == IndexMode::Wrap;
+    }
+    if (scatterOnly_ || gathers) {
+      scatter(st, site, partial,
+              scatterOnly_ ? "scatter-only reference" : "a gather's gradient is a scatter");
+      return;
+    }
+    if (!wraps) {
+      gatherForm(st, site, partial);
+      return;
+    }
+    // wrap(): where the wrapped index runs over exactly one period, it is a bijection for
+    // fixed other indices, and the statement is solved over t = wrap(phi) instead.
+    Statement st2 = st;
+    CExpr site2 = site;
+    std::string why;
+    if (!unwrap(st2, site2, partial, why)) {
+      maskedGather(st, site, partial, why);
+      return;
+    }
+    gatherForm(st2, site2, partial);
+  }
 
+  // The contribution of a site without gathers or wraps, solved into gather form: one
+  // statement, or residue/clamp phases after a zero fill; a masked gather where it cannot be.
+  void gatherForm(const Statement& st, const CExpr& site, const CExprPtr& partial) {
+    int x = site.tensor;
     std::vector<std::vector<Sym>> extents;
     for (int r = 0; r < static_cast<int>(site.subs.size()); ++r) {
       extents.push_back({extentOf(x, r)});
@@ -396,9 +417,9 @@ private:
     std::vector<std::pair<Sym, Sym>> ranges;
     for (const IndexVar& v : st.vars) ranges.push_back({resolve(v.lo), resolve(v.hi)});
     std::vector<SiteSolution> phases;
-    std::string why = "scatter-only reference";
-    if (scatterOnly_ || !solvePhases(st, site, extents, ranges, {}, phases, why, 0)) {
-      scatter(st, site, partial, why);
+    std::string why;
+    if (!solvePhases(st, site, extents, ranges, {}, phases, why, 0)) {
+      maskedGather(st, site, partial, why);
       return;
     }
     // One statement, unless residue phases split dX: then it is zero-filled first and each
@@ -683,6 +704,149 @@ private:
   }
 
   // dX[phi(v)] += dY[o(v)] * partial(v) over the forward domain.
+  // --- wrap() reads --------------------------------------------------------------------------
+
+  bool sameExtent(const Sym& a, const Sym& b) const {
+    std::int64_t k;
+    return symIsConst(symSub(resolve(a), resolve(b)), &k) && k == 0;
+  }
+
+  // Rewrites st/site/partial over t = wrap(phi) in place of one index v per wrapped dimension.
+  // phi = s*v + c(w) with s = +-1 and v over exactly [0, E), E the wrapped extent: for fixed
+  // other indices w, v -> wrap(phi) is a bijection of [0, E), with inverse
+  // v = wrap(s*(t - c(w))). Every other use of v must be bare in a dimension of extent E (it
+  // becomes that wrap), or the same wrapped subscript (it becomes t). False, with the reason,
+  // when the statement does not have this shape.
+  bool unwrap(Statement& st, CExpr& site, CExprPtr& partial, std::string& why) {
+    std::vector<bool> taken(st.vars.size(), false);
+    for (std::size_t d = 0; d < site.subs.size(); ++d) {
+      const Subscript e = site.subs[d];
+      if (e.mode != IndexMode::Wrap) continue;
+      Sym period = extentOf(site.tensor, static_cast<int>(d));
+      int v = -1;
+      for (std::size_t c = 0; c < e.coef.size() && v < 0; ++c)
+        if ((e.coef[c] == 1 || e.coef[c] == -1) && !taken[c] && !st.vars[c].dependent &&
+            sameExtent(st.vars[c].lo, symConst(0)) && sameExtent(st.vars[c].hi, period) &&
+            !boundsRead(st, c))
+          v = static_cast<int>(c);
+      if (v < 0) {
+        why = "dimension " + std::to_string(d) +
+              " of a wrap() read: no index with coefficient +-1 runs over exactly one period";
+        return false;
+      }
+      auto vi = static_cast<std::size_t>(v);
+      taken[vi] = true;
+      // v = wrap(s*(t - c(w) - k)), with t in v's slot.
+      Subscript inverse = e;
+      std::int64_t s = e.coef[vi];
+      for (std::size_t c = 0; c < inverse.coef.size(); ++c)
+        inverse.coef[c] = c == vi ? s : -s * e.coef[c];
+      inverse.constant = symScale(e.constant, -s);
+      Subscript t;
+      t.coef.assign(e.coef.size(), 0);
+      t.coef[vi] = 1;
+      t.constant = symConst(0);
+      t.range = e.range;
+      auto rewrite = [&](int tensor, std::size_t dim, Subscript& sub) -> bool {
+        if (sub.coef[vi] == 0 && !sub.gather) return true;
+        if (sub.gather) return false; // v (or anything) inside a gathered subscript
+        Sym ext = extentOf(tensor, static_cast<int>(dim));
+        if (sub.mode == IndexMode::Wrap && sub.coef == e.coef &&
+            sameExtent(sub.constant, e.constant) && sameExtent(ext, period)) {
+          sub = t; // the wrapped read itself
+          return true;
+        }
+        if (sub.mode == IndexMode::Plain && sub.bareVar() == v && sameExtent(ext, period)) {
+          inverse.range = sub.range;
+          sub = inverse;
+          return true;
+        }
+        return false;
+      };
+      bool ok = true;
+      CExpr lhs = *st.lhs;
+      for (std::size_t r = 0; r < lhs.subs.size(); ++r)
+        ok = ok && rewrite(lhs.tensor, r, lhs.subs[r]);
+      st.lhs = std::make_shared<const CExpr>(std::move(lhs));
+      for (std::size_t r = 0; r < site.subs.size(); ++r)
+        ok = ok && (r == d ? (site.subs[r] = t, true) : rewrite(site.tensor, r, site.subs[r]));
+      partial = rewriteReads(partial, vi, rewrite, ok);
+      if (!ok) {
+        why = "index '" + st.vars[vi].name + "' of a wrap() read is also used otherwise";
+        return false;
+      }
+      st.vars[vi].isOutput = false; // t is not an output index
+    }
+    return true;
+  }
+
+  // Whether another index's dependent range reads index v.
+  static bool boundsRead(const Statement& st, std::size_t v) {
+    for (const IndexVar& w : st.vars) {
+      if (!w.dependent) continue;
+      std::vector<bool> reads(st.vars.size(), false);
+      w.loBound.collectVars(reads);
+      w.hiBound.collectVars(reads);
+      if (reads[v]) return true;
+    }
+    return false;
+  }
+
+  // e with every read's subscripts passed through `rewrite`; ok turns false when one fails or
+  // index v is used as a value.
+  template <typename F>
+  static CExprPtr rewriteReads(const CExprPtr& e, std::size_t v, F& rewrite, bool& ok) {
+    CExpr c = *e;
+    if (c.kind == CKind::Index && c.var == static_cast<int>(v)) ok = false;
+    for (std::size_t r = 0; r < c.subs.size(); ++r) ok = ok && rewrite(c.tensor, r, c.subs[r]);
+    for (auto& a : c.args) a = rewriteReads(a, v, rewrite, ok);
+    return std::make_shared<const CExpr>(std::move(c));
+  }
+
+  // The contribution in gather form without solving anything: dX[u] sums the summand over the
+  // whole forward domain, masked to the iterations whose subscripts land on u. Each element is
+  // written once (safe in parallel) but the work is |dX| times the forward's, so it is listed
+  // in Gradient::masked; it is the fallback for sites the solver cannot handle.
+  void maskedGather(const Statement& st, const CExpr& site, const CExprPtr& partial,
+                    const std::string& why) {
+    int x = site.tensor;
+    auto [emit, varAff] = forwardFrame(st);
+    Stmt out;
+    out.output = gradOf(x);
+    out.outputBracketed = !site.subs.empty();
+    ExprPtr cond;
+    std::set<std::string> taken;
+    for (const IndexVar& v : st.vars) taken.insert(v.name);
+    for (std::size_t r = 0; r < site.subs.size(); ++r) {
+      std::string u;
+      for (int i = 0; u.empty(); ++i) {
+        std::string n = i == 0 ? "u" : "u" + std::to_string(i);
+        if (!taken.count(n) && !used_.count(n)) u = n;
+      }
+      taken.insert(u);
+      const Subscript& s = site.subs[r];
+      ExprPtr e = emit.aff(composeSubscript(s, varAff));
+      ExprPtr ext = symExpr(extentOf(x, static_cast<int>(r)));
+      if (s.mode == IndexMode::Clamp)
+        e = fn("max", {num(0), fn("min", {e, Expr::makeBinary(BinOp::Sub, ext, num(1))})});
+      if (s.mode == IndexMode::Wrap) { // ((e % E) + E) % E: % is fmod
+        e = Expr::makeBinary(BinOp::Mod, add(Expr::makeBinary(BinOp::Mod, e, ext), ext), ext);
+      }
+      ExprPtr one = Expr::makeBinary(BinOp::Eq, e, ident(u));
+      cond = cond ? Expr::makeBinary(BinOp::And, cond, one) : one;
+      out.lhs.push_back(ident(u));
+      out.where.push_back({u, {}, num(0), ext, {}});
+    }
+    out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
+    ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+    out.rhs = summand(dy, partial, st, varAff, emit);
+    if (cond) out.rhs = Expr::makeTernary(cond, out.rhs, num(0));
+    forwardRanges(st, out);
+    g_.masked.push_back(printStmt(out) + "   # " + why);
+    defined_.insert(x);
+    stmts_.push_back(std::move(out));
+  }
+
   void scatter(const Statement& st, const CExpr& site, const CExprPtr& partial,
                const std::string& why) {
     int x = site.tensor;

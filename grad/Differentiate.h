@@ -9,11 +9,11 @@
 // results the gradients read are recomputed first, and the chain rule runs through the
 // statements in reverse order.
 //
-// Implemented so far: (+) reductions into ':=' outputs; plain and padded affine reads
-// solved with unit pivots (G2a) and exact Fourier-Motzkin bounds (G4); sub-lattices such
-// as A[i,i] (G2d) as masks. Reads that need residue phases (G2b/G3) or Euclid steps (G2c)
-// fall back to an accumulating scatter over the forward domain, and a gather's gradient is
-// a scatter by nature; both are listed in Gradient::scatters.
+// Sites are solved with unit pivots (G2a), residue phases (G2b/G3), Euclid steps (G2c),
+// sub-lattices (G2d), clamp() edges and wrap() over one period, with exact Fourier-Motzkin
+// bounds (G4). A gather's gradient is a scatter by nature (Gradient::scatters); a site the
+// solver cannot handle becomes a masked gather over the whole forward domain
+// (Gradient::masked).
 #include "dsl/Program.h"
 
 #include <string>
@@ -26,6 +26,10 @@ struct Gradient {
   std::vector<std::string> outputGrads; // d<Y> input name per forward program output
   std::vector<std::string> inputGrads;  // dX output name per requested input, in wrt order
   std::vector<std::string> scatters;    // a line per contribution emitted as a scatter
+  // A line per contribution the solver could not put into loops over dX's elements with exact
+  // bounds: a masked sum over the whole forward domain per element of dX (correct and safe in
+  // parallel, but |dX| times the forward's work).
+  std::vector<std::string> masked;
 };
 
 // wrt: names of tensor arguments of `program` (empty: every floating-point input read as a

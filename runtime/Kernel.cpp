@@ -34,7 +34,7 @@ std::string Device::name() const {
 struct Kernel::Impl {
   dsl::Program program;
   Options options;
-  std::vector<std::string> gradientInputs, gradientOutputs, scatters; // gradient kernels
+  std::vector<std::string> gradientInputs, gradientOutputs, scatters, masked; // gradient kernels
 #if EINJIT_HAVE_LLVM
   mutable runtime::PreparedCache prepared; // compiled code per binding
 #endif
@@ -579,6 +579,7 @@ Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
   impl->gradientInputs = g.outputGrads;
   impl->gradientOutputs = g.inputGrads;
   impl->scatters = g.scatters;
+  impl->masked = g.masked;
   Kernel k;
   k.impl_ = std::move(impl);
   return k;
@@ -587,6 +588,7 @@ Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
 std::vector<std::string> Kernel::gradientInputs() const { return impl_->gradientInputs; }
 std::vector<std::string> Kernel::gradientOutputs() const { return impl_->gradientOutputs; }
 std::vector<std::string> Kernel::scatters() const { return impl_->scatters; }
+std::vector<std::string> Kernel::maskedGathers() const { return impl_->masked; }
 
 std::string Kernel::source() const { return dsl::printProgram(impl_->program.ast); }
 std::string Kernel::ranges() const { return dsl::describeRanges(impl_->program); }

@@ -53,13 +53,23 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[n,o,h,w] := x[n,c,pad(2h+a-1),pad(2w+b-1)] * k[o,c,a,b] "
      "where h in 0:fdiv(size(x,2)-1,2)+1, w in 0:fdiv(size(x,3)-1,2)+1",
      {{"x", {1, 2, 6, 7}}, {"k", {2, 2, 3, 3}}}},
-    // clamp and wrap: scatters of their folded indices
+    // clamp (edges and interior) and wrap (solved over one period, or masked)
     {"y[i] := x[clamp(i-1)] * w[i] + x[wrap(i+2)] where i in 0:size(x,0)",
      {{"x", {5}}, {"w", {5}}}},
     {"y[i] := x[clamp(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {6}}, {"w", {3}}}},
     {"y[i] := x[clamp(2i+k-1), clamp(i-k)] * w[k] where i in 0:size(x,0)",
      {{"x", {7, 4}}, {"w", {3}}}},
     {"y[i] := x[clamp(i-2)] * w[i] where i in 0:size(w,0)", {{"x", {1}}, {"w", {4}}}},
+    {"y[i] := x[wrap(i+k-1)] * w[k] where i in 0:size(x,0)", {{"x", {7}}, {"w", {3}}}},
+    {"y[i,j] := x[wrap(i+k-1), wrap(j+l-2)] * w[k,l] where i in 0:size(x,0), j in 0:size(x,1)",
+     {{"x", {5, 6}}, {"w", {3, 4}}}},
+    {"y[i] := x[wrap(k-i)]^2 * w[k] where i in 0:size(x,0)", {{"x", {5}}, {"w", {7}}}},
+    {"y[n,i] := x[n,wrap(i+k-2)] * w[k] + x[n,i] where i in 0:size(x,1)",
+     {{"x", {2, 6}}, {"w", {5}}}},
+    {"y[i] := x[wrap(2i+k)] * w[k] where i in 0:size(x,0)", {{"x", {5}}, {"w", {3}}}},
+    {"y[i] := x[wrap(i-3)] * w[i] where i in 0:size(w,0)", {{"x", {3}}, {"w", {8}}}},
+    {"y[i] := x[wrap(i+k)] * w[k] * g[i] where i in 0:size(x,0)",
+     {{"x", {4}}, {"w", {3}}, {"g", {4}}}},
     // transposed convolution in its gather form
     {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
      {{"x", {4}}, {"w", {3}}}},
@@ -117,7 +127,8 @@ inline const std::vector<GradRow> kGradRows = {
 
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so
 // that all ranges are inferable; x reads random affine combinations of 1-3 indices with
-// coefficients in -3..3; a random function wraps one factor.
+// coefficients in -3..3, each dimension in pad(), clamp() or wrap(); a random function wraps
+// one factor.
 inline std::string randomStatement(std::mt19937_64& rng, std::map<std::string, Shape>& shapes) {
   const char* vars[] = {"i", "k", "l"};
   int nv = 2 + static_cast<int>(rng() % 2);
@@ -137,7 +148,8 @@ inline std::string randomStatement(std::mt19937_64& rng, std::map<std::string, S
     if (sub.empty()) sub = vars[rng() % static_cast<unsigned>(nv)];
     int off = static_cast<int>(rng() % 5) - 2;
     if (off != 0) sub += (off > 0 ? "+" : "-") + std::to_string(std::abs(off));
-    xs += (d ? "," : "") + std::string("pad(") + sub + ")";
+    const char* modes[] = {"pad(", "pad(", "pad(", "clamp(", "wrap("};
+    xs += (d ? "," : "") + std::string(modes[rng() % 5]) + sub + ")";
   }
   std::string ws;
   Shape wshape;

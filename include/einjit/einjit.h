@@ -111,10 +111,13 @@ public:
   // each requested X, in order.
   Kernel gradient(const std::vector<std::string>& wrt = {}) const;
   // For a gradient kernel: the output-gradient names it takes (one per forward output), the
-  // gradients it returns, and the contributions it computes as scatters (see docs).
+  // gradients it returns, the contributions it computes as scatters (a gather's gradient),
+  // and those it computes as masked gathers (a sum over the whole forward domain per element,
+  // where the index solver found no exact bounds; see docs/LANGUAGE.md).
   std::vector<std::string> gradientInputs() const;
   std::vector<std::string> gradientOutputs() const;
   std::vector<std::string> scatters() const;
+  std::vector<std::string> maskedGathers() const;
 
   // Tensor arguments, then scalar parameters, in the order positional calls take them.
   std::vector<std::string> tensorArguments() const;
