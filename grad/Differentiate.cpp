@@ -150,7 +150,7 @@ public:
       gradName_[static_cast<std::size_t>(id)] = n;
       g_.outputGrads.push_back(n);
     }
-    for (std::size_t k = p_.stmts.size(); k-- > 0;) statement(p_.stmts[k]);
+    for (std::size_t k = p_.stmts.size(); k-- > 0;) statement(k);
     // Inputs that no contribution reached have a zero gradient.
     for (int id : wrtIds_) {
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
@@ -228,7 +228,15 @@ private:
 
   // --- one forward statement ----------------------------------------------------------------
 
-  void statement(const Statement& st) {
+  // Statements before k that write tensor t.
+  bool writtenBefore(int t, std::size_t k) const {
+    for (int j : p_.tensors[static_cast<std::size_t>(t)].writtenBy)
+      if (static_cast<std::size_t>(j) < k) return true;
+    return false;
+  }
+
+  void statement(std::size_t k) {
+    const Statement& st = p_.stmts[k];
     int y = st.output;
     if (gradName_[static_cast<std::size_t>(y)].empty() ||
         (!defined_.count(y) &&
@@ -236,22 +244,29 @@ private:
       return; // no gradient reaches this statement's output
     if (!readsNeeding(st)) return;
     // '+=' adds to what earlier statements wrote: the gradient of the final value flows to
-    // every writer unchanged (gradient programs are built this way). '=' would hide earlier
-    // values of the elements it covers.
-    if (st.assign == Assign::Overwrite)
+    // every writer unchanged (gradient programs are built this way). '=' hides the earlier
+    // values of the elements it covers: their gradient would be dY with those elements zeroed,
+    // so '=' is differentiated only when nothing before it wrote the tensor (its old value is
+    // then an argument's, which carries no gradient).
+    if (st.assign == Assign::Overwrite && writtenBefore(y, k))
       fail(src_, st.ast.assignRange,
-           "gradients of statements that overwrite existing tensors ('=') are not supported yet");
+           "cannot differentiate this '=': it overwrites values of '" + tensorName(y) +
+               "' that an earlier statement computed (use '+=' or a new tensor with ':=')");
+    // (max)/(min)/(*) '+=' combine with the old value, which the statement loses.
     if (st.assign == Assign::Accumulate && st.reduce != Reduce::Add)
       fail(src_, st.ast.assignRange,
-           "gradients of '+=' with a (" + std::string(reduceSpelling(st.reduce)) +
-               ") reduction are not supported yet");
-    if (st.assign == Assign::Accumulate && p_.tensors[static_cast<std::size_t>(y)].isArgument)
-      fail(src_, st.ast.outputRange,
-           "gradients of '+=' into a tensor that is passed in are not supported yet");
-    // Every read of a tensor that carries gradient is a site.
+           "cannot differentiate '+=' with a (" + std::string(reduceSpelling(st.reduce)) +
+               ") reduction: the value it combines with is overwritten (write the reduction "
+               "into a new tensor with ':=' and combine it in a second statement)");
+    // Every read of a tensor that carries gradient is a site, except reads of a value no
+    // statement computed yet (an argument's old value, before the program writes it).
     std::vector<const CExpr*> sites;
     std::function<void(const CExprPtr&)> walk = [&](const CExprPtr& e) {
-      if (e->kind == CKind::Read && needsGrad(e->tensor)) sites.push_back(e.get());
+      const bool written = e->kind == CKind::Read &&
+                           !p_.tensors[static_cast<std::size_t>(e->tensor)].writtenBy.empty();
+      if (e->kind == CKind::Read && needsGrad(e->tensor) &&
+          (!written || writtenBefore(e->tensor, k)))
+        sites.push_back(e.get());
       for (const auto& a : e->args) walk(a);
     };
     walk(st.rhs);
@@ -313,16 +328,38 @@ private:
   // (max)/(min): the gradient goes to the first extreme value in iteration order. first[o] is
   // the smallest iteration number whose value equals y[o]; the summand is masked to it.
   CExprPtr selection(const Statement& st) {
-    for (const IndexVar& v : st.vars)
-      if (v.dependent && !v.isOutput)
-        fail(src_, v.whereRange,
-             "gradients of (max)/(min) over ranges that depend on other indices are not "
-             "supported yet");
-    CExprPtr lin = iterationNumber(st);
-    CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), st.lhs);
-    int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
-                                ternary(isExtreme, lin, constant(1e300)));
-    return ternary(binary(BinOp::Eq, lin, sameElementOf(st, first)), st.rhs, constant(0));
+    // The extreme: the output itself, or recomputed when the output is a tensor changed in
+    // place (the gradient program only has its values from before the forward call).
+    CExprPtr extreme = st.lhs;
+    if (p_.tensors[static_cast<std::size_t>(st.output)].isArgument)
+      extreme = sameElementOf(st, helperStatement(st, (st.reduce == Reduce::Max ? "max_" : "min_") +
+                                                          tensorName(st.output),
+                                                  st.reduce, copy(st.rhs)));
+    CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), extreme);
+    bool dependent = false;
+    for (const IndexVar& v : st.vars) dependent = dependent || (v.dependent && !v.isOutput);
+    if (!dependent) {
+      CExprPtr lin = iterationNumber(st);
+      int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
+                                  ternary(isExtreme, lin, constant(1e300)));
+      return ternary(binary(BinOp::Eq, lin, sameElementOf(st, first)), st.rhs, constant(0));
+    }
+    // Ranges that depend on other indices have no box to number the iterations in: find the
+    // first extreme one reduction index at a time (the smallest r1 among the extremes, then the
+    // smallest r2 among those with that r1, ...).
+    CExprPtr chosen;
+    for (std::size_t v = 0; v < st.vars.size(); ++v) {
+      if (st.vars[v].isOutput) continue;
+      CExpr idx{CKind::Index};
+      idx.var = static_cast<int>(v);
+      CExprPtr r = std::make_shared<const CExpr>(idx);
+      CExprPtr cond = chosen ? binary(BinOp::And, isExtreme, chosen) : isExtreme;
+      int first = helperStatement(st, "first_" + st.vars[v].name + "_" + tensorName(st.output),
+                                  Reduce::Min, ternary(cond, r, constant(1e300)));
+      CExprPtr same = binary(BinOp::Eq, r, sameElementOf(st, first));
+      chosen = chosen ? binary(BinOp::And, chosen, same) : same;
+    }
+    return ternary(chosen, st.rhs, constant(0));
   }
 
   // (*): d prod / d F(v) is the product of the other factors, correct with zeros: count the
@@ -885,11 +922,16 @@ private:
   // Forward statements whose results the gradient statements read, in forward order, then
   // the gradient statements.
   void assemble() {
-    std::set<std::string> read;
+    std::set<std::string> read, values; // every tensor read; those read as values
     std::function<void(const Expr&)> names = [&](const Expr& e) {
-      if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) read.insert(e.name);
-      if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty())
+      if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) {
+        read.insert(e.name);
+        values.insert(e.name);
+      }
+      if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty()) {
         read.insert(e.args[0]->name);
+        return;
+      }
       for (const auto& a : e.args) names(*a);
     };
     auto collect = [&](const Stmt& s) {
@@ -905,9 +947,22 @@ private:
     for (std::size_t k = p_.stmts.size(); k-- > 0;) {
       const Statement& st = p_.stmts[k];
       const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
-      if (!read.count(out)) continue;
+      // An argument read only for its shape is passed in, not recomputed.
+      if (!values.count(out) &&
+          (!read.count(out) || p_.tensors[static_cast<std::size_t>(st.output)].isArgument))
+        continue;
       keep[k] = true;
       collect(st.ast);
+    }
+    // The gradient program takes the forward inputs as they were before the forward call: a
+    // tensor the program changes in place has no such value any more after it.
+    for (int id : p_.arguments) {
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      if (!t.writtenBy.empty() && values.count(t.name))
+        fail(src_, p_.stmts[static_cast<std::size_t>(t.writtenBy[0])].ast.outputRange,
+             "cannot differentiate this program: its gradient needs the values of '" + t.name +
+                 "', which the program changes in place (compute the result into a new tensor "
+                 "with ':=')");
     }
     g_.program.source = p_.source;
     for (std::size_t k = 0; k < p_.stmts.size(); ++k)

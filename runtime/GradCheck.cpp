@@ -28,7 +28,18 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
     inputs[t.name] = t.readAsIndex ? Tensor::randomInt(it->second, 0, 2, DType::i64, ++seed)
                                    : Tensor::random(it->second, DType::f64, ++seed);
   }
-  Outputs y = fwd.call(inputs, scalars);
+  // Tensors the program changes in place ('='/'+=' outputs) start from the same values in
+  // every forward call.
+  std::map<std::string, Tensor> initial;
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    if (!t.writtenBy.empty()) initial[t.name] = inputs.at(t.name).clone();
+  }
+  auto forward = [&] {
+    for (auto& [name, t] : initial) inputs[name] = t.clone();
+    return fwd.call(inputs, scalars);
+  };
+  Outputs y = forward();
   std::vector<Tensor> dys;
   std::map<std::string, Tensor> backTensors;
   std::map<std::string, double> backScalars = scalars;
@@ -49,7 +60,7 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
   Outputs grads = back.call(tin, sin);
 
   auto loss = [&] {
-    Outputs r = fwd.call(inputs, scalars);
+    Outputs r = forward();
     double l = 0;
     for (std::size_t i = 0; i < r.size(); ++i) {
       std::vector<double> yv = r[i].toVector(), dv = dys[i].toVector();

@@ -199,8 +199,58 @@ TEST_CASE("gradients: what cannot be differentiated is an error") {
                        einjit::Error);
   CHECK_THROWS_WITH_AS(d("y[b] := E[tok[b]]", {"tok"}), doctest::Contains("integer indices"),
                        einjit::Error);
-  CHECK_THROWS_WITH_AS(d("(max) y[i] = x[i,j]"), doctest::Contains("overwrite existing"),
-                       einjit::Error);
+  // Versions of a tensor changed in place that the gradient cannot name.
+  auto fails = [&](const char* prog, const char* what, int line, int column) {
+    std::string program = prog;
+    CAPTURE(program);
+    try {
+      d(prog);
+      FAIL_CHECK("no error");
+    } catch (const einjit::Error& e) {
+      std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find(what) != std::string::npos);
+      CHECK(msg.find("<program>:" + std::to_string(line) + ":" + std::to_string(column) + ":") ==
+            0);
+      CHECK(msg.find('^') != std::string::npos);
+    }
+  };
+  fails("t[i] := x[i]; t[i] = x[i]^2", "overwrites values of 't' that an earlier statement", 1,
+        20);
+  fails("(max) y[i] += x[i,j]", "with a (max) reduction", 1, 12);
+  fails("y[i] = x[i]^2; z[i] := y[i]^2", "changes in place", 1, 1);
+}
+
+TEST_CASE("gradients: '=' and '+=' into tensors passed in") {
+  // The old values of a tensor the program changes in place carry no gradient; each writer
+  // passes dY on for the elements it covers.
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+  };
+  const Row rows[] = {
+      {"y[i] = x[i] * 2", {{"x", {5}}, {"y", {5}}}},
+      {"y[i] += x[i,j] * w[j]; y[i] += w[i]^2", {{"x", {4, 4}}, {"w", {4}}, {"y", {4}}}},
+      {"y[2i+1] = x[i]^2 where i in 0:size(x,0)", {{"x", {4}}, {"y", {9}}}},
+      {"(max) y[i] = x[i,j]", {{"x", {3, 4}}, {"y", {3}}}},
+      {"y[i] = x[i]; y[i] += x[i]^3; z[i] := y[i] * 2 + w[i]",
+       {{"x", {4}}, {"y", {4}}, {"w", {4}}}},
+  };
+  for (const Row& row : rows) {
+    std::string program = row.program;
+    CAPTURE(program);
+    for (einjit::Device dev : {einjit::Device::reference(), einjit::Device::cpu()}) {
+      einjit::GradCheckResult r = einjit::gradcheck(row.program, row.shapes, {}, {}, 5, 1e-6, dev);
+      CHECK(r.passed);
+      CHECK(!r.inputs.empty());
+    }
+    compareWithScatter({row.program, row.shapes}, 3);
+  }
+  // By hand: y = y_old + x w + w^2, and y_old carries no gradient: dx[i,j] = dy[i] w[j].
+  auto g = einjit::grad::differentiate(
+      einjit::dsl::check("y[i] += x[i,j] * w[j]; y[i] += w[i]^2"), {"x"});
+  CHECK(einjit::dsl::printProgram(g.program) ==
+        "dx[i, j] := dy[i] * w[j] where i in 0:size(x, 0), j in 0:size(x, 1)");
 }
 
 TEST_CASE("gradients: f32() passes the gradient through unchanged") {
@@ -287,6 +337,41 @@ TEST_CASE("gradients: (max) sends the gradient to the first maximum, also with m
   Tensor xm = Tensor::fromValues({1, 4}, {3, 1, 1, 2}, DType::f64);
   Tensor g = mn.call({{"dy", Tensor::fromValues({1}, {5}, DType::f64)}, {"x", xm}})["dx"];
   CHECK(g.toVector() == std::vector<double>{0, 5, 0, 0});
+}
+
+TEST_CASE("gradients: (max)/(min) over ranges that depend on other indices, with ties") {
+  // Triangular windows: a in 0:min(3, N-i), b in 0:a+1. No box to number the iterations in,
+  // so the first maximum is found one reduction index at a time; checked by hand with ties.
+  const char* prog =
+      "(max) y[i] := x[i+a, b] where i in 0:size(x,0), a in 0:min(3, size(x,0)-i), b in 0:a+1";
+  for (einjit::Device dev : {einjit::Device::reference(), einjit::Device::cpu()}) {
+    einjit::Options opt;
+    opt.device = dev;
+    auto back = einjit::compile(prog, opt).gradient({"x"});
+    const std::int64_t n = 7, m = 4;
+    Tensor x = Tensor::randomInt({n, m}, 0, 2, DType::i64, 8).to(DType::f64);
+    Tensor dy = Tensor::random({n}, DType::f64, 9);
+    Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
+    std::vector<double> want(static_cast<std::size_t>(n * m), 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t ba = -1, bb = -1;
+      for (std::int64_t a = 0; a < std::min<std::int64_t>(3, n - i); ++a)
+        for (std::int64_t b = 0; b <= a; ++b)
+          if (ba < 0 || x.get({i + a, b}) > x.get({i + ba, bb})) ba = a, bb = b;
+      want[static_cast<std::size_t>((i + ba) * m + bb)] += dy.get({i});
+    }
+    CHECK(dx.toVector() == want);
+  }
+  // (min) over k in i:N, values with ties: element k gets dy[i] for every i whose first
+  // minimum it is.
+  auto mn = einjit::compile("(min) y[i] := x[k] where i in 0:size(x,0), k in i:size(x,0)")
+                .gradient();
+  Tensor xm = Tensor::fromValues({5}, {2, 1, 3, 1, 4}, DType::f64);
+  Tensor dym = Tensor::fromValues({5}, {1, 10, 100, 1000, 10000}, DType::f64);
+  Tensor g = mn.call({{"dy", dym}, {"x", xm}})["dx"];
+  CHECK(g.toVector() == std::vector<double>{0, 11, 0, 1100, 10000});
+  einjit::GradCheckResult r = einjit::gradcheck(prog, {{"x", {6, 3}}});
+  CHECK(r.passed);
 }
 
 TEST_CASE("gradients: (*) is exact with zeros (products of the other factors)") {
