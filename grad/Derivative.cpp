@@ -1,5 +1,6 @@
 #include "grad/Derivative.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace einjit::grad {
@@ -151,6 +152,82 @@ CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
   return constant(0);
 }
 
+bool sameExpr(const CExpr& a, const CExpr& b) {
+  if (a.kind != b.kind || a.value != b.value || a.var != b.var || a.param != b.param ||
+      a.tensor != b.tensor || a.dim != b.dim || a.unop != b.unop || a.binop != b.binop ||
+      a.fn != b.fn || a.subs.size() != b.subs.size() || a.args.size() != b.args.size())
+    return false;
+  for (std::size_t i = 0; i < a.subs.size(); ++i) {
+    const Subscript &s = a.subs[i], &t = b.subs[i];
+    if (s.mode != t.mode || s.coef != t.coef || symPrint(s.constant) != symPrint(t.constant) ||
+        (s.gather == nullptr) != (t.gather == nullptr) ||
+        (s.gather && !sameExpr(*s.gather, *t.gather)))
+      return false;
+  }
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (!sameExpr(*a.args[i], *b.args[i])) return false;
+  return true;
+}
+
+namespace {
+
+// A sum as terms c*t (t non-constant, or null for the constant part), flattened through +, -
+// and negation, with equal terms combined in order of first appearance.
+void collectTerms(const CExprPtr& e, double sign, std::vector<std::pair<double, CExprPtr>>& out) {
+  double v;
+  if (isConst(e, &v)) {
+    out.push_back({sign * v, nullptr});
+    return;
+  }
+  if (e->kind == CKind::Binary && (e->binop == BinOp::Add || e->binop == BinOp::Sub)) {
+    collectTerms(e->args[0], sign, out);
+    collectTerms(e->args[1], e->binop == BinOp::Add ? sign : -sign, out);
+    return;
+  }
+  if (e->kind == CKind::Unary && e->unop == UnOp::Neg) {
+    collectTerms(e->args[0], -sign, out);
+    return;
+  }
+  if (e->kind == CKind::Binary && e->binop == BinOp::Mul && isConst(e->args[0], &v)) {
+    out.push_back({sign * v, e->args[1]});
+    return;
+  }
+  out.push_back({sign, e});
+}
+
+CExprPtr combineTerms(const CExprPtr& sum) {
+  std::vector<std::pair<double, CExprPtr>> raw, terms;
+  collectTerms(sum, 1, raw);
+  double k = 0;
+  for (const auto& [c, t] : raw) {
+    if (!t) {
+      k += c;
+      continue;
+    }
+    auto it = std::find_if(terms.begin(), terms.end(),
+                           [&](const auto& p) { return sameExpr(*p.second, *t); });
+    if (it == terms.end())
+      terms.push_back({c, t});
+    else
+      it->first += c;
+  }
+  CExprPtr acc;
+  for (const auto& [c, t] : terms) {
+    if (c == 0) continue;
+    double mag = std::fabs(c);
+    CExprPtr term = mag == 1 ? t : binary(BinOp::Mul, constant(mag), t);
+    if (!acc)
+      acc = c < 0 ? unary(UnOp::Neg, term) : term;
+    else
+      acc = binary(c < 0 ? BinOp::Sub : BinOp::Add, acc, term);
+  }
+  if (!acc) return constant(k);
+  if (k != 0) acc = binary(k < 0 ? BinOp::Sub : BinOp::Add, acc, constant(std::fabs(k)));
+  return acc;
+}
+
+} // namespace
+
 CExprPtr simplify(const CExprPtr& e) {
   switch (e->kind) {
   case CKind::Unary: {
@@ -169,12 +246,12 @@ CExprPtr simplify(const CExprPtr& e) {
       if (ca && cb) return constant(x + y);
       if (ca && x == 0) return b;
       if (cb && y == 0) return a;
-      break;
+      return combineTerms(binary(BinOp::Add, a, b));
     case BinOp::Sub:
       if (ca && cb) return constant(x - y);
       if (cb && y == 0) return a;
       if (ca && x == 0) return simplify(unary(UnOp::Neg, b));
-      break;
+      return combineTerms(binary(BinOp::Sub, a, b));
     case BinOp::Mul:
       if (ca && cb) return constant(x * y);
       if ((ca && x == 0) || (cb && y == 0)) return constant(0);
@@ -182,10 +259,18 @@ CExprPtr simplify(const CExprPtr& e) {
       if (cb && y == 1) return a;
       if (ca && x == -1) return simplify(unary(UnOp::Neg, b));
       if (cb && y == -1) return simplify(unary(UnOp::Neg, a));
+      if (cb && !ca) std::swap(a, b), std::swap(x, y), std::swap(ca, cb); // constant first
+      if (ca && b->kind == CKind::Binary && b->binop == BinOp::Mul && isConst(b->args[0], &y))
+        return simplify(binary(BinOp::Mul, constant(x * y), b->args[1]));
       break;
     case BinOp::Div:
       if (ca && x == 0) return constant(0);
       if (cb && y == 1) return a;
+      break;
+    case BinOp::Pow:
+      if (ca && cb) return constant(std::pow(x, y));
+      if (cb && y == 1) return a;
+      if (cb && y == 0) return constant(1);
       break;
     default: break;
     }

@@ -12,8 +12,12 @@ namespace einjit::grad {
 dsl::CExprPtr derivative(const dsl::CExprPtr& e, const dsl::CExpr* site);
 
 // Constant folding and 0/1 elimination: 0*x -> 0, 1*x -> x, x+0 -> x, -(-x) -> x, c ? 0 : 0 ->
-// 0, and literal arithmetic.
+// 0, x^1 -> x, x^0 -> 1, literal arithmetic; equal terms combined: a + a -> 2*a,
+// c1*(c2*a) -> (c1*c2)*a.
 dsl::CExprPtr simplify(const dsl::CExprPtr& e);
+
+// Structural equality (the same operators, reads with the same subscripts, the same constants).
+bool sameExpr(const dsl::CExpr& a, const dsl::CExpr& b);
 
 // Helpers that build checked expression nodes.
 dsl::CExprPtr constant(double v);

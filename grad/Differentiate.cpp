@@ -276,7 +276,18 @@ private:
     sum.reduce = Reduce::Add;
     if (st.reduce == Reduce::Max || st.reduce == Reduce::Min) sum.rhs = selection(st);
     if (st.reduce == Reduce::Mul) sum.rhs = product(st);
-    for (const CExpr* site : sites) contribution(sum, *site);
+    // Reads of the same element (x[i] * x[i]) are one contribution with the partials added.
+    std::vector<bool> merged(sites.size(), false);
+    for (std::size_t a = 0; a < sites.size(); ++a) {
+      if (merged[a]) continue;
+      CExprPtr partial = derivative(sum.rhs, sites[a]);
+      for (std::size_t b = a + 1; b < sites.size(); ++b)
+        if (!merged[b] && sameExpr(*sites[a], *sites[b])) {
+          merged[b] = true;
+          partial = binary(BinOp::Add, partial, derivative(sum.rhs, sites[b]));
+        }
+      contribution(sum, *sites[a], simplify(partial));
+    }
   }
 
   // --- (max), (min), (*) ----------------------------------------------------------------------
@@ -411,8 +422,7 @@ private:
     return static_cast<std::size_t>(id) < needs_.size() && needs_[static_cast<std::size_t>(id)];
   }
 
-  void contribution(const Statement& st, const CExpr& site) {
-    CExprPtr partial = simplify(derivative(st.rhs, &site));
+  void contribution(const Statement& st, const CExpr& site, const CExprPtr& partial) {
     if (isConstant(*partial, 0)) return;
     bool gathers = false, wraps = false;
     for (const Subscript& s : site.subs) {
@@ -432,12 +442,13 @@ private:
     // fixed other indices, and the statement is solved over t = wrap(phi) instead.
     Statement st2 = st;
     CExpr site2 = site;
+    CExprPtr partial2 = partial;
     std::string why;
-    if (!unwrap(st2, site2, partial, why)) {
+    if (!unwrap(st2, site2, partial2, why)) {
       maskedGather(st, site, partial, why);
       return;
     }
-    gatherForm(st2, site2, partial);
+    gatherForm(st2, site2, partial2);
   }
 
   // The contribution of a site without gathers or wraps, solved into gather form: one

@@ -253,6 +253,23 @@ TEST_CASE("gradients: '=' and '+=' into tensors passed in") {
         "dx[i, j] := dy[i] * w[j] where i in 0:size(x, 0), j in 0:size(x, 1)");
 }
 
+TEST_CASE("gradients: the simplifier folds constants, powers and equal terms") {
+  auto text = [](const char* prog, std::vector<std::string> wrt) {
+    return einjit::dsl::printProgram(
+        einjit::grad::differentiate(einjit::dsl::check(prog), wrt).program);
+  };
+  // Two reads of the same element are one statement; x^1 -> x; constants combined.
+  CHECK(text("s := x[i,j] * x[i,j]", {}) ==
+        "dx[i, j] := ds * (2 * x[i, j]) where i in 0:size(x, 0), j in 0:size(x, 1)");
+  CHECK(text("y[i] := x[i]^2 - 3 + x[i]", {}) ==
+        "dx[i] := dy[i] * (2 * x[i] + 1) where i in 0:size(x, 0)");
+  CHECK(text("y[i] := x[i]^3 + x[i]*x[i]*w[i]", {"x"}) ==
+        "dx[i] := dy[i] * (3 * x[i]^2 + 2 * (x[i] * w[i])) where i in 0:size(x, 0)");
+  // Equal terms that cancel leave nothing: the gradient is a zero fill.
+  CHECK(text("y[i] := x[i] * w[i] - w[i] * 0 - x[i] * w[i] + w[i]", {"x"}) ==
+        "dx[u0] := 0 where u0 in 0:size(x, 0)");
+}
+
 TEST_CASE("gradients: f32() passes the gradient through unchanged") {
   // Finite differences cannot see this (f32 rounding is coarser than any usable step).
   auto g = einjit::grad::differentiate(einjit::dsl::check("y[i] := f32(x[i]) * 2"), {});
@@ -313,25 +330,29 @@ TEST_CASE("gradients: 500 random statements against finite differences and the s
 }
 
 TEST_CASE("gradients: (max) sends the gradient to the first maximum, also with many ties") {
-  // Max-pool 2x2 stride 2 over values drawn from {0, 1}: most windows tie.
-  auto pool = einjit::compile("(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2");
-  auto back = pool.gradient({"x"});
-  Tensor x = Tensor::randomInt({6, 8}, 0, 2, DType::i64, 5).to(DType::f64);
-  Tensor dy = Tensor::random({3, 4}, DType::f64, 6);
-  Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
-  for (std::int64_t i = 0; i < 3; ++i)
-    for (std::int64_t j = 0; j < 4; ++j) {
-      // The first maximum in the order a, then b.
-      std::int64_t ba = 0, bb = 0;
-      for (std::int64_t a = 0; a < 2; ++a)
-        for (std::int64_t b = 0; b < 2; ++b)
-          if (x.get({2 * i + a, 2 * j + b}) > x.get({2 * i + ba, 2 * j + bb})) ba = a, bb = b;
-      for (std::int64_t a = 0; a < 2; ++a)
-        for (std::int64_t b = 0; b < 2; ++b) {
-          double want = (a == ba && b == bb) ? dy.get({i, j}) : 0.0;
-          CHECK(dx.get({2 * i + a, 2 * j + b}) == want);
-        }
-    }
+  // Max-pool 2x2 and 3x3 (overlapping windows), stride 2, over values drawn from {0, 1}: most
+  // windows tie; an element that is the first maximum of two windows gets both gradients.
+  for (std::int64_t K : {2, 3}) {
+    CAPTURE(K);
+    std::string prog = "(max) y[i,j] := x[2i+a, 2j+b] where a in 0:" + std::to_string(K) +
+                       ", b in 0:" + std::to_string(K);
+    auto back = einjit::compile(prog).gradient({"x"});
+    const std::int64_t H = 7, W = 9, OH = (H - K) / 2 + 1, OW = (W - K) / 2 + 1;
+    Tensor x = Tensor::randomInt({H, W}, 0, 2, DType::i64, 5).to(DType::f64);
+    Tensor dy = Tensor::random({OH, OW}, DType::f64, 6);
+    Tensor dx = back.call({{"dy", dy}, {"x", x}})["dx"];
+    std::vector<double> want(static_cast<std::size_t>(H * W), 0.0);
+    for (std::int64_t i = 0; i < OH; ++i)
+      for (std::int64_t j = 0; j < OW; ++j) {
+        // The first maximum in the order a, then b.
+        std::int64_t ba = 0, bb = 0;
+        for (std::int64_t a = 0; a < K; ++a)
+          for (std::int64_t b = 0; b < K; ++b)
+            if (x.get({2 * i + a, 2 * j + b}) > x.get({2 * i + ba, 2 * j + bb})) ba = a, bb = b;
+        want[static_cast<std::size_t>((2 * i + ba) * W + 2 * j + bb)] += dy.get({i, j});
+      }
+    CHECK(dx.toVector() == want);
+  }
   // (min) likewise: the first of two equal minima gets everything.
   auto mn = einjit::compile("(min) y[i] := x[i,j]").gradient();
   Tensor xm = Tensor::fromValues({1, 4}, {3, 1, 1, 2}, DType::f64);
