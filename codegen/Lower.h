@@ -11,19 +11,36 @@
 // depend on other indices) become Check nodes: an index outside sets the call's status, the
 // access is clamped, and the runtime reruns the call through the interpreter, which reports
 // the error with its caret.
+//
+// Split reductions (Schedule.h) write each chunk's partial result into a scratch buffer that
+// the runtime allocates per call (kernels stay immutable and may run on many threads at once)
+// and combine the partials in chunk order in a second function.
 #include "codegen/IR.h"
 #include "codegen/Schedule.h"
 
 namespace einjit::codegen {
 
-struct LoweredProgram {
-  std::vector<ir::Func> funcs;    // run in order
-  std::vector<int> zeroFill;      // ':=' tensors to zero before the first function runs
-  bool checked = false;           // some access is checked at run time
-  std::vector<std::string> notes; // the schedule of each statement, for `einjit explain`
+// A buffer of partial results, uninitialised; each call needs its own.
+struct ScratchBuffer {
+  std::string name;
+  ir::Type elem;
+  std::int64_t elements;
+  std::size_t bytes() const {
+    const bool wide = elem == ir::Type::f64 || elem == ir::Type::i64;
+    return static_cast<std::size_t>(elements) * (wide ? 8 : 4);
+  }
 };
 
-// Buffer i of every function is tensor id i of the program.
+struct LoweredProgram {
+  std::vector<ir::Func> funcs;        // run in order
+  std::vector<ScratchBuffer> scratch; // buffers after the program's tensors
+  std::vector<int> zeroFill;          // ':=' tensors to zero before the first function runs
+  bool checked = false;               // some access is checked at run time
+  std::vector<std::string> notes;     // the schedule of each statement, for `einjit explain`
+};
+
+// Buffer i of every function is tensor id i of the program, then scratch buffer i is buffer
+// tensors.size() + i.
 LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
                      const Target& target);
 

@@ -1,7 +1,10 @@
 #include "codegen/Schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <mutex>
+#include <optional>
 
 namespace einjit::codegen {
 
@@ -60,7 +63,103 @@ bool injectiveIn(const Statement& st, int v) {
   return false;
 }
 
+std::mutex overrideMutex;
+std::optional<SplitPolicy> splitOverride;
+
+SplitPolicy splitPolicy(const Target& t) {
+  std::lock_guard<std::mutex> lock(overrideMutex);
+  return splitOverride ? *splitOverride : t.split;
+}
+
+// The split-reduction fields of s, when the policy splits the statement.
+void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& t,
+                   StatementSchedule& s) {
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+  if (n == nOut || !independentOutputs(st)) return;
+  for (std::size_t v = 0; v < n; ++v)
+    if (bs.dependent[v]) return;
+  const SplitPolicy policy = splitPolicy(t);
+  double outputs = 1, reduction = 1;
+  for (std::size_t v = 0; v < n; ++v)
+    (v < nOut ? outputs : reduction) *= static_cast<double>(bs.hi[v] - bs.lo[v]);
+  if (outputs > static_cast<double>(policy.maxOutputs) || reduction < 1) return;
+  const double chunks = std::min(
+      {static_cast<double>(policy.maxChunks),
+       std::floor(reduction / static_cast<double>(std::max<std::int64_t>(policy.minChunk, 1))),
+       std::floor(static_cast<double>(policy.maxPartials) / outputs)});
+  if (chunks < static_cast<double>(std::max<std::int64_t>(policy.minChunks, 1))) return;
+  // The chunked prefix of reduction indices: on a GPU all of them (each thread decomposes its
+  // flattened iteration); on the CPU the shortest prefix with at least 4 iterations per chunk,
+  // so that the later indices run as whole loops (vectorized).
+  std::size_t p = nOut;
+  std::int64_t prefix = bs.hi[p] - bs.lo[p];
+  while (p + 1 < n && (t.gpu || static_cast<double>(prefix) < 4 * chunks)) {
+    ++p;
+    prefix *= bs.hi[p] - bs.lo[p];
+  }
+  const auto want = std::min<std::int64_t>(static_cast<std::int64_t>(chunks), prefix);
+  s.splitVar = static_cast<int>(p);
+  s.splitPrefix = prefix;
+  s.splitChunk = (prefix + want - 1) / want;
+  s.splitChunks = static_cast<int>((prefix + s.splitChunk - 1) / s.splitChunk);
+  std::string group;
+  for (std::size_t v = nOut; v <= p; ++v) group += (v > nOut ? "," : "") + st.vars[v].name;
+  std::string inner;
+  for (std::size_t v = p + 1; v < n; ++v) inner += (v > p + 1 ? "," : "") + st.vars[v].name;
+  s.why = "split reduction: " + std::to_string(s.splitChunks) + " chunks of " +
+          std::to_string(s.splitChunk) + " iterations of (" + group + ")" +
+          (inner.empty() ? "" : " x whole (" + inner + ")") +
+          (t.gpu ? ", one block each, tree in shared memory" : ", in parallel") +
+          (s.splitChunks > 1 ? ", partials combined in chunk order" : "");
+}
+
 } // namespace
+
+void overrideSplitPolicy(const SplitPolicy* policy) {
+  std::lock_guard<std::mutex> lock(overrideMutex);
+  if (policy)
+    splitOverride = *policy;
+  else
+    splitOverride.reset();
+}
+
+bool independentOutputs(const Statement& st) {
+  if (st.scatter) return false;
+  bool readsOutput = false;
+  std::function<void(const CExpr&)> scan = [&](const CExpr& e) {
+    if (e.kind == CKind::Read && e.tensor == st.output) readsOutput = true;
+    for (const auto& s : e.subs)
+      if (s.gather) scan(*s.gather);
+    for (const auto& a : e.args) scan(*a);
+  };
+  scan(*st.rhs);
+  if (readsOutput) return false;
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+  if (!st.lhsVars.empty() || nOut == 0) return true;
+  // Affine left-hand side: injective when its coefficient matrix (plain and padded
+  // dimensions) has full column rank over the output indices.
+  std::vector<std::vector<double>> rows;
+  for (const Subscript& s : st.lhs->subs) {
+    if (s.gather || s.mode == IndexMode::Clamp || s.mode == IndexMode::Wrap) continue;
+    std::vector<double> row(nOut);
+    for (std::size_t v = 0; v < nOut; ++v) row[v] = static_cast<double>(s.coef[v]);
+    rows.push_back(row);
+  }
+  std::size_t rank = 0;
+  for (std::size_t c = 0; c < nOut && rank < rows.size(); ++c) {
+    std::size_t piv = rank;
+    while (piv < rows.size() && rows[piv][c] == 0) ++piv;
+    if (piv == rows.size()) continue;
+    std::swap(rows[piv], rows[rank]);
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      if (q == rank || rows[q][c] == 0) continue;
+      const double f = rows[q][c] / rows[rank][c];
+      for (std::size_t x = c; x < nOut; ++x) rows[q][x] -= f * rows[rank][x];
+    }
+    ++rank;
+  }
+  return rank == nOut;
+}
 
 StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std::size_t k,
                                     const Strides& strides, const Target& t) {
@@ -78,6 +177,8 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       return s;
     }
   for (int v = 0; v < nOut; ++v) s.outerOrder.push_back(v);
+  scheduleSplit(st, bs, t, s);
+  if (s.splitChunks > 0) return s;
 
   bool readsOutput = false, anyDependent = false;
   std::vector<const CExpr*> reads;

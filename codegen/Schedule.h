@@ -5,12 +5,29 @@
 // a register tile: MR values of one output index times NR (a multiple of the vector width)
 // of the unit-stride output index, kept in registers across the whole reduction.
 //
+// A statement with few output elements and a long reduction gets a *split reduction* instead:
+// its reduction runs in a fixed number of chunks (contiguous in iteration order) in parallel,
+// each into a partial result, and the partials are combined in chunk order. The chunk count
+// depends on the shapes only (never on threads or the machine), so results are bit-identical
+// from run to run and for any thread count.
+//
 // The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
 // and stages in Lower.cpp; backends need no change.
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
 namespace einjit::codegen {
+
+// When to split a reduction, and into how many chunks: chunks = min(maxChunks, reduction
+// iterations / minChunk, maxPartials / output elements); a statement with at most maxOutputs
+// output elements and at least minChunks such chunks is split.
+struct SplitPolicy {
+  std::int64_t maxOutputs = 32;
+  std::int64_t minChunk = 16384; // reduction iterations per chunk, at least
+  std::int64_t maxChunks = 64;   // chunks per output element, at most
+  std::int64_t maxPartials = 2048;
+  std::int64_t minChunks = 2; // GPU: 1 (one block per output element, no partials)
+};
 
 struct Target {
   int vectorBytes = 32; // widest vector register (64 for AVX-512)
@@ -21,11 +38,18 @@ struct Target {
   bool tile = true; // register tiles for contractions (off: the generic schedule only)
   // A CUDA GPU: statements whose output elements are independent get one thread per output
   // element (GpuBlock x GpuThread loops over the flattened output box, the fastest-varying
-  // index the one with unit stride in the output, for coalesced stores); the others run in
-  // one thread. gpuBlock threads per block.
+  // index the one with unit stride in the output, for coalesced stores) or, with few output
+  // elements and a long reduction, a split reduction; the others run in one thread. gpuBlock
+  // threads per block.
   bool gpu = false;
   int gpuBlock = 256;
+  SplitPolicy split;
 };
+
+// Tests: every schedule made from now on uses this split policy instead of its target's (null
+// restores the targets' own). Kernels memoise their compiled code per binding, so a change
+// reaches kernels compiled after it.
+void overrideSplitPolicy(const SplitPolicy* policy);
 
 struct StatementSchedule {
   bool run = true;             // false: no output element is covered
@@ -41,11 +65,23 @@ struct StatementSchedule {
   // reduction index is. MR x NR outputs (tileI x tileJ, tileJ may be -1), each a vector of
   // `width` partial sums along dotVar, added up at the end.
   int dotVar = -1;
+  // Split reduction (splitChunks > 0): the reduction indices from the first one to splitVar,
+  // flattened (splitPrefix iterations, the last index fastest), run in splitChunks chunks of
+  // splitChunk iterations (the last chunk may be shorter); the later reduction indices run
+  // whole inside each iteration. Partials are combined in chunk order.
+  int splitChunks = 0;
+  int splitVar = -1;
+  std::int64_t splitPrefix = 0, splitChunk = 0;
   std::string why; // one line for `einjit explain`
 };
 
 // Strides (in elements) of every tensor of the call, by tensor id.
 using Strides = std::vector<std::vector<std::int64_t>>;
+
+// Distinct output index tuples write distinct elements and no element is read by another
+// iteration: the statement's output elements may be computed in parallel, in any order (no
+// scatter, no read of its own output, an injective left-hand side).
+bool independentOutputs(const dsl::Statement& st);
 
 StatementSchedule scheduleStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                                     std::size_t stmt, const Strides& strides, const Target& t);

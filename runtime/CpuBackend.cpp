@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/blocked_range.h>
@@ -42,15 +43,22 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
   for (std::size_t t = 0; t < zeroBytes.size(); ++t)
     if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
   std::int32_t status = 0;
-  void** bufs = const_cast<void**>(buffers.data());
+  // Scratch buffers (split reductions' partials) are per call, after the tensors.
+  std::vector<void*> all = buffers;
+  std::vector<std::unique_ptr<double[]>> scratch;
+  for (const codegen::ScratchBuffer& s : prep.lowered.scratch) {
+    scratch.push_back(std::make_unique_for_overwrite<double[]>((s.bytes() + 7) / 8));
+    all.push_back(scratch.back().get());
+  }
+  void** bufs = all.data();
   const double* prm = params.data();
   for (std::size_t i = 0; i < prep.lowered.funcs.size(); ++i) {
     const codegen::ir::Func& f = prep.lowered.funcs[i];
     KernelFn fn = prep.code->fns[i];
 #if EINJIT_HAVE_TBB
     if (f.parallel) {
-      // Each output element is computed by exactly one task, so results do not depend on the
-      // partition.
+      // Each output element (or split reduction chunk) is computed by exactly one task, so
+      // results do not depend on the partition.
       tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
                                                          static_cast<std::size_t>(f.grain)),
                         [&](const tbb::blocked_range<std::int64_t>& r) {

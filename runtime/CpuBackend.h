@@ -24,8 +24,9 @@ struct PreparedCpu {
 std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::BoundProgram& b,
                                               codegen::Strides strides, bool keepIR = false);
 
-// Runs every function in order (zero fills first). Returns the status: 0, or nonzero when a
-// checked access went out of bounds (the results are then meaningless).
+// Runs every function in order (zero fills first), with scratch buffers of its own. Returns the
+// status: 0, or nonzero when a checked access went out of bounds (the results are then
+// meaningless).
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 

@@ -57,6 +57,14 @@ codegen::Target cudaTarget() {
   t.tile = false;
   t.threads = 1;
   t.vectorBytes = 4;
+  // Split reductions: up to 4096 output elements, chunks of at least 16 iterations per
+  // thread, at most 512 chunks per element and 4096 blocks; a single chunk (a block per
+  // element, its tree writing the output) is worth it too.
+  t.split.maxOutputs = 4096;
+  t.split.minChunk = 16 * t.gpuBlock;
+  t.split.maxChunks = 512;
+  t.split.maxPartials = 4096;
+  t.split.minChunks = 1;
   return t;
 }
 
@@ -116,6 +124,20 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
                 const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
   for (std::size_t t = 0; t < zeroBytes.size(); ++t)
     if (zeroBytes[t] > 0) cuda::zero(device, buffers[t], static_cast<std::size_t>(zeroBytes[t]));
+  // Scratch buffers (split reductions' partials): per call, after the tensors, freed in stream
+  // order after the launches.
+  struct Scratch {
+    int device;
+    std::vector<cuda::DevicePtr> ptrs;
+    ~Scratch() {
+      for (cuda::DevicePtr p : ptrs) try {
+          cuda::release(device, p);
+        } catch (...) {
+        }
+    }
+  } scratch{device, {}};
+  for (const codegen::ScratchBuffer& s : prep.program.lowered.scratch)
+    scratch.ptrs.push_back(cuda::allocate(device, std::max<std::size_t>(s.bytes(), 1)));
   const bool checked = prep.program.lowered.checked;
   cuda::DevicePtr status = 0;
   if (checked) {
@@ -124,6 +146,7 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
   }
   // Arguments: every buffer, each parameter (by value), the status pointer.
   std::vector<cuda::DevicePtr> ptrs = buffers;
+  ptrs.insert(ptrs.end(), scratch.ptrs.begin(), scratch.ptrs.end());
   std::vector<double> prm = params;
   std::vector<void*> args;
   for (auto& b : ptrs) args.push_back(&b);

@@ -35,7 +35,8 @@ struct PreparedCuda {
 std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl::BoundProgram& b,
                                                 const codegen::Strides& strides, int device);
 
-// Launches every kernel in order (zero fills first) on the default stream. With a status
+// Launches every kernel in order (zero fills first) on the default stream, with device scratch
+// buffers of its own (split reductions' partials, freed in stream order). With a status
 // buffer (checked programs), waits and returns it: 0, or nonzero when a checked access went
 // out of bounds. Without one, returns 0 at once (the work is queued).
 int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::DevicePtr>& buffers,

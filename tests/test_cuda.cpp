@@ -1,9 +1,11 @@
 // The CUDA backend. Without a GPU (CI): every statement and program of the test tables, forward
 // and gradient, generates CUDA C that NVRTC compiles; tests that need a GPU say why they skip.
 // On a GPU: the same tables and 300 random programs against the interpreter (outputs poisoned
-// with NaN first, so an element no kernel writes fails), device tensors, errors, determinism.
+// with NaN first, so an element no kernel writes fails), device tensors, errors, determinism,
+// split reductions (block trees in shared memory, partials combined in order).
 #include "Compare.h"
 #include "InterpreterTable.h"
+#include "SplitReduction.h"
 
 #include "dsl/Binding.h"
 #include "runtime/CallLayout.h"
@@ -275,4 +277,123 @@ TEST_CASE(
   Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::f32));
   CHECK(mm.explain({Tensor::random({257, 131}), Tensor::random({131, 129})}).find("GPU tile") !=
         std::string::npos);
+}
+
+namespace {
+
+std::vector<Arg> convertedArgs(const std::vector<Arg>& args, DType dt) {
+  std::vector<Arg> out;
+  for (const Arg& a : args) out.push_back(a.isTensor() ? Arg(converted(a.tensor(), dt)) : a);
+  return out;
+}
+
+// NVRTC compiles every split case at these sizes; returns how many of them split.
+int compileSplitCases(const std::vector<std::int64_t>& sizes) {
+  int split = 0;
+  for (const SplitCase& c : splitCases())
+    for (std::int64_t n : sizes) {
+      if (n > 100000 && !c.large) continue;
+      for (DType dt : {DType::f32, DType::f64}) {
+        INFO(c.program << " n=" << n << " " << einjit::dtypeName(dt));
+        try {
+          Kernel k = einjit::compile(c.program, on(Device::cuda(), dt));
+          std::vector<Arg> args = convertedArgs(c.args(n), dt);
+          compileCall(k, byName(k, args), scalarsOf(k, args), dt);
+          if (splits(k, args)) ++split;
+        } catch (const std::exception& e) {
+          FAIL_CHECK("threw: " << std::string(e.what()));
+        }
+      }
+    }
+  return split;
+}
+
+int largeSplitCases() {
+  int n = 0;
+  for (const SplitCase& c : splitCases()) n += c.large ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("cuda: split reductions generate CUDA that NVRTC compiles (no GPU needed)") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  // The GPU policy splits every case at 10^6+3 and none of the short ones.
+  CHECK(compileSplitCases({7, 257, 1000003}) == 2 * largeSplitCases());
+  {
+    // Forced: every case at every size, single chunks included; every interpreter-table row.
+    ForcedSplit forced(tinySplitPolicy(true));
+    CHECK(compileSplitCases({1, 7, 33}) == static_cast<int>(splitCases().size()) * 3 * 2);
+    for (const auto& row : einjit::test::interp::rows()) {
+      INFO(std::string(row.program));
+      for (DType dt : {DType::f32, DType::f64}) {
+        try {
+          Kernel k = einjit::compile(row.program, on(Device::cuda(), dt));
+          std::vector<Arg> args = convertedArgs(row.args, dt);
+          compileCall(k, byName(k, args), scalarsOf(k, args), dt);
+        } catch (const std::exception& e) {
+          FAIL_CHECK("threw: " << std::string(e.what()));
+        }
+      }
+    }
+  }
+  // Launch shapes: a block per chunk and a one-thread combine for a scalar; a block per row and
+  // no combine when each row is one chunk.
+  Kernel dot = einjit::compile("s := x[i] * y[i]", on(Device::cuda(), DType::f32));
+  Tensor x = Tensor::random({1000003}, DType::f32, 1);
+  std::string text = dot.explain({x, x.clone()});
+  CAPTURE(text);
+  CHECK(text.find("# statement 1: split reduction: 244 chunks of 4099 iterations of (i), one "
+                  "block each, tree in shared memory, partials combined in chunk order") !=
+        std::string::npos);
+  CHECK(text.find("# launch ej_s0: 244 block(s) of 256 thread(s)") != std::string::npos);
+  CHECK(text.find("# launch ej_s0_combine: 1 block(s) of 1 thread(s)") != std::string::npos);
+  CHECK(text.find("__syncthreads();") != std::string::npos);
+  Kernel rows = einjit::compile("y[i] := A[i,j]", on(Device::cuda(), DType::f32));
+  std::string t2 = rows.explain({Tensor::random({3000, 5000}, DType::f32, 2)});
+  CAPTURE(t2);
+  CHECK(t2.find("# launch ej_s0: 3000 block(s) of 256 thread(s)") != std::string::npos);
+  CHECK(t2.find("combine") == std::string::npos);
+}
+
+TEST_CASE("cuda: split reductions equal the interpreter, GPU policy and forced, sizes 1 to "
+          "10^6+3") {
+  if (!gpu()) return;
+  CHECK(compareSplitCases(Device::cuda(), {1, 7, 33, 257, 1000003}) == 2 * largeSplitCases());
+  ForcedSplit forced(tinySplitPolicy(true));
+  CHECK(compareSplitCases(Device::cuda(), {1, 7, 33, 257}) ==
+        static_cast<int>(splitCases().size()) * 4 * 2);
+}
+
+TEST_CASE("cuda: forced split reductions on every interpreter-table and gradient-table program") {
+  if (!gpu()) return;
+  ForcedSplit forced(tinySplitPolicy(true));
+  compareInterpreterTable(Device::cuda());
+  compareGradTable(Device::cuda());
+}
+
+TEST_CASE("cuda: split (max)/(min) gradients land on the first extreme, reruns are bit-identical") {
+  if (!gpu()) return;
+  for (DType dt : {DType::f64, DType::f32}) {
+    checkFirstExtremeGradient(Device::cuda(), 1000003, dt);
+    ForcedSplit forced(tinySplitPolicy(true));
+    for (std::int64_t n : {1, 7, 33, 257}) checkFirstExtremeGradient(Device::cuda(), n, dt);
+  }
+  int checked = 0;
+  for (const SplitCase& c : splitCases()) {
+    if (!c.large) continue;
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(c.program << " " << einjit::dtypeName(dt));
+      Kernel k = einjit::compile(c.program, on(Device::cuda(), dt));
+      std::vector<Arg> args = convertedArgs(c.args(1000003), dt);
+      rerunBits(k, args);
+      // Device tensors in: the same bits as host tensors in.
+      std::vector<Arg> onDevice;
+      for (const Arg& a : args) onDevice.push_back(a.tensor().cuda());
+      CHECK(rerunBits(k, onDevice) == rerunBits(k, args));
+      ++checked;
+    }
+  }
+  CHECK(checked == 2 * largeSplitCases());
 }
