@@ -30,27 +30,33 @@ namespace {
 // own minimum time applies to per-call time: keep it short.
 constexpr double kMinTime = 0.02;
 
-einjit::Options onGpu() {
+einjit::Options onGpu(DType dtype = DType::f32) {
   einjit::Options o;
   o.device = Device::cuda(0);
+  o.defaultDType = dtype;
   return o;
 }
 
-double bytesOf(const Shape& s) {
-  double n = 4;
+// Benchmark argument -> dtype, and the label suffix that gpu_summarize.py joins on.
+DType dtypeArg(std::int64_t a) { return a == 1 ? DType::bf16 : DType::f32; }
+std::string suffix(DType d) { return d == DType::f32 ? "" : "@" + std::string(dtypeName(d)); }
+
+double bytesOf(const Shape& s, DType dtype) {
+  double n = static_cast<double>(einjit::dtypeSize(dtype));
   for (auto e : s) n *= static_cast<double>(e);
   return n;
 }
 
 // Input sets whose total exceeds L2 several times (at least 256 MB, at most 32 sets).
-std::vector<std::map<std::string, Tensor>> inputSets(const std::map<std::string, Shape>& shapes) {
+std::vector<std::map<std::string, Tensor>> inputSets(const std::map<std::string, Shape>& shapes,
+                                                     DType dtype = DType::f32) {
   double bytes = 0;
-  for (const auto& [n, s] : shapes) bytes += bytesOf(s);
+  for (const auto& [n, s] : shapes) bytes += bytesOf(s, dtype);
   int sets = static_cast<int>(std::clamp(std::ceil(256e6 / std::max(bytes, 1.0)), 1.0, 32.0));
   std::vector<std::map<std::string, Tensor>> out(static_cast<std::size_t>(sets));
   std::uint64_t seed = 1;
   for (auto& set : out)
-    for (const auto& [n, s] : shapes) set[n] = Tensor::random(s, DType::f32, seed++).cuda();
+    for (const auto& [n, s] : shapes) set[n] = Tensor::random(s, dtype, seed++).cuda();
   return out;
 }
 
@@ -108,43 +114,54 @@ cublasHandle_t cublas() {
 }
 
 // Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T.
-void sgemm(const Form& f, std::int64_t n, const Tensor& A, const Tensor& B, Tensor& C) {
+// bf16: cublasGemmEx with bf16 operands and result, f32 accumulation.
+void gemm(const Form& f, std::int64_t n, const Tensor& A, const Tensor& B, Tensor& C) {
   const float one = 1, zero = 0;
   const int m = static_cast<int>(n);
-  cublasSgemm(cublas(), f.transB ? CUBLAS_OP_T : CUBLAS_OP_N, f.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-              m, m, m, &one, B.data<float>(), m, A.data<float>(), m, &zero, C.data<float>(), m);
+  const cublasOperation_t ta = f.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          tb = f.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (A.dtype() == DType::f32) {
+    cublasSgemm(cublas(), ta, tb, m, m, m, &one, B.data<float>(), m, A.data<float>(), m, &zero,
+                C.data<float>(), m);
+    return;
+  }
+  cublasGemmEx(cublas(), ta, tb, m, m, m, &one, B.data(), CUDA_R_16BF, m, A.data(), CUDA_R_16BF, m,
+               &zero, C.data(), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 void BM_Matmul(benchmark::State& state, bool peer) {
   const Form& f = kForms[state.range(0)];
   const std::int64_t n = state.range(1);
-  auto sets = inputSets({{"A", {n, n}}, {"B", {n, n}}});
-  Kernel k = einjit::compile(f.program, onGpu());
-  Tensor C = Tensor::emptyCuda({n, n});
+  const DType dt = dtypeArg(state.range(2));
+  auto sets = inputSets({{"A", {n, n}}, {"B", {n, n}}}, dt);
+  Kernel k = einjit::compile(f.program, onGpu(dt));
+  Tensor C = Tensor::emptyCuda({n, n}, dt);
   {
     Tensor mine = k(sets[0]["A"], sets[0]["B"]);
-    sgemm(f, n, sets[0]["A"], sets[0]["B"], C);
+    gemm(f, n, sets[0]["A"], sets[0]["B"], C);
     double err = relErr(mine, C);
-    if (err > 1e-5)
+    if (err > (dt == DType::f32 ? 1e-5 : 1e-2))
       state.SkipWithError(("einjit and cuBLAS differ: " + std::to_string(err)).c_str());
   }
   timeOnGpu(
       state, sets.size(),
       [&](std::size_t s) {
         if (peer)
-          sgemm(f, n, sets[s]["A"], sets[s]["B"], C);
+          gemm(f, n, sets[s]["A"], sets[s]["B"], C);
         else
           k(sets[s]["A"], sets[s]["B"]);
       },
       2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n));
-  state.SetLabel(std::string("matmul_") + f.name + "_" + std::to_string(n));
+  state.SetLabel(std::string("matmul_") + f.name + "_" + std::to_string(n) + suffix(dt));
 }
 void BM_Matmul_einjit(benchmark::State& s) { BM_Matmul(s, false); }
 void BM_Matmul_cuBLAS(benchmark::State& s) { BM_Matmul(s, true); }
 void matmulArgs(benchmark::internal::Benchmark* b) {
-  for (int f = 0; f < 4; ++f)
-    for (int n : {1024, 4096}) b->Args({f, n});
-  b->Args({0, 8192});
+  for (int d = 0; d < 2; ++d) {
+    for (int f = 0; f < 4; ++f)
+      for (int n : {1024, 4096}) b->Args({f, n, d});
+    b->Args({0, 8192, d});
+  }
   b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(kMinTime);
 }
 BENCHMARK(BM_Matmul_einjit)->Apply(matmulArgs);
@@ -188,9 +205,10 @@ std::vector<Case> cases() {
 
 void BM_Case(benchmark::State& state) {
   const Case c = cases()[static_cast<std::size_t>(state.range(0))];
-  state.SetLabel(c.name);
-  Kernel fwd = einjit::compile(c.program, onGpu());
-  auto sets = inputSets(c.shapes);
+  const DType dt = dtypeArg(state.range(1));
+  state.SetLabel(c.name + suffix(dt));
+  Kernel fwd = einjit::compile(c.program, onGpu(dt));
+  auto sets = inputSets(c.shapes, dt);
   Tensor y0 = fwd.call(sets[0])[std::size_t{0}];
   // Flops: 2 x (output elements) x (reduction length) = 2 x product of every index range.
   double flop = 0;
@@ -212,15 +230,14 @@ void BM_Case(benchmark::State& state) {
   for (auto& set : sets) {
     std::map<std::string, Tensor> m;
     for (const auto& n : g.tensorArguments())
-      m[n] = n == g.gradientInputs()[0] ? Tensor::random(y0.shape(), DType::f32, seed++).cuda()
-                                        : set.at(n);
+      m[n] = n == g.gradientInputs()[0] ? Tensor::random(y0.shape(), dt, seed++).cuda() : set.at(n);
     gsets.push_back(m);
   }
   timeOnGpu(
       state, gsets.size(), [&](std::size_t s) { g.call(gsets[s]); }, flop);
 }
 BENCHMARK(BM_Case)
-    ->DenseRange(0, 12)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(kMinTime);

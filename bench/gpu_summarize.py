@@ -15,8 +15,7 @@ def main():
         with open(sys.argv[2]) as f:
             pj = json.load(f)
         for c in pj["cases"]:
-            if c["dtype"] == "f32":
-                peers[c["name"]] = c
+            peers[(c["name"], c["dtype"])] = c
     except (OSError, ValueError, KeyError):
         pj = {}
     rows = {}
@@ -29,22 +28,24 @@ def main():
     ctx = ej["context"]
     print(f"GPU: {ctx.get('gpu', '?')}, NVRTC {ctx.get('nvrtc', '?')}, date {ctx.get('date', '?')}; "
           f"PyTorch {pj.get('torch', '?')}, cuDNN {pj.get('cudnn', '?')}\n")
-    print("| case (f32) | einjit ms | einjit TFLOP/s | cuBLAS here TFLOP/s | PyTorch TFLOP/s | einjit / best peer |")
-    print("|---|---|---|---|---|---|")
+    print("| case | dtype | einjit ms | einjit TFLOP/s | cuBLAS here TFLOP/s | PyTorch TFLOP/s | einjit / best peer |")
+    print("|---|---|---|---|---|---|---|")
     for label, r in rows.items():
         e = r.get("einjit")
         if not e or label.startswith("nvrtc"):
             continue
+        name, _, dt = label.partition("@")
+        dt = dt or "f32"
         ms = e["real_time"]
         tf = e.get("GFLOP/s", 0) / 1e12
         cb = r.get("cuBLAS", {}).get("GFLOP/s", 0) / 1e12
-        pt = peers.get(label, {}).get("tflops") or 0
+        pt = peers.get((name, dt), {}).get("tflops") or 0
         best = max(cb, pt)
         ratio = f"{tf / best:.2f}" if best else "-"
-        print(f"| {label} | {ms:.3f} | {tf:.2f} | {cb:.2f} | {pt:.2f} | {ratio} |")
+        print(f"| {name} | {dt} | {ms:.3f} | {tf:.2f} | {cb:.2f} | {pt:.2f} | {ratio} |")
     lf, lb = rows.get("linear_fwd", {}).get("einjit"), rows.get("linear_fwdbwd", {}).get("einjit")
     if lf and lb:
-        peer = peers.get("linear_fwdbwd", {}).get("ratio_to_fwd")
+        peer = peers.get(("linear_fwdbwd", "f32"), {}).get("ratio_to_fwd")
         print(f"\nLinear 784->1024, batch 4096: (forward + gradients) / forward = "
               f"{lb['real_time'] / lf['real_time']:.2f} (PyTorch: {peer if peer else '-'})")
     for k in ("nvrtc_cold", "nvrtc_disk_cache"):

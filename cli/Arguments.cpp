@@ -73,7 +73,7 @@ Arguments parseArguments(const Words& args) {
     } else if (a == "--dtype") {
       std::string d = value("--dtype");
       auto t = parseDType(d);
-      if (!t || !isFloat(*t)) throw Error("--dtype takes f32 or f64, got '" + d + "'");
+      if (!t || !isFloat(*t)) throw Error("--dtype takes f32, f64 or bf16, got '" + d + "'");
       p.dtype = *t;
     } else if (a == "--device") {
       std::string d = value("--device");

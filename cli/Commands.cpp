@@ -63,7 +63,7 @@ int help(std::ostream& out) {
          "  einjit check '<program>' [--shape NAME=AxBxC ...] [--scalar NAME=VALUE ...]\n"
          "      print the canonical program and the range of every index\n"
          "  einjit run '<program>' --shape NAME=AxB ... [--scalar NAME=VALUE] [--seed N]\n"
-         "             [--dtype f32|f64]\n"
+         "             [--dtype f32|f64|bf16]\n"
          "      run on random inputs; print each output's shape and checksum\n"
          "  einjit grad '<program>' [--wrt x,w]\n"
          "      print the gradient program (gather form) as einjit text\n"

@@ -29,6 +29,11 @@ const std::map<std::string, std::string>& helpers() {
                   "b; return q + (a % b > 0); }\n"},
       {"ej_emod", "template <class T> __device__ __forceinline__ T ej_emod(T a, T b) { T r = a % "
                   "b; return r < 0 ? r + b : r; }\n"},
+      {"ej_bf16",
+       "__device__ __forceinline__ unsigned short ej_bf16(float f) {\n"
+       "  unsigned u = __float_as_uint(f);\n"
+       "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+       "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"},
       {"ej_check",
        "__device__ __forceinline__ long long ej_check(long long i, long long e, int* status) {\n"
        "  if (i < 0 || i >= e) { *(volatile int*)status = 1; return i < 0 ? 0 : e - 1; }\n"
@@ -128,6 +133,7 @@ private:
     case Type::i64: return opt_.index32 && !storage ? "int" : "long long";
     case Type::f32: return "float";
     case Type::f64: return "double";
+    case Type::bf16: return "unsigned short"; // the bits; Cast converts
     }
     return "?";
   }
@@ -207,6 +213,15 @@ private:
   std::string castExpr(const Cast& n) {
     const Type from = n.value->type, to = n.type;
     std::string v = expr(n.value);
+    if (from == Type::bf16 && to != Type::bf16) // through f32
+      return castText(Type::f32, to, "__uint_as_float(((unsigned)" + v + ") << 16)");
+    if (to == Type::bf16 && from != Type::bf16)
+      return use("ej_bf16") + "(" + castText(from, Type::f32, v) + ")";
+    return castText(from, to, v);
+  }
+
+  std::string castText(Type from, Type to, const std::string& v) {
+    if (from == to) return v;
     if (isFloat(to)) return "((" + typeText(to) + ")" + v + ")";
     if (isFloat(from)) { // saturating, NaN -> 0, like the interpreter
       const bool f = from == Type::f32;
@@ -317,7 +332,7 @@ private:
       indent(out, d + 1);
       const bool shadow = locals_.count(n.buffer) > 0;
       locals_.insert(n.buffer);
-      out << (n.shared ? "__shared__ " : "") << typeText(n.elem, true) << " "
+      out << (n.shared ? "__shared__ __align__(16) " : "") << typeText(n.elem, true) << " "
           << ident("l_", n.buffer) << "[" << n.size << "];\n";
       stmt(n.body, d + 1, out);
       if (!shadow) locals_.erase(n.buffer);
@@ -329,6 +344,27 @@ private:
       indent(out, d);
       out << "__syncthreads();\n";
       break;
+    case NodeKind::Mma: {
+      const auto& n = static_cast<const Mma&>(*s);
+      auto pair = [&](const std::string& buf, const Expr& i) {
+        return "\"r\"(*(const unsigned*)&" + bufferRef(buf) + "[" + expr(i) + "])";
+      };
+      indent(out, d);
+      out << "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+             "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n";
+      indent(out, d + 1);
+      out << ": ";
+      for (std::size_t i = 0; i < 4; ++i)
+        out << (i ? ", " : "") << "\"+f\"(" << bufferRef(n.acc) << "[" << expr(n.accIndex[i])
+            << "])";
+      out << "\n";
+      indent(out, d + 1);
+      out << ": ";
+      for (std::size_t i = 0; i < 4; ++i) out << (i ? ", " : "") << pair(n.a, n.aIndex[i]);
+      for (std::size_t i = 0; i < 2; ++i) out << ", " << pair(n.b, n.bIndex[i]);
+      out << ");\n";
+      break;
+    }
     default: throw InternalError("cuda codegen: expression node as a statement");
     }
   }

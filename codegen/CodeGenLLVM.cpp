@@ -97,6 +97,7 @@ private:
     case Type::i64: return b_.getInt64Ty();
     case Type::f32: return b_.getFloatTy();
     case Type::f64: return b_.getDoubleTy();
+    case Type::bf16: return b_.getInt16Ty(); // the bits; Cast converts
     }
     return nullptr;
   }
@@ -246,9 +247,39 @@ private:
     return isVec(like) ? llvm::FixedVectorType::get(s, lanes_) : s;
   }
 
+  // bf16 <-> f32 on the bits (scalars or vectors): the top half of a float; rounding to
+  // nearest even, NaN kept quiet.
+  llvm::Value* bf16ToFloat(llvm::Value* h) {
+    llvm::Value* u = b_.CreateZExt(h, shaped(Type::i32, h));
+    return b_.CreateBitCast(b_.CreateShl(u, constLike(u, 16)), shaped(Type::f32, h));
+  }
+  llvm::Value* floatToBf16(llvm::Value* f) {
+    llvm::Value* u = b_.CreateBitCast(f, shaped(Type::i32, f));
+    llvm::Value* hi = b_.CreateLShr(u, constLike(u, 16));
+    llvm::Value* odd = b_.CreateAnd(hi, constLike(u, 1));
+    llvm::Value* rounded =
+        b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, constLike(u, 0x7fff)), odd), constLike(u, 16));
+    llvm::Value* isNan =
+        b_.CreateICmpUGT(b_.CreateAnd(u, constLike(u, 0x7fffffff)), constLike(u, 0x7f800000));
+    llvm::Value* bits = b_.CreateSelect(isNan, b_.CreateOr(hi, constLike(u, 0x40)), rounded);
+    return b_.CreateTrunc(bits, shaped(Type::bf16, f));
+  }
+
   llvm::Value* castExpr(const Cast& n) {
-    llvm::Value* v = expr(n.value);
     Type from = n.value->type, to = n.type;
+    if (from == Type::bf16 || to == Type::bf16) { // through f32
+      if (from == to) return expr(n.value);
+      if (from == Type::bf16) {
+        llvm::Value* f = bf16ToFloat(expr(n.value));
+        return to == Type::f32 ? f : castValue(f, Type::f32, to);
+      }
+      llvm::Value* v = expr(n.value);
+      return floatToBf16(from == Type::f32 ? v : castValue(v, from, Type::f32));
+    }
+    return castValue(expr(n.value), from, to);
+  }
+
+  llvm::Value* castValue(llvm::Value* v, Type from, Type to) {
     llvm::Type* dst = shaped(to, v);
     if (isFloat(from) && isFloat(to)) return b_.CreateFPCast(v, dst);
     if (!isFloat(from) && isFloat(to))
@@ -417,6 +448,7 @@ private:
     }
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
+    case NodeKind::Mma: throw InternalError("codegen: a tensor-core product in CPU code");
     default: throw InternalError("codegen: expression in statement position");
     }
   }

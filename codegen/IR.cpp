@@ -13,6 +13,7 @@ std::string_view typeName(Type t) {
   case Type::i64: return "i64";
   case Type::f32: return "f32";
   case Type::f64: return "f64";
+  case Type::bf16: return "bf16";
   }
   return "?";
 }
@@ -76,6 +77,10 @@ Expr load(Type t, const std::string& buffer, Expr index) {
 }
 Expr cast(Type t, Expr v) {
   if (v->type == t) return v;
+  // bf16 -> f32 is exact, so converting back gives the bf16 value itself.
+  if (t == Type::bf16 && v->kind == NodeKind::Cast &&
+      static_cast<const Cast&>(*v).value->type == Type::bf16)
+    return static_cast<const Cast&>(*v).value;
   return std::make_shared<Cast>(t, std::move(v));
 }
 Expr unary(UnOp op, Expr a) {
@@ -182,6 +187,13 @@ Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, b
   return std::make_shared<Allocate>(buffer, t, size, std::move(body), shared);
 }
 Stmt barrier() { return std::make_shared<Barrier>(); }
+Stmt mma(const std::string& a, std::vector<Expr> aIndex, const std::string& b,
+         std::vector<Expr> bIndex, const std::string& acc, std::vector<Expr> accIndex) {
+  if (aIndex.size() != 4 || bIndex.size() != 2 || accIndex.size() != 4)
+    throw InternalError("ir: mma takes 4 A, 2 B and 4 accumulator indices");
+  return std::make_shared<Mma>(a, std::move(aIndex), b, std::move(bIndex), acc,
+                               std::move(accIndex));
+}
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -246,6 +258,10 @@ void Visitor::visitIfThen(const IfThen& n) {
 }
 void Visitor::visitAllocate(const Allocate& n) { visit(n.body); }
 void Visitor::visitBarrier(const Barrier&) {}
+void Visitor::visitMma(const Mma& n) {
+  for (const auto* list : {&n.aIndex, &n.bIndex, &n.accIndex})
+    for (const Expr& e : *list) visit(e);
+}
 
 // --- mutator ---------------------------------------------------------------------------------
 
@@ -336,6 +352,19 @@ Stmt Mutator::mutateAllocate(const Stmt& self, const Allocate& n) {
   return b == n.body ? self : allocate(n.buffer, n.elem, n.size, b, n.shared);
 }
 Stmt Mutator::mutateBarrier(const Stmt& self, const Barrier&) { return self; }
+Stmt Mutator::mutateMma(const Stmt& self, const Mma& n) {
+  bool same = true;
+  auto all = [&](const std::vector<Expr>& in) {
+    std::vector<Expr> out;
+    for (const Expr& e : in) {
+      out.push_back(mutate(e));
+      same = same && out.back() == e;
+    }
+    return out;
+  };
+  std::vector<Expr> a = all(n.aIndex), b = all(n.bIndex), c = all(n.accIndex);
+  return same ? self : mma(n.a, std::move(a), n.b, std::move(b), n.acc, std::move(c));
+}
 
 // --- queries ---------------------------------------------------------------------------------
 

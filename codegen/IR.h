@@ -17,7 +17,8 @@
 
 namespace einjit::codegen::ir {
 
-enum class Type : std::uint8_t { i1, i32, i64, f32, f64 };
+// bf16 is a storage type only: loaded and stored, and converted to and from f32 by Cast.
+enum class Type : std::uint8_t { i1, i32, i64, f32, f64, bf16 };
 bool isFloat(Type t);
 std::string_view typeName(Type t);
 
@@ -175,6 +176,18 @@ struct Allocate : StmtNode {
 struct Barrier : StmtNode {
   Barrier() : StmtNode(NodeKind::Barrier) {}
 };
+// mma.sync m16n8k16, row.col, bf16 inputs, f32 accumulators (every lane of the warp runs it).
+// The fragments follow PTX's layout for this shape: this lane's four A registers and two B
+// registers are each two adjacent bf16 elements of a bf16 buffer, named by the index of the
+// first (even, so the pair is 4-byte aligned); its four C/D values are slots of `acc` (f32).
+struct Mma : StmtNode {
+  std::string a, b, acc;
+  std::vector<Expr> aIndex, bIndex, accIndex; // 4, 2, 4
+  Mma(std::string a_, std::vector<Expr> ai, std::string b_, std::vector<Expr> bi, std::string c,
+      std::vector<Expr> ci)
+      : StmtNode(NodeKind::Mma), a(std::move(a_)), b(std::move(b_)), acc(std::move(c)),
+        aIndex(std::move(ai)), bIndex(std::move(bi)), accIndex(std::move(ci)) {}
+};
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
 Expr intImm(std::int64_t v);
@@ -197,6 +210,8 @@ Stmt store(const std::string& buffer, Expr index, Expr value);
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
 Stmt barrier();
+Stmt mma(const std::string& a, std::vector<Expr> aIndex, const std::string& b,
+         std::vector<Expr> bIndex, const std::string& acc, std::vector<Expr> accIndex);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

@@ -101,6 +101,17 @@ public:
       return;
     }
     case NodeKind::Barrier: out << pad << "barrier\n"; return;
+    case NodeKind::Mma: {
+      const auto& n = static_cast<const Mma&>(*s);
+      auto list = [&](const std::vector<Expr>& es) {
+        std::string t;
+        for (const Expr& e : es) t += (t.empty() ? "" : ", ") + expr(e);
+        return t;
+      };
+      out << pad << "mma.m16n8k16 " << n.acc << "[" << list(n.accIndex) << "] += " << n.a << "["
+          << list(n.aIndex) << "] x " << n.b << "[" << list(n.bIndex) << "]\n";
+      return;
+    }
     default: out << pad << "<expr>\n";
     }
   }

@@ -18,6 +18,7 @@ double loadElement(DType t, const void* base, std::int64_t off) {
   case DType::f64: return static_cast<const double*>(base)[off];
   case DType::i32: return static_cast<const std::int32_t*>(base)[off];
   case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(base)[off]);
+  case DType::bf16: return static_cast<double>(static_cast<const bf16*>(base)[off]);
   }
   return 0;
 }
@@ -39,6 +40,7 @@ void storeElement(DType t, void* base, std::int64_t off, double v) {
   case DType::f64: static_cast<double*>(base)[off] = v; return;
   case DType::i32: static_cast<std::int32_t*>(base)[off] = saturate<std::int32_t>(v); return;
   case DType::i64: static_cast<std::int64_t*>(base)[off] = saturate<std::int64_t>(v); return;
+  case DType::bf16: static_cast<bf16*>(base)[off] = bf16(static_cast<float>(v)); return;
   }
 }
 

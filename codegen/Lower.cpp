@@ -24,6 +24,7 @@ Type irType(DType t) {
   case DType::f64: return Type::f64;
   case DType::i32: return Type::i32;
   case DType::i64: return Type::i64;
+  case DType::bf16: return Type::bf16;
   }
   return Type::f32;
 }
@@ -36,7 +37,7 @@ struct Interval {
 class Lowerer {
 public:
   Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t)
-      : p_(p), b_(b), strides_(s), target_(t), vt_(irType(b.dtype)) {}
+      : p_(p), b_(b), strides_(s), target_(t), vt_(irType(computeDType(b.dtype))) {}
 
   LoweredProgram run() {
     for (std::size_t k = 0; k < p_.stmts.size(); ++k) statement(k);
@@ -906,6 +907,10 @@ private:
     if (extK < 8 ||
         static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536)
       return false;
+    // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
+    if (b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 && L[0]->kind == CKind::Read &&
+        R[0]->kind == CKind::Read && extK >= 16)
+      return emitGpuMma(st, r, name, *L[0], *R[0], I, J, B, K);
     auto tileFor = [](std::int64_t ext) {
       std::int64_t t = 8;
       while (t > 1 && 16 * t / 2 >= ext) t /= 2;
@@ -1017,6 +1022,112 @@ private:
     gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
                ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
                " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
+               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
+    out_.funcs.push_back(std::move(f));
+    return true;
+  }
+
+  // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
+  // compute a 128 x 128 tile; BK = 32 slices of both operands are staged in shared memory as
+  // bf16, rows along the reduction (padded to 40 elements: no bank conflicts on fragment
+  // loads); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
+  // accumulating in f32 registers (PTX ISA fragment layouts).
+  bool emitGpuMma(const Statement& st, const Ranges& r, const std::string& name, const CExpr& lf,
+                  const CExpr& rf, const std::vector<std::size_t>& I,
+                  const std::vector<std::size_t>& J, const std::vector<std::size_t>& B,
+                  const std::vector<std::size_t>& K) {
+    const std::int64_t BM = 128, BN = 128, BK = 32, S = BK + 8, MT = 4, NT = 4;
+    const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                       extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+    const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+    setRanges(st, r);
+    ir::Func f = newFunc(name);
+    auto div = [](Expr a, std::int64_t b) {
+      return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));
+    };
+    auto mod = [](Expr a, std::int64_t b) {
+      return ir::binary(BinOp::Mod, std::move(a), ir::intImm(b));
+    };
+    auto lt = [](Expr a, std::int64_t b) {
+      return ir::binary(BinOp::Lt, std::move(a), ir::intImm(b));
+    };
+    auto plus = [](Expr a, std::int64_t b) { return ir::add(std::move(a), ir::intImm(b)); };
+    auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
+    Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
+    Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
+    if (!B.empty()) decompose(B, r, bt);
+    Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
+    Expr wm = div(warp, 4), wn = mod(warp, 4);
+    Expr baseI = times(ti, BM), baseJ = times(tj, BN);
+    // Staging one operand: element e = thr + 256 * rep of the BW x BK slice, k fastest across
+    // threads when the operand has unit stride along k (coalesced reads), else the row.
+    auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
+                     std::int64_t BW, std::int64_t ext, const std::string& buf) {
+      const bool kFast = unitAlong(fct, K.back());
+      Expr e = ir::add(thr, times(ir::var(buf + ".r"), 256));
+      Expr w = kFast ? div(e, BK) : mod(e, BW), kk = kFast ? mod(e, BK) : div(e, BW);
+      Expr gw = ir::add(base, w), gk = ir::add(times(ir::var("k.o"), BK), kk);
+      decompose(group, r, gw);
+      decompose(K, r, gk);
+      Expr inside = ir::binary(BinOp::And, lt(gw, ext), lt(gk, extK));
+      Expr slot = ir::add(times(w, S), kk);
+      Stmt s = ir::ifThen(inside, ir::store(buf, slot, ir::cast(Type::bf16, value(fct))),
+                          ir::store(buf, slot, ir::cast(Type::bf16, num(0))));
+      return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BW * BK / 256), ForKind::Unrolled,
+                         s);
+    };
+    Stmt loadA = stage(lf, I, baseI, BM, extI, "tile.A");
+    Stmt loadB = stage(rf, J, baseJ, BN, extJ, "tile.B");
+    Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
+    Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
+    Expr colB = ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), g);
+    Expr kb = ir::add(times(ks, 16), times(t, 2));
+    Expr a0 = ir::add(times(rowA, S), kb), a1 = ir::add(times(plus(rowA, 8), S), kb);
+    Expr b0 = ir::add(times(colB, S), kb);
+    Expr accBase = times(ir::add(times(mt, NT), nt), 4);
+    Stmt product =
+        ir::mma("tile.A", {a0, a1, plus(a0, 8), plus(a1, 8)}, "tile.B", {b0, plus(b0, 8)}, "acc",
+                {accBase, plus(accBase, 1), plus(accBase, 2), plus(accBase, 3)});
+    Stmt steps = ir::forLoop(
+        "k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled,
+        ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled,
+                    ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled, product)));
+    Stmt kloop =
+        ir::forLoop("k.o", ir::intImm(0), ir::intImm((extK + BK - 1) / BK), ForKind::Serial,
+                    ir::block({loadA, loadB, ir::barrier(), steps, ir::barrier()}));
+    // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
+    Expr c = ir::var("w.c");
+    Expr slot = ir::add(accBase, c);
+    Expr gi = ir::add(baseI, ir::add(rowA, times(div(c, 2), 8)));
+    Expr gj = ir::add(
+        baseJ, ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), ir::add(times(t, 2), mod(c, 2))));
+    decompose(I, r, gi);
+    decompose(J, r, gj);
+    Stmt out = storeOutput(st, ir::load(vt_, "acc", slot));
+    if (!out) return false;
+    out = ir::ifThen(ir::binary(BinOp::And, lt(gi, extI), lt(gj, extJ)), out);
+    auto cells = [&](Stmt body) {
+      return ir::forLoop(
+          "w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled,
+          ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled,
+                      ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body)));
+    };
+    Stmt body = ir::allocate("acc", vt_, MT * NT * 4,
+                             ir::block({cells(ir::store("acc", slot, num(0))), kloop, cells(out)}));
+    body = ir::allocate("tile.A", Type::bf16, BM * S,
+                        ir::allocate("tile.B", Type::bf16, BN * S, body, true), true);
+    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
+    f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB),
+                         ForKind::GpuBlock, body);
+    auto names = [&](const std::vector<std::size_t>& grp) {
+      std::string s;
+      for (std::size_t v : grp) s += (s.empty() ? "" : ",") + st.vars[v].name;
+      return s.empty() ? std::string("-") : s;
+    };
+    gpuNote_ = "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (" +
+               names(I) + ") x (" + names(J) +
+               "), 8 warps of 64x32, shared-memory slices of 32 "
+               "along (" +
                names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
     out_.funcs.push_back(std::move(f));
     return true;

@@ -91,6 +91,7 @@ decltype(auto) visitDType(DType t, F&& f) {
   case DType::f64: return f(double{});
   case DType::i32: return f(std::int32_t{});
   case DType::i64: return f(std::int64_t{});
+  case DType::bf16: return f(bf16{});
   }
   throw InternalError("einjit: invalid DType value");
 }
@@ -99,7 +100,11 @@ decltype(auto) visitDType(DType t, F&& f) {
 // would be undefined behavior in static_cast, so they throw instead.
 template <class To, class From>
 To convertElement(From v) {
-  if constexpr (std::is_floating_point_v<To>) {
+  if constexpr (std::is_same_v<From, bf16>) {
+    return convertElement<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bf16>) {
+    return bf16(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<To>) {
     return static_cast<To>(v);
   } else if constexpr (std::is_floating_point_v<From>) {
     // Both bounds are powers of two, so exact in double.
@@ -265,7 +270,21 @@ Tensor Tensor::random(const Shape& shape, DType dtype, std::uint64_t seed, doubl
   SplitMix64 rng(seed);
   visitDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      bf16* p = t.data<bf16>();
+      for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
+        const double u = std::fma(width, rng.nextUnit(), lo);
+        bf16 v(static_cast<float>(u));
+        // Rounding can land on hi (or below lo): step one bf16 value back inside.
+        if (static_cast<double>(v) >= hi)
+          v = bf16::fromBits(static_cast<std::uint16_t>(v.bits + (u < 0 ? 1 : -1)));
+        if (static_cast<double>(v) < lo)
+          v = bf16::fromBits(static_cast<std::uint16_t>(v.bits + (u < 0 ? -1 : 1)));
+        if (!(static_cast<double>(v) >= lo && static_cast<double>(v) < hi))
+          throw Error("Tensor::random: no bf16 value in " + range);
+        p[i] = v;
+      }
+    } else if constexpr (std::is_floating_point_v<T>) {
       T* p = t.data<T>();
       for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
         // fma rounds once on every platform, unlike a*b+c that compilers may or may not fuse.

@@ -33,7 +33,10 @@ inline einjit::Options on(Device d, DType def = DType::f64) {
   return o;
 }
 
-inline double tolerance(DType t) { return t == DType::f32 ? 2e-4 : 1e-10; }
+// bf16: each stored result is rounded to 8 significant bits (the 1e-2 for bf16 inputs).
+inline double tolerance(DType t) {
+  return t == DType::f32 ? 2e-4 : t == DType::bf16 ? 1e-2 : 1e-10;
+}
 
 // max |a - b| / max(1, max |b|), NaN where they disagree on NaN-ness.
 inline double relativeError(const Tensor& a, const Tensor& b) {

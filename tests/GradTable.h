@@ -125,6 +125,22 @@ inline const std::vector<GradRow> kGradRows = {
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {3, 4}}, {"B", {4, 5}}}, {}, {"B"}},
 };
 
+// bf16 programs (f32 arithmetic, bf16 storage; contractions of two bf16 reads run on tensor cores
+// on the GPU): the JIT and CUDA tests run them forward and gradient against the interpreter.
+inline const std::vector<GradRow> kBf16Rows = {
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {257, 131}}, {"B", {131, 129}}}},
+    {"C[i,k] := A[j,i] * B[j,k]", {{"A", {67, 200}}, {"B", {67, 190}}}},
+    {"C[i,k] := A[i,j] * B[k,j]", {{"A", {150, 77}}, {"B", {33, 77}}}},
+    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {45, 129}}, {"B", {140, 45}}}},
+    {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {65, 40, 3}}, {"B", {3, 70, 40}}}},
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 5, 21, 19}}, {"k", {12, 5, 3, 3}}}},
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {3, 4, 23, 21}}, {"k", {9, 4, 3, 3}}}},
+    {"t[i,j] := w[k,i] * x[k,j]\ny[i,j] := t[i,j] + b[i]",
+     {{"w", {49, 70}}, {"x", {49, 300}}, {"b", {70}}}},
+    {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]", {{"x", {13, 40}}}},
+    {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:3, b in 0:3", {{"x", {17, 19}}}},
+};
+
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so
 // that all ranges are inferable; x reads random affine combinations of 1-3 indices with
 // coefficients in -3..3, each dimension in pad(), clamp() or wrap(); a random function wraps

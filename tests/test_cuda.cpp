@@ -127,6 +127,35 @@ TEST_CASE("cuda: NVRTC compiles every table statement, forward and gradient (no 
   CHECK(compiled >= 400);
 }
 
+TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU needed)") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  for (const auto& row : kBf16Rows) {
+    INFO(std::string(row.program));
+    Kernel ref = einjit::compile(row.program, on(Device::reference(), DType::bf16));
+    auto in = randomArgs(ref.program(), row.shapes, DType::bf16, 5);
+    compileCall(einjit::compile(row.program, on(Device::cuda(), DType::bf16)), in, {}, DType::bf16);
+  }
+  // Two bf16 reads: the tensor-core tile.
+  Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::bf16));
+  std::string text = mm.explain(
+      {Tensor::random({256, 256}, DType::bf16), Tensor::random({256, 256}, DType::bf16)});
+  CHECK(text.find("tensor cores") != std::string::npos);
+  CHECK(text.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+}
+
+TEST_CASE("cuda: bf16 on the GPU (tensor cores), forward and gradient, against the interpreter") {
+  if (!gpu()) return;
+  for (const auto& row : kBf16Rows) {
+    INFO(std::string(row.program));
+    try {
+      compareProgram(row.program, row.shapes, {}, {}, DType::bf16, 23, Device::cuda());
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+}
+
 TEST_CASE("cuda: a compile error carries NVRTC's log and the numbered source") {
   try {
     einjit::runtime::nvrtc::compile("extern \"C\" __global__ void k() { undefined_name(); }", 90);

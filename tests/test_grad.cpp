@@ -215,8 +215,7 @@ TEST_CASE("gradients: what cannot be differentiated is an error") {
       CHECK(msg.find('^') != std::string::npos);
     }
   };
-  fails("t[i] := x[i]; t[i] = x[i]^2", "overwrites values of 't' that an earlier statement", 1,
-        20);
+  fails("t[i] := x[i]; t[i] = x[i]^2", "overwrites values of 't' that an earlier statement", 1, 20);
   fails("(max) y[i] += x[i,j]", "with a (max) reduction", 1, 12);
   fails("y[i] = x[i]^2; z[i] := y[i]^2", "changes in place", 1, 1);
 }
@@ -247,8 +246,8 @@ TEST_CASE("gradients: '=' and '+=' into tensors passed in") {
     compareWithScatter({row.program, row.shapes}, 3);
   }
   // By hand: y = y_old + x w + w^2, and y_old carries no gradient: dx[i,j] = dy[i] w[j].
-  auto g = einjit::grad::differentiate(
-      einjit::dsl::check("y[i] += x[i,j] * w[j]; y[i] += w[i]^2"), {"x"});
+  auto g = einjit::grad::differentiate(einjit::dsl::check("y[i] += x[i,j] * w[j]; y[i] += w[i]^2"),
+                                       {"x"});
   CHECK(einjit::dsl::printProgram(g.program) ==
         "dx[i, j] := dy[i] * w[j] where i in 0:size(x, 0), j in 0:size(x, 1)");
 }
@@ -385,8 +384,8 @@ TEST_CASE("gradients: (max)/(min) over ranges that depend on other indices, with
   }
   // (min) over k in i:N, values with ties: element k gets dy[i] for every i whose first
   // minimum it is.
-  auto mn = einjit::compile("(min) y[i] := x[k] where i in 0:size(x,0), k in i:size(x,0)")
-                .gradient();
+  auto mn =
+      einjit::compile("(min) y[i] := x[k] where i in 0:size(x,0), k in i:size(x,0)").gradient();
   Tensor xm = Tensor::fromValues({5}, {2, 1, 3, 1, 4}, DType::f64);
   Tensor dym = Tensor::fromValues({5}, {1, 10, 100, 1000, 10000}, DType::f64);
   Tensor g = mn.call({{"dy", dym}, {"x", xm}})["dx"];

@@ -87,6 +87,17 @@ TEST_CASE("jit: sizes 1, 7, 33 and 257 (tiles, vector tails, parallel loops)") {
     }
 }
 
+TEST_CASE("jit: bf16 programs, forward and gradient, against the interpreter") {
+  for (const auto& row : einjit::test::kBf16Rows) {
+    INFO(std::string(row.program));
+    try {
+      compareProgram(row.program, row.shapes, {}, {}, DType::bf16, 23);
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+}
+
 TEST_CASE("jit: 300 random programs, forward and gradient, against the interpreter") {
   CHECK(compareRandomPrograms(Device::cpu(), 300) == 300);
 }

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -605,3 +606,53 @@ TEST_CASE("Eigen: asEigenMatrix and asEigenTensor") {
 }
 
 #endif
+
+TEST_CASE("bf16: the top half of a float, rounded to nearest even") {
+  // Exact values stay; halfway cases go to the even neighbour; NaN stays NaN.
+  using einjit::bf16;
+  CHECK(static_cast<float>(bf16(1.0f)) == 1.0f);
+  CHECK(bf16(1.0f).bits == 0x3f80);
+  CHECK(static_cast<float>(bf16(1.0078125f)) == 1.0078125f); // 1 + 2^-7: the last mantissa bit
+  CHECK(static_cast<float>(bf16(1.00390625f)) == 1.0f);      // halfway, to the even 1.0
+  CHECK(static_cast<float>(bf16(1.01171875f)) == 1.015625f); // halfway, to the even 1+2^-6
+  CHECK(static_cast<float>(bf16(std::nextafter(1.00390625f, 2.0f))) == 1.0078125f); // above
+  CHECK(static_cast<float>(bf16(-2.5f)) == -2.5f);
+  CHECK(std::isnan(static_cast<float>(bf16(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(std::isinf(static_cast<float>(bf16(std::numeric_limits<float>::infinity()))));
+  CHECK(static_cast<float>(bf16(3.4e38f)) == std::numeric_limits<float>::infinity());
+
+  Tensor t = Tensor::fromValues({2, 2}, {1.0, 1.00390625, -0.1, 300.7}, DType::bf16);
+  CHECK(t.dtype() == DType::bf16);
+  CHECK(einjit::dtypeSize(DType::bf16) == 2);
+  CHECK(t.strides() == Shape{2, 1});
+  CHECK(t.toVector() == std::vector<double>{1.0, 1.0, -0.10009765625, 300.0});
+  t.set({1, 1}, 2.0);
+  CHECK(t.get({1, 1}) == 2.0);
+  // Conversions go through f32: bf16 -> f32 is exact, f32 -> bf16 rounds.
+  Tensor f = t.to(DType::f32);
+  CHECK(f.toVector() == t.toVector());
+  CHECK(Tensor::fromValues({1}, {0.3}, DType::f32).to(DType::bf16).toVector() ==
+        std::vector<double>{0.30078125});
+  CHECK(t.transpose(0, 1).contiguous().toVector() ==
+        std::vector<double>{1.0, -0.10009765625, 1.0, 2.0});
+  CHECK(t.transpose(0, 1).clone().toVector() == t.transpose(0, 1).contiguous().toVector());
+}
+
+TEST_CASE("bf16: random values stay inside the range and are deterministic") {
+  Tensor a = Tensor::random({4096}, DType::bf16, 3);
+  CHECK(a.toVector() == Tensor::random({4096}, DType::bf16, 3).toVector());
+  std::set<double> distinct;
+  for (double x : a.toVector()) {
+    CHECK(x >= -1.0);
+    CHECK(x < 1.0);
+    distinct.insert(x);
+  }
+  CHECK(distinct.size() > 200);
+  // Narrow ranges next to a power of two, where rounding to nearest would leave them.
+  for (double x : Tensor::random({1000}, DType::bf16, 4, 0.99, 1.0).toVector())
+    CHECK((x == 0.9921875 || x == 0.99609375));
+  for (double x : Tensor::random({1000}, DType::bf16, 5, -1.0, -0.99).toVector())
+    CHECK((x == -1.0 || x == -0.99609375 || x == -0.9921875));
+  // No bf16 value lies in [0.999, 1): bf16 has 8 significant bits.
+  CHECK_THROWS_AS(Tensor::random({4}, DType::bf16, 6, 0.999, 1.0), Error);
+}
