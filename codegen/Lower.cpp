@@ -748,8 +748,10 @@ private:
   // Each output element's partials combined in chunk order (from the reduction's identity, as
   // the unsplit reduction starts), then stored like any reduced value. CPU: serial loops over
   // the few output elements; GPU: one thread each.
+  // chunkMajor: the partials are laid out scratch[c * elements + o] instead (split-K tiles).
   void emitCombine(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
-                   const Ranges& r, const std::string& name, const std::string& partial) {
+                   const Ranges& r, const std::string& name, const std::string& partial,
+                   bool chunkMajor = false) {
     setRanges(st, r);
     ir::Func f = newFunc(name);
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
@@ -763,7 +765,8 @@ private:
       o = flatOutput(st, r);
     const std::string acc = "acc";
     Expr a = ir::load(vt_, acc, ir::intImm(0));
-    Expr slot = ir::add(ir::mul(o, ir::intImm(s.splitChunks)), ir::var("split.c"));
+    Expr slot = chunkMajor ? ir::add(ir::mul(ir::var("split.c"), ir::intImm(total)), o)
+                           : ir::add(ir::mul(o, ir::intImm(s.splitChunks)), ir::var("split.c"));
     Stmt fold = ir::forLoop(
         "split.c", ir::intImm(0), ir::intImm(s.splitChunks), ForKind::Serial,
         ir::store(acc, ir::intImm(0), combine(st.reduce, a, ir::load(vt_, partial, slot))));
@@ -784,6 +787,59 @@ private:
 
   // --- GPU contraction tiles -------------------------------------------------------------------
   std::string gpuNote_;
+
+  // Split-K for tiles: with fewer tiles than Target::gpuBlocksWanted and a long reduction, the
+  // reduction's slices are cut into `splits` contiguous ranges (a power of two, at least 8
+  // slices each), one block per (tile, range); each block leaves its tile's partial sums in
+  // scratch[range * elements + o], and a second kernel adds them in range order
+  // (deterministic, like the split reductions).
+  struct TileSplit {
+    std::int64_t splits = 1, perSplit = 0;
+    std::string partial; // scratch buffer, when splits > 1
+  };
+  TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
+                      const std::string& name) {
+    TileSplit t;
+    while (tiles * t.splits < target_.gpuBlocksWanted && slices / (2 * t.splits) >= 8)
+      t.splits *= 2;
+    t.perSplit = (slices + t.splits - 1) / t.splits;
+    t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
+    if (t.splits > 1) {
+      t.partial = name + ".partial";
+      out_.scratch.push_back({t.partial, vt_, extentOfGroup(outputIndices(st), r) * t.splits});
+    }
+    return t;
+  }
+  // The k-slice loop of one block's range, and where a cell's sum goes.
+  Expr splitIndex(const TileSplit& t) const {
+    return ir::binary(BinOp::Mod, ir::var("gpu.block"), ir::intImm(t.splits));
+  }
+  Expr tileBlock(const TileSplit& t) const {
+    return t.splits > 1 ? ir::binary(BinOp::Div, ir::var("gpu.block"), ir::intImm(t.splits))
+                        : ir::var("gpu.block");
+  }
+  Stmt sliceLoop(const TileSplit& t, std::int64_t slices, Stmt body) const {
+    if (t.splits == 1)
+      return ir::forLoop("k.o", ir::intImm(0), ir::intImm(slices), ForKind::Serial, body);
+    Expr lo = ir::mul(splitIndex(t), ir::intImm(t.perSplit));
+    Expr hi = ir::binary(BinOp::Min, ir::add(lo, ir::intImm(t.perSplit)), ir::intImm(slices));
+    return ir::forLoop("k.o", lo, hi, ForKind::Serial, body);
+  }
+  Stmt storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {
+    if (t.splits == 1) return storeOutput(st, v);
+    const std::int64_t total = extentOfGroup(outputIndices(st), r);
+    return ir::store(t.partial,
+                     ir::add(ir::mul(splitIndex(t), ir::intImm(total)), flatOutput(st, r)), v);
+  }
+  void finishSplit(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                   const TileSplit& t, const std::string& name) {
+    if (t.splits == 1) return;
+    StatementSchedule s;
+    s.splitChunks = t.splits;
+    emitCombine(st, bs, s, r, name + "_combine", t.partial, true);
+    gpuNote_ += ", split-K: " + std::to_string(t.splits) + " ranges of " +
+                std::to_string(t.perSplit) + " slices, partials added in order";
+  }
 
   static void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
     if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
@@ -910,7 +966,7 @@ private:
     // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
     if (b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 && L[0]->kind == CKind::Read &&
         R[0]->kind == CKind::Read && extK >= 16)
-      return emitGpuMma(st, r, name, *L[0], *R[0], I, J, B, K);
+      return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K);
     auto tileFor = [](std::int64_t ext) {
       std::int64_t t = 8;
       while (t > 1 && 16 * t / 2 >= ext) t /= 2;
@@ -918,9 +974,12 @@ private:
     };
     const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN, BK = 16;
     const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+    const std::int64_t slices = (extK + BK - 1) / BK;
     setRanges(st, r);
+    if (!storeOutput(st, num(0))) return false;
+    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name);
     ir::Func f = newFunc(name);
-    Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
+    Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
     Expr ti =
         ir::binary(BinOp::Mod, ir::binary(BinOp::Div, blk, ir::intImm(tilesJ)), ir::intImm(tilesI));
@@ -992,15 +1051,13 @@ private:
     Stmt inner = ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
                              ir::block({fillRegs, fma}));
     Stmt kloop =
-        ir::forLoop("k.o", ir::intImm(0), ir::intImm((extK + BK - 1) / BK), ForKind::Serial,
-                    ir::block({loadL, loadR, ir::barrier(), inner, ir::barrier()}));
+        sliceLoop(split, slices, ir::block({loadL, loadR, ir::barrier(), inner, ir::barrier()}));
     // Stores: each cell's output indices from its row and column.
     Expr gi = ir::add(baseI, ir::add(ir::mul(ty, ir::intImm(TM)), m));
     Expr gj = ir::add(baseJ, ir::add(tx, ir::mul(nn, ir::intImm(16))));
     decompose(I, r, gi);
     decompose(J, r, gj);
-    Stmt out = storeOutput(st, ir::load(vt_, "acc", slot));
-    if (!out) return false;
+    Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
     out = cells(ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
                                 ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
                            out));
@@ -1012,8 +1069,9 @@ private:
     body = ir::allocate("tile.L", vt_, BK * strideL,
                         ir::allocate("tile.R", vt_, BK * strideR, body, true), true);
     body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
-    f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB),
-                         ForKind::GpuBlock, body);
+    f.body =
+        ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB * split.splits),
+                    ForKind::GpuBlock, body);
     auto names = [&](const std::vector<std::size_t>& g) {
       std::string t;
       for (std::size_t v : g) t += (t.empty() ? "" : ",") + st.vars[v].name;
@@ -1024,6 +1082,7 @@ private:
                " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
                names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
     out_.funcs.push_back(std::move(f));
+    finishSplit(st, bs, r, split, name);
     return true;
   }
 
@@ -1032,15 +1091,18 @@ private:
   // bf16, rows along the reduction (padded to 40 elements: no bank conflicts on fragment
   // loads); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // accumulating in f32 registers (PTX ISA fragment layouts).
-  bool emitGpuMma(const Statement& st, const Ranges& r, const std::string& name, const CExpr& lf,
-                  const CExpr& rf, const std::vector<std::size_t>& I,
-                  const std::vector<std::size_t>& J, const std::vector<std::size_t>& B,
-                  const std::vector<std::size_t>& K) {
+  bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                  const std::string& name, const CExpr& lf, const CExpr& rf,
+                  const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K) {
     const std::int64_t BM = 128, BN = 128, BK = 32, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
     const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+    const std::int64_t slices = (extK + BK - 1) / BK;
     setRanges(st, r);
+    if (!storeOutput(st, num(0))) return false;
+    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name);
     ir::Func f = newFunc(name);
     auto div = [](Expr a, std::int64_t b) {
       return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));
@@ -1053,7 +1115,7 @@ private:
     };
     auto plus = [](Expr a, std::int64_t b) { return ir::add(std::move(a), ir::intImm(b)); };
     auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
-    Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
+    Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
     if (!B.empty()) decompose(B, r, bt);
     Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
@@ -1093,8 +1155,7 @@ private:
         ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled,
                     ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled, product)));
     Stmt kloop =
-        ir::forLoop("k.o", ir::intImm(0), ir::intImm((extK + BK - 1) / BK), ForKind::Serial,
-                    ir::block({loadA, loadB, ir::barrier(), steps, ir::barrier()}));
+        sliceLoop(split, slices, ir::block({loadA, loadB, ir::barrier(), steps, ir::barrier()}));
     // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
     Expr c = ir::var("w.c");
     Expr slot = ir::add(accBase, c);
@@ -1103,8 +1164,7 @@ private:
         baseJ, ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), ir::add(times(t, 2), mod(c, 2))));
     decompose(I, r, gi);
     decompose(J, r, gj);
-    Stmt out = storeOutput(st, ir::load(vt_, "acc", slot));
-    if (!out) return false;
+    Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
     out = ir::ifThen(ir::binary(BinOp::And, lt(gi, extI), lt(gj, extJ)), out);
     auto cells = [&](Stmt body) {
       return ir::forLoop(
@@ -1117,8 +1177,9 @@ private:
     body = ir::allocate("tile.A", Type::bf16, BM * S,
                         ir::allocate("tile.B", Type::bf16, BN * S, body, true), true);
     body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
-    f.body = ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB),
-                         ForKind::GpuBlock, body);
+    f.body =
+        ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB * split.splits),
+                    ForKind::GpuBlock, body);
     auto names = [&](const std::vector<std::size_t>& grp) {
       std::string s;
       for (std::size_t v : grp) s += (s.empty() ? "" : ",") + st.vars[v].name;
@@ -1130,6 +1191,7 @@ private:
                "along (" +
                names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
     out_.funcs.push_back(std::move(f));
+    finishSplit(st, bs, r, split, name);
     return true;
   }
 

@@ -43,6 +43,9 @@ struct Target {
   // threads per block.
   bool gpu = false;
   int gpuBlock = 256;
+  // Contraction tiles split their reduction (split-K) until there are about this many blocks
+  // (two per SM of an H100).
+  std::int64_t gpuBlocksWanted = 264;
   SplitPolicy split;
 };
 

@@ -292,6 +292,10 @@ TEST_CASE(
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {3, 4, 23, 21}}, {"k", {9, 4, 3, 3}}}},
       {"y[b,o] := x[b,i] * w[o,i] + 0 * w[o,i]", {{"x", {300, 49}}, {"w", {70, 49}}}},
       {"y[b,o] := x[b,i] * w[o,i] * 2", {{"x", {300, 49}}, {"w", {70, 49}}}},
+      // Few tiles and a long reduction: split-K (partials in scratch, added in order).
+      {"C[i,k] := A[i,j] * B[j,k]", {{"A", {70, 5003}}, {"B", {5003, 90}}}},
+      {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,h+a,w+b]",
+       {{"dy", {3, 7, 30, 29}}, {"x", {3, 5, 32, 31}}}},
   };
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::f64}) {
@@ -302,10 +306,26 @@ TEST_CASE(
         FAIL_CHECK("threw: " << std::string(e.what()));
       }
     }
-  // The schedule is the tiled one for these shapes.
+  // The schedule is the tiled one for these shapes, split-K where there are few tiles; '+='
+  // into a passed-in tensor keeps its values (the combine adds to them).
   Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::f32));
   CHECK(mm.explain({Tensor::random({257, 131}), Tensor::random({131, 129})}).find("GPU tile") !=
         std::string::npos);
+  CHECK(mm.explain({Tensor::random({70, 5003}), Tensor::random({5003, 90})}).find("split-K") !=
+        std::string::npos);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(std::string(dtypeName(dt)));
+    Tensor A = Tensor::random({70, 5003}, dt, 1), B = Tensor::random({5003, 90}, dt, 2);
+    Tensor C0 = Tensor::random({70, 90}, dt, 3);
+    Tensor Cg = C0.clone(), Cr = C0.clone();
+    einjit::compile("C[i,k] += A[i,j] * B[j,k]", on(Device::cuda(), dt))(Cg, A, B);
+    einjit::compile("C[i,k] += A[i,j] * B[j,k]", on(Device::reference(), dt))(Cr, A, B);
+    CHECK(relativeError(Cg, Cr) <= tolerance(dt));
+    // Bit-identical when called again (the partials are added in a fixed order).
+    Tensor Cg2 = C0.clone();
+    einjit::compile("C[i,k] += A[i,j] * B[j,k]", on(Device::cuda(), dt))(Cg2, A, B);
+    CHECK(Cg2.toVector() == Cg.toVector());
+  }
 }
 
 namespace {
