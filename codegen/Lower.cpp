@@ -310,6 +310,7 @@ private:
       return;
     }
     if (target_.gpu) {
+      if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) return;
       if (independentOutputs(st) && emitGpuTiled(st, bs, ranges, base)) {
         out_.notes.back() = gpuNote_;
       } else if (independentOutputs(st)) {
@@ -378,8 +379,11 @@ private:
   // output indices (the solved gradients' max/min bounds), the output box splits into a core,
   // where every such range equals its full hull (plain loops, tiles), and borders that keep
   // the dependent bounds. Only bounds that read a single output index are split.
-  bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                 const std::string& base) {
+  // The core of G6: per output index that dependent reduction ranges read, the longest run of
+  // its values where every such range takes its full (box) extent. False when the statement has
+  // other dependences or no core.
+  bool coreRanges(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                  Ranges& core) const {
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
     std::vector<std::vector<std::size_t>> readers(nOut); // dependent vars whose bounds read o
     bool any = false;
@@ -400,7 +404,7 @@ private:
       any = true;
     }
     if (!any) return false;
-    Ranges core = ranges;
+    core = ranges;
     for (std::size_t o = 0; o < nOut; ++o) {
       if (readers[o].empty()) continue;
       std::vector<std::int64_t> vals(n, 0);
@@ -424,19 +428,15 @@ private:
       if (bestLen == 0) return false;
       core[o] = {bestLo, bestLo + bestLen};
     }
-    dsl::BoundProgram b2 = b_;
-    auto& cs = b2.stmts[k];
-    for (std::size_t v = 0; v < n; ++v) {
-      cs.lo[v] = core[v].first;
-      cs.hi[v] = core[v].second;
-      cs.dependent[v] = false;
-    }
-    StatementSchedule coreSched = scheduleStatement(p_, b2, k, strides_, target_);
-    if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
-    out_.notes.back() = "core/border split; core: " + coreSched.why;
-    emitBox(st, cs, coreSched, core, base + "_core");
-    StatementSchedule generic = scheduleStatement(p_, b_, k, strides_, target_);
-    generic.tileI = generic.tileJ = generic.dotVar = -1;
+    return true;
+  }
+
+  // The border strips around a core: per split output index, below and above the core, each
+  // later index restricted to its core (so every element is in exactly one part).
+  template <class F>
+  void forEachBorder(const Statement& st, const Ranges& ranges, const Ranges& core,
+                     const std::string& base, F&& emit) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
     Ranges outer = ranges;
     for (std::size_t o = 0; o < nOut; ++o) {
       if (core[o] == ranges[o]) continue;
@@ -444,11 +444,53 @@ private:
       lowPart[o] = {ranges[o].first, core[o].first};
       highPart[o] = {core[o].second, ranges[o].second};
       if (lowPart[o].second > lowPart[o].first)
-        emitGeneric(st, bs, generic, lowPart, base + "_border" + std::to_string(o) + "lo");
+        emit(lowPart, base + "_border" + std::to_string(o) + "lo");
       if (highPart[o].second > highPart[o].first)
-        emitGeneric(st, bs, generic, highPart, base + "_border" + std::to_string(o) + "hi");
+        emit(highPart, base + "_border" + std::to_string(o) + "hi");
       outer[o] = core[o]; // later borders cover only the core of this index
     }
+  }
+
+  static BoundStatement boxOf(const BoundStatement& bs, const Ranges& core) {
+    BoundStatement cs = bs;
+    for (std::size_t v = 0; v < core.size(); ++v) {
+      cs.lo[v] = core[v].first;
+      cs.hi[v] = core[v].second;
+      cs.dependent[v] = false;
+    }
+    return cs;
+  }
+
+  bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                 const std::string& base) {
+    Ranges core;
+    if (!coreRanges(st, bs, ranges, core)) return false;
+    dsl::BoundProgram b2 = b_;
+    auto& cs = b2.stmts[k];
+    cs = boxOf(bs, core);
+    StatementSchedule coreSched = scheduleStatement(p_, b2, k, strides_, target_);
+    if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
+    out_.notes.back() = "core/border split; core: " + coreSched.why;
+    emitBox(st, cs, coreSched, core, base + "_core");
+    StatementSchedule generic = scheduleStatement(p_, b_, k, strides_, target_);
+    generic.tileI = generic.tileJ = generic.dotVar = -1;
+    forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
+      emitGeneric(st, bs, generic, part, name);
+    });
+    return true;
+  }
+
+  // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
+  // per output element.
+  bool gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                    const std::string& base) {
+    Ranges core;
+    if (!coreRanges(st, bs, ranges, core)) return false;
+    if (!emitGpuTiled(st, boxOf(bs, core), core, base + "_core")) return false;
+    out_.notes.back() = "core/border split; core: " + gpuNote_ + "; borders: one thread each";
+    forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
+      emitGpuGeneric(st, bs, part, name);
+    });
     return true;
   }
 

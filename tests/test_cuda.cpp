@@ -313,6 +313,15 @@ TEST_CASE(
         std::string::npos);
   CHECK(mm.explain({Tensor::random({70, 5003}), Tensor::random({5003, 90})}).find("split-K") !=
         std::string::npos);
+  // A convolution's input gradient (reduction ranges that depend on the output index): the
+  // core as a tile, the borders one thread per element (checked above by compareProgram).
+  Kernel dgrad = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+                                 on(Device::cuda(), DType::f32))
+                     .gradient({"x"});
+  CHECK(dgrad
+            .explain({Tensor::random({2, 12, 19, 17}), Tensor::random({12, 5, 3, 3}),
+                      Tensor::random({2, 5, 21, 19})})
+            .find("core/border split; core: GPU tile") != std::string::npos);
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(std::string(dtypeName(dt)));
     Tensor A = Tensor::random({70, 5003}, dt, 1), B = Tensor::random({5003, 90}, dt, 2);
