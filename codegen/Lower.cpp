@@ -837,7 +837,8 @@ private:
   // (deterministic, like the split reductions).
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
-    std::string partial; // scratch buffer, when splits > 1
+    std::int64_t elements = 0; // output elements (the stride of a range's partials)
+    std::string partial;       // scratch buffer, when splits > 1
   };
   TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
                       const std::string& name) {
@@ -846,9 +847,10 @@ private:
       t.splits *= 2;
     t.perSplit = (slices + t.splits - 1) / t.splits;
     t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
+    t.elements = extentOfGroup(outputIndices(st), r);
     if (t.splits > 1) {
       t.partial = name + ".partial";
-      out_.scratch.push_back({t.partial, vt_, extentOfGroup(outputIndices(st), r) * t.splits});
+      out_.scratch.push_back({t.partial, vt_, t.elements * t.splits});
     }
     return t;
   }
@@ -869,9 +871,8 @@ private:
   }
   Stmt storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {
     if (t.splits == 1) return storeOutput(st, v);
-    const std::int64_t total = extentOfGroup(outputIndices(st), r);
     return ir::store(t.partial,
-                     ir::add(ir::mul(splitIndex(t), ir::intImm(total)), flatOutput(st, r)), v);
+                     ir::add(ir::mul(splitIndex(t), ir::intImm(t.elements)), flatOutput(st, r)), v);
   }
   void finishSplit(const Statement& st, const BoundStatement& bs, const Ranges& r,
                    const TileSplit& t, const std::string& name) {
@@ -932,6 +933,53 @@ private:
       varExpr_[v] = ir::add(ir::intImm(r[v].first), e);
       div *= ext;
     }
+  }
+
+  // One staging pass of a tile operand: a BW x BK slice (rows of the index group, BK of the
+  // flattened reduction K from slice k.o) into shared `buf`, element e = thread + 256 * rep;
+  // k varies fastest across threads when the operand has unit stride along k (coalesced
+  // reads), else the row. `slot(w, kk)` places an element; `convert` turns the product of the
+  // factors (0 outside the operand) into the buffer's type.
+  Stmt stageSlice(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                  const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
+                  std::int64_t BW, std::int64_t BK, bool kFast, const std::string& buf,
+                  const std::function<Expr(const Expr&, const Expr&)>& slot,
+                  const std::function<Expr(Expr)>& convert) {
+    const std::int64_t ext = extentOfGroup(group, r), extK = extentOfGroup(K, r);
+    Expr e = ir::add(ir::var("gpu.thread"), ir::mul(ir::var(buf + ".r"), ir::intImm(256)));
+    Expr w = ir::binary(kFast ? BinOp::Div : BinOp::Mod, e, ir::intImm(kFast ? BK : BW));
+    Expr kk = ir::binary(kFast ? BinOp::Mod : BinOp::Div, e, ir::intImm(kFast ? BK : BW));
+    Expr gw = ir::add(base, w), gk = ir::add(ir::mul(ir::var("k.o"), ir::intImm(BK)), kk);
+    decompose(group, r, gw);
+    decompose(K, r, gk);
+    Expr inside = ir::binary(BinOp::And, ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
+                             ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+    Expr v = value(*fs[0]);
+    for (std::size_t q = 1; q < fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*fs[q]));
+    Expr at = slot(w, kk);
+    Stmt s =
+        ir::ifThen(inside, ir::store(buf, at, convert(v)), ir::store(buf, at, convert(num(0))));
+    return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BW * BK / 256), ForKind::Unrolled, s);
+  }
+
+  bool unitAlongAny(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& K) const {
+    if (K.empty()) return false;
+    for (const CExpr* f : fs)
+      if (unitAlong(*f, K.back())) return true;
+    return false;
+  }
+
+  // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
+  static Stmt tileLaunch(Stmt body, std::int64_t blocks) {
+    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
+    return ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(blocks), ForKind::GpuBlock, body);
+  }
+
+  // "i,j" for a group of indices ("-" when empty), for schedule notes.
+  static std::string varNames(const Statement& st, const std::vector<std::size_t>& group) {
+    std::string t;
+    for (std::size_t v : group) t += (t.empty() ? "" : ",") + st.vars[v].name;
+    return t.empty() ? std::string("-") : t;
   }
 
   static std::int64_t extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r) {
@@ -1030,43 +1078,24 @@ private:
          ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
     if (!B.empty()) decompose(B, r, bt);
     auto both = [](Expr a, Expr b) { return ir::binary(BinOp::And, std::move(a), std::move(b)); };
-    auto product = [&](const std::vector<const CExpr*>& fs) {
-      Expr e = value(*fs[0]);
-      for (std::size_t q = 1; q < fs.size(); ++q) e = ir::binary(BinOp::Mul, e, value(*fs[q]));
-      return e;
-    };
-    // Staging one operand: element e = thr + 256 * rep of the BK x BW slice, the index with
-    // unit stride in memory varying fastest across threads.
+    // Staged k-major: slot kk * rowStride + w, rows padded by one when consecutive threads store
+    // down a column (no bank conflicts).
     auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                     Expr tileBase, std::int64_t BW, std::int64_t ext, const std::string& buf,
+                     const Expr& base, std::int64_t BW, const std::string& buf,
                      std::int64_t* rowStride) {
-      const bool kFast = !K.empty() && [&] {
-        for (const CExpr* fct : fs)
-          if (unitAlong(*fct, K.back())) return true;
-        return false;
-      }();
-      Expr e = ir::add(thr, ir::mul(ir::var(buf + ".r"), ir::intImm(256)));
-      Expr w = kFast ? ir::binary(BinOp::Div, e, ir::intImm(BK))
-                     : ir::binary(BinOp::Mod, e, ir::intImm(BW));
-      Expr kk = kFast ? ir::binary(BinOp::Mod, e, ir::intImm(BK))
-                      : ir::binary(BinOp::Div, e, ir::intImm(BW));
-      Expr gw = ir::add(tileBase, w), gk = ir::add(ir::mul(ir::var("k.o"), ir::intImm(BK)), kk);
-      decompose(group, r, gw);
-      decompose(K, r, gk);
-      Expr inside = both(ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
-                         ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
-      // Rows padded by one when consecutive threads store down a column (no bank conflicts).
-      *rowStride = BW + (kFast ? 1 : 0);
-      Expr slot = ir::add(ir::mul(kk, ir::intImm(*rowStride)), w);
-      Stmt st1 =
-          ir::ifThen(inside, ir::store(buf, slot, product(fs)), ir::store(buf, slot, num(0)));
-      return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BK * BW / 256), ForKind::Unrolled,
-                         st1);
+      const bool kFast = unitAlongAny(fs, K);
+      const std::int64_t stride = *rowStride = BW + (kFast ? 1 : 0);
+      return stageSlice(
+          fs, group, K, r, base, BW, BK, kFast, buf,
+          [&](const Expr& w, const Expr& kk) {
+            return ir::add(ir::mul(kk, ir::intImm(stride)), w);
+          },
+          [](Expr v) { return v; });
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
     std::int64_t strideL = BM, strideR = BN;
-    Stmt loadL = stage(L, I, baseI, BM, extI, "tile.L", &strideL);
-    Stmt loadR = stage(R, J, baseJ, BN, extJ, "tile.R", &strideR);
+    Stmt loadL = stage(L, I, baseI, BM, "tile.L", &strideL);
+    Stmt loadR = stage(R, J, baseJ, BN, "tile.R", &strideR);
     // The register tile: acc[m * TN + n] for rows ty*TM + m, columns tx + 16 n.
     Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
     Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
@@ -1110,15 +1139,8 @@ private:
                                   ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
     body = ir::allocate("tile.L", vt_, BK * strideL,
                         ir::allocate("tile.R", vt_, BK * strideR, body, true), true);
-    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
-    f.body =
-        ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB * split.splits),
-                    ForKind::GpuBlock, body);
-    auto names = [&](const std::vector<std::size_t>& g) {
-      std::string t;
-      for (std::size_t v : g) t += (t.empty() ? "" : ",") + st.vars[v].name;
-      return t.empty() ? std::string("-") : t;
-    };
+    f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
+    auto names = [&](const std::vector<std::size_t>& g) { return varNames(st, g); };
     gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
                ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
                " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
@@ -1165,23 +1187,16 @@ private:
     Expr baseI = times(ti, BM), baseJ = times(tj, BN);
     // Staging one operand: element e = thr + 256 * rep of the BW x BK slice, k fastest across
     // threads when the operand has unit stride along k (coalesced reads), else the row.
+    // Staged row-major (the reduction fastest, rows of S), as bf16.
     auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
-                     std::int64_t BW, std::int64_t ext, const std::string& buf) {
-      const bool kFast = unitAlong(fct, K.back());
-      Expr e = ir::add(thr, times(ir::var(buf + ".r"), 256));
-      Expr w = kFast ? div(e, BK) : mod(e, BW), kk = kFast ? mod(e, BK) : div(e, BW);
-      Expr gw = ir::add(base, w), gk = ir::add(times(ir::var("k.o"), BK), kk);
-      decompose(group, r, gw);
-      decompose(K, r, gk);
-      Expr inside = ir::binary(BinOp::And, lt(gw, ext), lt(gk, extK));
-      Expr slot = ir::add(times(w, S), kk);
-      Stmt s = ir::ifThen(inside, ir::store(buf, slot, ir::cast(Type::bf16, value(fct))),
-                          ir::store(buf, slot, ir::cast(Type::bf16, num(0))));
-      return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BW * BK / 256), ForKind::Unrolled,
-                         s);
+                     std::int64_t BW, const std::string& buf) {
+      return stageSlice(
+          {&fct}, group, K, r, base, BW, BK, unitAlong(fct, K.back()), buf,
+          [&](const Expr& w, const Expr& kk) { return ir::add(times(w, S), kk); },
+          [](Expr v) { return ir::cast(Type::bf16, std::move(v)); });
     };
-    Stmt loadA = stage(lf, I, baseI, BM, extI, "tile.A");
-    Stmt loadB = stage(rf, J, baseJ, BN, extJ, "tile.B");
+    Stmt loadA = stage(lf, I, baseI, BM, "tile.A");
+    Stmt loadB = stage(rf, J, baseJ, BN, "tile.B");
     Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
     Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
     Expr colB = ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), g);
@@ -1218,15 +1233,8 @@ private:
                              ir::block({cells(ir::store("acc", slot, num(0))), kloop, cells(out)}));
     body = ir::allocate("tile.A", Type::bf16, BM * S,
                         ir::allocate("tile.B", Type::bf16, BN * S, body, true), true);
-    body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
-    f.body =
-        ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(tilesI * tilesJ * extB * split.splits),
-                    ForKind::GpuBlock, body);
-    auto names = [&](const std::vector<std::size_t>& grp) {
-      std::string s;
-      for (std::size_t v : grp) s += (s.empty() ? "" : ",") + st.vars[v].name;
-      return s.empty() ? std::string("-") : s;
-    };
+    f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
+    auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
     gpuNote_ = "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (" +
                names(I) + ") x (" + names(J) +
                "), 8 warps of 64x32, shared-memory slices of 32 "
