@@ -174,3 +174,16 @@ TEST_CASE("grad prints the gradient program; gradcheck checks it") {
   Result s = runCli("grad 'y[b,d] := E[tok[b], d]'");
   CHECK(has(s.out, "# scatter: dE[tok[b], d] += dy[b, d]"));
 }
+
+TEST_CASE("run --dtype bf16 --check, and an unknown --dtype") {
+  // bf16 storage, f32 arithmetic: the result equals the interpreter's within bf16 rounding.
+  Result r = runCli("run 'C[i,k] := A[i,j] * B[j,k]' --shape A=33x20 --shape B=20x17 "
+                    "--dtype bf16 --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "C: shape 33x17 bf16"));
+  CHECK(has(r.out, "(tolerance 1e-02 for bf16)"));
+  CHECK(has(r.out, "check: PASS"));
+  Result e = runCli("run 'y[i] := x[i]' --shape x=3 --dtype f16");
+  CHECK(e.status != 0);
+  CHECK(has(e.out, "--dtype takes f32, f64 or bf16, got 'f16'"));
+}
