@@ -345,26 +345,91 @@ private:
       out << "__syncthreads();\n";
       break;
     case NodeKind::Mma: {
+      // ldmatrix: lanes 8q..8q+7 give the rows of matrix q (x4: A's four 8x8 quarters, x2:
+      // B's two), .trans for k-major buffers.
       const auto& n = static_cast<const Mma&>(*s);
-      auto pair = [&](const std::string& buf, const Expr& i) {
-        return "\"r\"(*(const unsigned*)&" + bufferRef(buf) + "[" + expr(i) + "])";
+      const std::string id = std::to_string(tmp_++), lane = "ej_lane" + id;
+      const std::string fa = "ej_fa" + id, fb = "ej_fb" + id;
+      auto rows = [&](const MmaOperand& o, bool isA) {
+        const std::string st = std::to_string(o.stride);
+        const std::string q = isA ? "(" + lane + " >> 3)" : "((" + lane + " >> 3) & 1)";
+        const std::string r = "(" + lane + " & 7)";
+        if (!isA)
+          return o.kMajor ? "(" + r + " + 8 * " + q + ") * " + st : r + " * " + st + " + 8 * " + q;
+        return o.kMajor ? "(" + r + " + 8 * (" + q + " >> 1)) * " + st + " + 8 * (" + q + " & 1)"
+                        : "(" + r + " + 8 * (" + q + " & 1)) * " + st + " + 8 * (" + q + " >> 1)";
+      };
+      auto load = [&](const MmaOperand& o, bool isA, const std::string& frag, int count) {
+        const int regs = isA ? 4 : 2;
+        indent(out, d + 1);
+        out << "#pragma unroll\n";
+        indent(out, d + 1);
+        out << "for (int ej_i = 0; ej_i < " << count << "; ++ej_i)\n";
+        indent(out, d + 2);
+        out << "asm volatile(\"ldmatrix.sync.aligned.m8n8.x" << regs << (o.kMajor ? ".trans" : "")
+            << ".shared.b16 {";
+        for (int i = 0; i < regs; ++i) out << (i ? "," : "") << "%" << i;
+        out << "}, [%" << regs << "];\" : ";
+        for (int i = 0; i < regs; ++i)
+          out << (i ? ", " : "") << "\"=r\"(" << frag << "[ej_i][" << i << "])";
+        out << " : \"r\"((unsigned)__cvta_generic_to_shared(&" << bufferRef(o.buffer) << "["
+            << expr(o.base) << " + ej_i * " << o.step << " + " << rows(o, isA) << "])));\n";
       };
       indent(out, d);
+      out << "{\n";
+      indent(out, d + 1);
+      out << "const int " << lane << " = (int)(threadIdx.x & 31);\n";
+      indent(out, d + 1);
+      out << "unsigned " << fa << "[" << n.mt << "][4], " << fb << "[" << n.nt << "][2];\n";
+      load(n.a, true, fa, n.mt);
+      load(n.b, false, fb, n.nt);
+      indent(out, d + 1);
+      out << "#pragma unroll\n";
+      indent(out, d + 1);
+      out << "for (int ej_i = 0; ej_i < " << n.mt << "; ++ej_i)\n";
+      indent(out, d + 1);
+      out << "#pragma unroll\n";
+      indent(out, d + 1);
+      out << "for (int ej_j = 0; ej_j < " << n.nt << "; ++ej_j)\n";
+      indent(out, d + 2);
       out << "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
              "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n";
-      indent(out, d + 1);
+      indent(out, d + 3);
       out << ": ";
-      for (std::size_t i = 0; i < 4; ++i)
-        out << (i ? ", " : "") << "\"+f\"(" << bufferRef(n.acc) << "[" << expr(n.accIndex[i])
-            << "])";
+      const std::string cell = bufferRef(n.acc) + "[" + expr(n.accBase) + " + (ej_i * " +
+                               std::to_string(n.nt) + " + ej_j) * 4 + ";
+      for (int i = 0; i < 4; ++i) out << (i ? ", " : "") << "\"+f\"(" << cell << i << "])";
       out << "\n";
-      indent(out, d + 1);
+      indent(out, d + 3);
       out << ": ";
-      for (std::size_t i = 0; i < 4; ++i) out << (i ? ", " : "") << pair(n.a, n.aIndex[i]);
-      for (std::size_t i = 0; i < 2; ++i) out << ", " << pair(n.b, n.bIndex[i]);
+      for (int i = 0; i < 4; ++i)
+        out << (i ? ", " : "") << "\"r\"(" << fa << "[ej_i][" << i << "])";
+      for (int i = 0; i < 2; ++i) out << ", \"r\"(" << fb << "[ej_j][" << i << "])";
       out << ");\n";
+      indent(out, d);
+      out << "}\n";
       break;
     }
+    case NodeKind::CopyAsync: {
+      // The source address is only formed when the copy reads (src-size 0 fills zeros).
+      const auto& n = static_cast<const CopyAsync&>(*s);
+      const std::string c = "ej_c" + std::to_string(tmp_++);
+      indent(out, d);
+      out << "{ const bool " << c << " = " << expr(n.cond) << ";\n";
+      indent(out, d + 1);
+      out << "asm volatile(\"cp.async." << (n.bytes == 16 ? "cg" : "ca")
+          << ".shared.global [%0], [%1], " << n.bytes << ", %2;\" :: \"r\"((unsigned)"
+          << "__cvta_generic_to_shared(&" << bufferRef(n.dst) << "[" << expr(n.dstIndex)
+          << "])), \"l\"(" << c << " ? &" << bufferRef(n.src) << "[" << expr(n.srcIndex)
+          << "] : " << bufferRef(n.src) << "), \"r\"(" << c << " ? " << n.bytes
+          << " : 0) : \"memory\"); }\n";
+      break;
+    }
+    case NodeKind::AsyncWait:
+      indent(out, d);
+      out << "asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group "
+          << static_cast<const AsyncWait&>(*s).pending << ";\" ::: \"memory\");\n";
+      break;
     default: throw InternalError("cuda codegen: expression node as a statement");
     }
   }

@@ -449,6 +449,8 @@ private:
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
     case NodeKind::Mma: throw InternalError("codegen: a tensor-core product in CPU code");
+    case NodeKind::CopyAsync:
+    case NodeKind::AsyncWait: throw InternalError("codegen: an asynchronous GPU copy in CPU code");
     default: throw InternalError("codegen: expression in statement position");
     }
   }

@@ -187,13 +187,18 @@ Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, b
   return std::make_shared<Allocate>(buffer, t, size, std::move(body), shared);
 }
 Stmt barrier() { return std::make_shared<Barrier>(); }
-Stmt mma(const std::string& a, std::vector<Expr> aIndex, const std::string& b,
-         std::vector<Expr> bIndex, const std::string& acc, std::vector<Expr> accIndex) {
-  if (aIndex.size() != 4 || bIndex.size() != 2 || accIndex.size() != 4)
-    throw InternalError("ir: mma takes 4 A, 2 B and 4 accumulator indices");
-  return std::make_shared<Mma>(a, std::move(aIndex), b, std::move(bIndex), acc,
-                               std::move(accIndex));
+Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase) {
+  if (mt < 1 || nt < 1) throw InternalError("ir: an empty warp tile of tensor-core products");
+  return std::make_shared<Mma>(std::move(a), std::move(b), mt, nt, acc, std::move(accBase));
 }
+Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
+               int bytes, Expr cond) {
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    throw InternalError("ir: an asynchronous copy moves 4, 8 or 16 bytes");
+  return std::make_shared<CopyAsync>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes,
+                                     std::move(cond));
+}
+Stmt asyncWait(int pending) { return std::make_shared<AsyncWait>(pending); }
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -259,9 +264,16 @@ void Visitor::visitIfThen(const IfThen& n) {
 void Visitor::visitAllocate(const Allocate& n) { visit(n.body); }
 void Visitor::visitBarrier(const Barrier&) {}
 void Visitor::visitMma(const Mma& n) {
-  for (const auto* list : {&n.aIndex, &n.bIndex, &n.accIndex})
-    for (const Expr& e : *list) visit(e);
+  visit(n.a.base);
+  visit(n.b.base);
+  visit(n.accBase);
 }
+void Visitor::visitCopyAsync(const CopyAsync& n) {
+  visit(n.dstIndex);
+  visit(n.srcIndex);
+  visit(n.cond);
+}
+void Visitor::visitAsyncWait(const AsyncWait&) {}
 
 // --- mutator ---------------------------------------------------------------------------------
 
@@ -353,18 +365,21 @@ Stmt Mutator::mutateAllocate(const Stmt& self, const Allocate& n) {
 }
 Stmt Mutator::mutateBarrier(const Stmt& self, const Barrier&) { return self; }
 Stmt Mutator::mutateMma(const Stmt& self, const Mma& n) {
-  bool same = true;
-  auto all = [&](const std::vector<Expr>& in) {
-    std::vector<Expr> out;
-    for (const Expr& e : in) {
-      out.push_back(mutate(e));
-      same = same && out.back() == e;
-    }
-    return out;
-  };
-  std::vector<Expr> a = all(n.aIndex), b = all(n.bIndex), c = all(n.accIndex);
-  return same ? self : mma(n.a, std::move(a), n.b, std::move(b), n.acc, std::move(c));
+  MmaOperand a = n.a, b = n.b;
+  a.base = mutate(n.a.base);
+  b.base = mutate(n.b.base);
+  Expr c = mutate(n.accBase);
+  return a.base == n.a.base && b.base == n.b.base && c == n.accBase
+             ? self
+             : mma(std::move(a), std::move(b), n.mt, n.nt, n.acc, c);
 }
+Stmt Mutator::mutateCopyAsync(const Stmt& self, const CopyAsync& n) {
+  Expr d = mutate(n.dstIndex), s = mutate(n.srcIndex), c = mutate(n.cond);
+  return d == n.dstIndex && s == n.srcIndex && c == n.cond
+             ? self
+             : copyAsync(n.dst, d, n.src, s, n.bytes, c);
+}
+Stmt Mutator::mutateAsyncWait(const Stmt& self, const AsyncWait&) { return self; }
 
 // --- queries ---------------------------------------------------------------------------------
 

@@ -176,17 +176,43 @@ struct Allocate : StmtNode {
 struct Barrier : StmtNode {
   Barrier() : StmtNode(NodeKind::Barrier) {}
 };
-// mma.sync m16n8k16, row.col, bf16 inputs, f32 accumulators (every lane of the warp runs it).
-// The fragments follow PTX's layout for this shape: this lane's four A registers and two B
-// registers are each two adjacent bf16 elements of a bf16 buffer, named by the index of the
-// first (even, so the pair is 4-byte aligned); its four C/D values are slots of `acc` (f32).
+// One 16-deep step of a warp's MT x NT block of tensor-core products, mma.sync m16n8k16 (bf16
+// x bf16 + f32 accumulators), every lane of the warp running it. Fragments come from bf16
+// shared buffers through ldmatrix: A fragment i (16 rows m x 16 k) has element (m, k) at
+// base + i * step + (kMajor ? k * stride + m : m * stride + k); B fragment j (16 k x 8
+// columns n) likewise with n for m. Rows of 8 elements must be 16-byte aligned. The products
+// accumulate into acc[accBase + (i * NT + j) * 4 + c], c the lane's four values in PTX's
+// layout for this shape (rows g and g + 8, columns 2t and 2t + 1, g = lane / 4, t = lane % 4).
+struct MmaOperand {
+  std::string buffer;
+  Expr base;
+  std::int64_t stride = 0, step = 0;
+  bool kMajor = false;
+};
 struct Mma : StmtNode {
-  std::string a, b, acc;
-  std::vector<Expr> aIndex, bIndex, accIndex; // 4, 2, 4
-  Mma(std::string a_, std::vector<Expr> ai, std::string b_, std::vector<Expr> bi, std::string c,
-      std::vector<Expr> ci)
-      : StmtNode(NodeKind::Mma), a(std::move(a_)), b(std::move(b_)), acc(std::move(c)),
-        aIndex(std::move(ai)), bIndex(std::move(bi)), accIndex(std::move(ci)) {}
+  MmaOperand a, b;
+  int mt, nt;
+  std::string acc;
+  Expr accBase;
+  Mma(MmaOperand a_, MmaOperand b_, int m, int n, std::string c, Expr cb)
+      : StmtNode(NodeKind::Mma), a(std::move(a_)), b(std::move(b_)), mt(m), nt(n),
+        acc(std::move(c)), accBase(std::move(cb)) {}
+};
+// cp.async: `bytes` (4, 8 or 16) bytes from src[srcIndex] to the shared buffer dst[dstIndex],
+// both addresses aligned to `bytes`; zeros instead when cond is false (src is not read then).
+struct CopyAsync : StmtNode {
+  std::string dst, src;
+  Expr dstIndex, srcIndex, cond;
+  int bytes;
+  CopyAsync(std::string d, Expr di, std::string s, Expr si, int b, Expr c)
+      : StmtNode(NodeKind::CopyAsync), dst(std::move(d)), src(std::move(s)),
+        dstIndex(std::move(di)), srcIndex(std::move(si)), cond(std::move(c)), bytes(b) {}
+};
+// Closes the group of this thread's copies issued since the last one and waits until at most
+// `pending` groups are still in flight (a Barrier after it publishes them to the block).
+struct AsyncWait : StmtNode {
+  int pending;
+  explicit AsyncWait(int n) : StmtNode(NodeKind::AsyncWait), pending(n) {}
 };
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
@@ -210,8 +236,11 @@ Stmt store(const std::string& buffer, Expr index, Expr value);
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
 Stmt barrier();
-Stmt mma(const std::string& a, std::vector<Expr> aIndex, const std::string& b,
-         std::vector<Expr> bIndex, const std::string& acc, std::vector<Expr> accIndex);
+Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase);
+
+Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
+               int bytes, Expr cond);
+Stmt asyncWait(int pending);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

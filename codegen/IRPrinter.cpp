@@ -103,15 +103,23 @@ public:
     case NodeKind::Barrier: out << pad << "barrier\n"; return;
     case NodeKind::Mma: {
       const auto& n = static_cast<const Mma&>(*s);
-      auto list = [&](const std::vector<Expr>& es) {
-        std::string t;
-        for (const Expr& e : es) t += (t.empty() ? "" : ", ") + expr(e);
-        return t;
+      auto opnd = [&](const MmaOperand& o) {
+        return o.buffer + "[" + expr(o.base) + " + i*" + std::to_string(o.step) + ", stride " +
+               std::to_string(o.stride) + (o.kMajor ? ", k-major]" : "]");
       };
-      out << pad << "mma.m16n8k16 " << n.acc << "[" << list(n.accIndex) << "] += " << n.a << "["
-          << list(n.aIndex) << "] x " << n.b << "[" << list(n.bIndex) << "]\n";
+      out << pad << "mma.m16n8k16 x " << n.mt << "x" << n.nt << " " << n.acc << "["
+          << expr(n.accBase) << "...] += " << opnd(n.a) << " x " << opnd(n.b) << "\n";
       return;
     }
+    case NodeKind::CopyAsync: {
+      const auto& n = static_cast<const CopyAsync&>(*s);
+      out << pad << "copy.async." << n.bytes << " " << n.dst << "[" << expr(n.dstIndex) << "] <- "
+          << expr(n.cond) << " ? " << n.src << "[" << expr(n.srcIndex) << "] : 0\n";
+      return;
+    }
+    case NodeKind::AsyncWait:
+      out << pad << "async.wait " << static_cast<const AsyncWait&>(*s).pending << "\n";
+      return;
     default: out << pad << "<expr>\n";
     }
   }

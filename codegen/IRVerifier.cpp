@@ -70,12 +70,24 @@ public:
     if (buffers_.count(n.buffer)) fail("local buffer '" + n.buffer + "' declared twice");
     if (n.size <= 0) fail("local buffer '" + n.buffer + "' of size 0");
     declare(n.buffer, n.elem);
+    if (n.shared) shared_.insert(n.buffer);
     visit(n.body);
+    shared_.erase(n.buffer);
     buffers_.erase(n.buffer);
+  }
+  void visitCopyAsync(const CopyAsync& n) override {
+    expectType(n.cond, Type::i1, "copy condition");
+    auto d = buffers_.find(n.dst), s = buffers_.find(n.src);
+    if (d == buffers_.end() || s == buffers_.end())
+      fail("asynchronous copy between undeclared buffers '" + n.src + "' and '" + n.dst + "'");
+    if (d->second != s->second) fail("asynchronous copy between buffers of different types");
+    if (!shared_.count(n.dst)) fail("asynchronous copy into '" + n.dst + "', not a shared buffer");
+    Visitor::visitCopyAsync(n);
   }
 
 private:
   const Func& f_;
+  std::set<std::string> shared_;
   std::set<std::string> vars_;
   std::map<std::string, Type> buffers_;
   int parallelLoops_ = 0;

@@ -36,8 +36,9 @@ struct Interval {
 
 class Lowerer {
 public:
-  Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t)
-      : p_(p), b_(b), strides_(s), target_(t), vt_(irType(computeDType(b.dtype))) {}
+  Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t,
+          const Aligned16& a)
+      : p_(p), b_(b), strides_(s), target_(t), aligned_(a), vt_(irType(computeDType(b.dtype))) {}
 
   LoweredProgram run() {
     for (std::size_t k = 0; k < p_.stmts.size(); ++k) statement(k);
@@ -54,6 +55,7 @@ private:
   const BoundProgram& b_;
   const Strides& strides_;
   const Target& target_;
+  const Aligned16& aligned_;
   Type vt_;
   LoweredProgram out_;
   bool checked_ = false;
@@ -854,7 +856,7 @@ private:
     }
     return t;
   }
-  // The k-slice loop of one block's range, and where a cell's sum goes.
+  // The k-slices of one block's range, and where a cell's sum goes.
   Expr splitIndex(const TileSplit& t) const {
     return ir::binary(BinOp::Mod, ir::var("gpu.block"), ir::intImm(t.splits));
   }
@@ -862,12 +864,14 @@ private:
     return t.splits > 1 ? ir::binary(BinOp::Div, ir::var("gpu.block"), ir::intImm(t.splits))
                         : ir::var("gpu.block");
   }
-  Stmt sliceLoop(const TileSplit& t, std::int64_t slices, Stmt body) const {
-    if (t.splits == 1)
-      return ir::forLoop("k.o", ir::intImm(0), ir::intImm(slices), ForKind::Serial, body);
-    Expr lo = ir::mul(splitIndex(t), ir::intImm(t.perSplit));
-    Expr hi = ir::binary(BinOp::Min, ir::add(lo, ir::intImm(t.perSplit)), ir::intImm(slices));
-    return ir::forLoop("k.o", lo, hi, ForKind::Serial, body);
+  void sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Expr* hi) const {
+    if (t.splits == 1) {
+      *lo = ir::intImm(0);
+      *hi = ir::intImm(slices);
+      return;
+    }
+    *lo = ir::mul(splitIndex(t), ir::intImm(t.perSplit));
+    *hi = ir::binary(BinOp::Min, ir::add(*lo, ir::intImm(t.perSplit)), ir::intImm(slices));
   }
   Stmt storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {
     if (t.splits == 1) return storeOutput(st, v);
@@ -935,31 +939,192 @@ private:
     }
   }
 
-  // One staging pass of a tile operand: a BW x BK slice (rows of the index group, BK of the
-  // flattened reduction K from slice k.o) into shared `buf`, element e = thread + 256 * rep;
-  // k varies fastest across threads when the operand has unit stride along k (coalesced
-  // reads), else the row. `slot(w, kk)` places an element; `convert` turns the product of the
-  // factors (0 outside the operand) into the buffer's type.
-  Stmt stageSlice(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                  const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
-                  std::int64_t BW, std::int64_t BK, bool kFast, const std::string& buf,
-                  const std::function<Expr(const Expr&, const Expr&)>& slot,
-                  const std::function<Expr(Expr)>& convert) {
-    const std::int64_t ext = extentOfGroup(group, r), extK = extentOfGroup(K, r);
-    Expr e = ir::add(ir::var("gpu.thread"), ir::mul(ir::var(buf + ".r"), ir::intImm(256)));
-    Expr w = ir::binary(kFast ? BinOp::Div : BinOp::Mod, e, ir::intImm(kFast ? BK : BW));
-    Expr kk = ir::binary(kFast ? BinOp::Mod : BinOp::Div, e, ir::intImm(kFast ? BK : BW));
-    Expr gw = ir::add(base, w), gk = ir::add(ir::mul(ir::var("k.o"), ir::intImm(BK)), kk);
-    decompose(group, r, gw);
+  // One operand of a contraction tile, staged in shared memory one slice at a time: BW rows of
+  // its index group (from `base`) by BK of the flattened reduction (from slice k.o), at
+  // `slot(w, kk)` within a stage of `stageElems` elements of type `elem`. With `vector` > 0
+  // the operand is copied `vector` elements at a time (contiguous along k when kFast, else
+  // along the row) by asynchronous copies straight into shared memory; with 0, each thread
+  // loads its elements into registers (buf.v) and stores them afterwards, which works for any
+  // operand (products, padded or strided reads) and lets the loads of the next slice overlap
+  // the products of this one. Consecutive threads take consecutive k when kFast (coalesced
+  // when the operand has unit stride along k), else consecutive rows.
+  struct Staged {
+    std::vector<const CExpr*> fs;
+    std::vector<std::size_t> group;
+    Expr base;
+    std::int64_t BW = 0, stageElems = 0;
+    bool kFast = false;
+    int vector = 0;
+    std::string buf;
+    Type elem = Type::f32;
+    std::function<Expr(const Expr&, const Expr&)> slot;
+  };
+  static std::int64_t stageUnits(const Staged& s, std::int64_t BK) {
+    return s.BW * BK / std::max(s.vector, 1);
+  }
+  static std::int64_t stageReps(const Staged& s, std::int64_t BK) {
+    return (stageUnits(s, BK) + 255) / 256;
+  }
+
+  // Element (or vector) e = thread + 256 * rep of a staging pass: its row w, its reduction
+  // position kk in the slice, and whether e exists (null when every thread's does).
+  static void stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
+                       Expr* valid) {
+    const std::int64_t u = std::max(s.vector, 1), units = stageUnits(s, BK);
+    Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(256)));
+    const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
+    Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
+    Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
+    *w = s.kFast ? slow : fast;
+    *kk = s.kFast ? fast : slow;
+    *valid = units % 256 == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
+  }
+  static Stmt guarded(const Expr& valid, Stmt s) {
+    return valid ? ir::ifThen(valid, std::move(s)) : s;
+  }
+
+  // Sets the group's and the reduction's indices for row w and position kk of `slice`; returns
+  // whether the element lies inside the operand's box.
+  Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                    std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
+    const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
+    Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+    decompose(s.group, r, gw);
     decompose(K, r, gk);
-    Expr inside = ir::binary(BinOp::And, ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
-                             ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
-    Expr v = value(*fs[0]);
-    for (std::size_t q = 1; q < fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*fs[q]));
-    Expr at = slot(w, kk);
-    Stmt s =
-        ir::ifThen(inside, ir::store(buf, at, convert(v)), ir::store(buf, at, convert(num(0))));
-    return ir::forLoop(buf + ".r", ir::intImm(0), ir::intImm(BW * BK / 256), ForKind::Unrolled, s);
+    return ir::binary(BinOp::And, ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
+                      ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+  }
+
+  // Starts the staging of `slice` into stage `stage`: asynchronous copies, or loads into
+  // registers (the product of the factors, 0 outside the operand).
+  Stmt stageIssue(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                  std::int64_t BK, const Expr& slice, const Expr& stage) {
+    Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
+    stagePos(s, BK, rep, &w, &kk, &valid);
+    Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
+    Stmt one;
+    if (s.vector > 0) {
+      Expr unusedInside;
+      bool dropped = false;
+      const CExpr& f = *s.fs[0];
+      Expr src = offset(f, &unusedInside, &dropped);
+      Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+      const int bytes = s.vector * static_cast<int>(elemBytes(s.elem));
+      one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
+    } else {
+      Expr v = value(*s.fs[0]);
+      for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
+      one = ir::ifThen(inside, ir::store(s.buf + ".v", rep, ir::cast(s.elem, v)),
+                       ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
+    }
+    return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
+                       guarded(valid, one));
+  }
+  // Stores the registers of a register-staged operand into stage `stage`.
+  Stmt stagePut(const Staged& s, std::int64_t BK, const Expr& stage) {
+    if (s.vector > 0) return nullptr;
+    Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
+    stagePos(s, BK, rep, &w, &kk, &valid);
+    Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+    return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
+                       guarded(valid, ir::store(s.buf, dst, ir::load(s.elem, s.buf + ".v", rep))));
+  }
+  static std::size_t elemBytes(Type t) {
+    return t == Type::f64 || t == Type::i64 ? 8 : t == Type::bf16 ? 2 : 4;
+  }
+
+  // The reduction loop of a tile over its slices, with every operand staged: `stages` = 2
+  // double-buffers shared memory (slice k.o + 1 is loaded while slice k.o is multiplied, one
+  // barrier per slice); 1 loads, waits, multiplies, waits. `compute(stage)` multiplies the
+  // slice in stage `stage`. The shared buffers hold `stages` stages.
+  Stmt pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K, const Ranges& r,
+                std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
+                const std::function<Stmt(const Expr&)>& compute) {
+    Expr lo, hi;
+    sliceBounds(split, slices, &lo, &hi);
+    Expr ko = ir::var("k.o");
+    bool async = false;
+    for (const Staged& s : ops) async = async || s.vector > 0;
+    auto issue = [&](const Expr& slice, const Expr& stage) {
+      std::vector<Stmt> v;
+      for (const Staged& s : ops) v.push_back(stageIssue(s, K, r, BK, slice, stage));
+      return ir::block(v);
+    };
+    auto put = [&](const Expr& stage) {
+      std::vector<Stmt> v;
+      for (const Staged& s : ops)
+        if (Stmt x = stagePut(s, BK, stage)) v.push_back(x);
+      return v.empty() ? nullptr : ir::block(v);
+    };
+    Stmt wait = async ? ir::asyncWait(0) : nullptr;
+    Stmt prologue, body;
+    if (stages == 1) {
+      Expr zero = ir::intImm(0);
+      body = ir::block(
+          {issue(ko, zero), put(zero), wait, ir::barrier(), compute(zero), ir::barrier()});
+    } else {
+      Expr cur = ir::binary(BinOp::Mod, ir::sub(ko, lo), ir::intImm(2));
+      Expr next = ir::sub(ir::intImm(1), cur);
+      Expr more = ir::binary(BinOp::Lt, ir::add(ko, ir::intImm(1)), hi);
+      const bool registers = put(next) != nullptr;
+      prologue = ir::block({issue(lo, ir::intImm(0)), put(ir::intImm(0))});
+      body =
+          ir::block({wait, ir::barrier(), ir::ifThen(more, issue(ir::add(ko, ir::intImm(1)), next)),
+                     compute(cur), registers ? ir::ifThen(more, put(next)) : nullptr});
+    }
+    Stmt loop = ir::block({prologue, ir::forLoop("k.o", lo, hi, ForKind::Serial, body)});
+    for (const Staged& s : ops)
+      if (s.vector == 0) loop = ir::allocate(s.buf + ".v", s.elem, stageReps(s, BK), loop);
+    for (const Staged& s : ops)
+      loop = ir::allocate(s.buf, s.elem, stages * s.stageElems, loop, true);
+    return loop;
+  }
+  static std::int64_t sharedBytes(const std::vector<Staged>& ops) {
+    std::int64_t n = 0;
+    for (const Staged& s : ops) n += s.stageElems * static_cast<std::int64_t>(elemBytes(s.elem));
+    return n;
+  }
+
+  // ", double-buffered; tile.A by 16-byte asynchronous copies, tile.B through registers".
+  static std::string stagingNote(const std::vector<Staged>& ops, int stages) {
+    std::string t = stages == 2 ? ", double-buffered" : ", single-buffered";
+    for (std::size_t q = 0; q < ops.size(); ++q)
+      t += std::string(q ? ", " : "; ") + ops[q].buf +
+           (ops[q].vector > 0 ? " by 16-byte asynchronous copies" : " through registers");
+    return t;
+  }
+
+  // Elements per asynchronous 16-byte copy of operand f along index `along`, or 0 when f
+  // cannot be copied that way: a single read whose subscripts are proven in bounds (no check,
+  // pad or fold), stored as `elem`, from a 16-byte aligned pointer, with unit stride along
+  // `along`, whose extent is a multiple of the vector; every other index moves it by whole
+  // vectors, and so does its offset at the box's first element.
+  int vectorRead(const std::vector<const CExpr*>& fs, std::size_t along, const Ranges& r,
+                 Type elem) const {
+    if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
+    const CExpr& f = *fs[0];
+    const auto t = static_cast<std::size_t>(f.tensor);
+    if (t >= aligned_.size() || !aligned_[t] || elemType(f.tensor) != elem) return 0;
+    const std::int64_t vec = 16 / static_cast<std::int64_t>(elemBytes(elem));
+    const auto& stv = strides_[t];
+    std::vector<std::int64_t> coef(r.size(), 0);
+    std::int64_t first = 0;
+    for (std::size_t d = 0; d < f.subs.size(); ++d) {
+      const Subscript& sub = f.subs[d];
+      if (sub.gather) return 0;
+      const std::int64_t c = b_.eval(p_, sub.constant);
+      const Interval iv = interval(sub, c);
+      if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(f.tensor, d)) return 0;
+      first += c * stv[d];
+      for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
+        coef[v] += sub.coef[v] * stv[d];
+    }
+    if (coef[along] != 1 || (r[along].second - r[along].first) % vec != 0) return 0;
+    for (std::size_t v = 0; v < r.size(); ++v) {
+      first += coef[v] * r[v].first;
+      if (v != along && coef[v] % vec != 0) return 0;
+    }
+    return first % vec == 0 ? static_cast<int>(vec) : 0;
   }
 
   bool unitAlongAny(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& K) const {
@@ -1078,24 +1243,39 @@ private:
          ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
     if (!B.empty()) decompose(B, r, bt);
     auto both = [](Expr a, Expr b) { return ir::binary(BinOp::And, std::move(a), std::move(b)); };
-    // Staged k-major: slot kk * rowStride + w, rows padded by one when consecutive threads store
-    // down a column (no bank conflicts).
+    // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
+    // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
+    // the row when the operand is contiguous there, else padded by one when consecutive
+    // threads store down a column (no bank conflicts).
     auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                     const Expr& base, std::int64_t BW, const std::string& buf,
-                     std::int64_t* rowStride) {
-      const bool kFast = unitAlongAny(fs, K);
-      const std::int64_t stride = *rowStride = BW + (kFast ? 1 : 0);
-      return stageSlice(
-          fs, group, K, r, base, BW, BK, kFast, buf,
-          [&](const Expr& w, const Expr& kk) {
-            return ir::add(ir::mul(kk, ir::intImm(stride)), w);
-          },
-          [](Expr v) { return v; });
+                     const Expr& base, std::int64_t BW, const std::string& buf) {
+      Staged sg;
+      sg.fs = fs;
+      sg.group = group;
+      sg.base = base;
+      sg.BW = BW;
+      sg.buf = buf;
+      sg.elem = vt_;
+      sg.kFast = unitAlongAny(fs, K);
+      if (sg.kFast) sg.vector = vectorRead(fs, K.back(), r, vt_);
+      if (!sg.kFast) sg.vector = vectorRead(fs, group.back(), r, vt_);
+      const std::int64_t rowS = BK + 4, colS = BW + (sg.kFast ? 1 : 0);
+      if (sg.kFast && sg.vector > 0) {
+        sg.slot = [rowS](const Expr& w, const Expr& kk) {
+          return ir::add(ir::mul(w, ir::intImm(rowS)), kk);
+        };
+        sg.stageElems = BW * rowS;
+      } else {
+        sg.slot = [colS](const Expr& w, const Expr& kk) {
+          return ir::add(ir::mul(kk, ir::intImm(colS)), w);
+        };
+        sg.stageElems = BK * colS;
+      }
+      return sg;
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
-    std::int64_t strideL = BM, strideR = BN;
-    Stmt loadL = stage(L, I, baseI, BM, "tile.L", &strideL);
-    Stmt loadR = stage(R, J, baseJ, BN, "tile.R", &strideR);
+    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L"), stage(R, J, baseJ, BN, "tile.R")};
+    const int stages = 2 * sharedBytes(ops) <= 48 * 1024 ? 2 : 1;
     // The register tile: acc[m * TN + n] for rows ty*TM + m, columns tx + 16 n.
     Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
     Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
@@ -1104,25 +1284,25 @@ private:
           "t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
           ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled, body));
     };
-    Stmt fillRegs = ir::block(
-        {ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
-                     ir::store("reg.L", m,
-                               ir::load(vt_, "tile.L",
-                                        ir::add(ir::mul(kk, ir::intImm(strideL)),
-                                                ir::add(ir::mul(ty, ir::intImm(TM)), m))))),
-         ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
-                     ir::store("reg.R", nn,
-                               ir::load(vt_, "tile.R",
-                                        ir::add(ir::mul(kk, ir::intImm(strideR)),
-                                                ir::add(tx, ir::mul(nn, ir::intImm(16)))))))});
-    Stmt fma = cells(ir::store(
-        "acc", slot,
-        ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
-                   ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m), ir::load(vt_, "reg.R", nn)))));
-    Stmt inner = ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
-                             ir::block({fillRegs, fma}));
-    Stmt kloop =
-        sliceLoop(split, slices, ir::block({loadL, loadR, ir::barrier(), inner, ir::barrier()}));
+    auto compute = [&](const Expr& stg) {
+      auto at = [&](const Staged& sg, const Expr& w) {
+        return ir::load(vt_, sg.buf,
+                        ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(w, kk)));
+      };
+      Stmt fillRegs = ir::block(
+          {ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+                       ir::store("reg.L", m, at(ops[0], ir::add(ir::mul(ty, ir::intImm(TM)), m)))),
+           ir::forLoop(
+               "t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
+               ir::store("reg.R", nn, at(ops[1], ir::add(tx, ir::mul(nn, ir::intImm(16))))))});
+      Stmt fma = cells(ir::store("acc", slot,
+                                 ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
+                                            ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m),
+                                                       ir::load(vt_, "reg.R", nn)))));
+      return ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
+                         ir::block({fillRegs, fma}));
+    };
+    Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
     // Stores: each cell's output indices from its row and column.
     Expr gi = ir::add(baseI, ir::add(ir::mul(ty, ir::intImm(TM)), m));
     Expr gj = ir::add(baseJ, ir::add(tx, ir::mul(nn, ir::intImm(16))));
@@ -1137,14 +1317,13 @@ private:
         ir::allocate("reg.L", vt_, TM,
                      ir::allocate("reg.R", vt_, TN,
                                   ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
-    body = ir::allocate("tile.L", vt_, BK * strideL,
-                        ir::allocate("tile.R", vt_, BK * strideR, body, true), true);
     f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
     auto names = [&](const std::vector<std::size_t>& g) { return varNames(st, g); };
     gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
                ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
                " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
-               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
+               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
+               stagingNote(ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;
@@ -1177,7 +1356,6 @@ private:
     auto lt = [](Expr a, std::int64_t b) {
       return ir::binary(BinOp::Lt, std::move(a), ir::intImm(b));
     };
-    auto plus = [](Expr a, std::int64_t b) { return ir::add(std::move(a), ir::intImm(b)); };
     auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
     Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
@@ -1185,34 +1363,60 @@ private:
     Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
     Expr wm = div(warp, 4), wn = mod(warp, 4);
     Expr baseI = times(ti, BM), baseJ = times(tj, BN);
-    // Staging one operand: element e = thr + 256 * rep of the BW x BK slice, k fastest across
-    // threads when the operand has unit stride along k (coalesced reads), else the row.
-    // Staged row-major (the reduction fastest, rows of S), as bf16.
+    // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
+    // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
+    // elements at a time along the contiguous direction when it can be, else through registers
+    // (consecutive threads then store consecutive elements of a shared row).
     auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
                      std::int64_t BW, const std::string& buf) {
-      return stageSlice(
-          {&fct}, group, K, r, base, BW, BK, unitAlong(fct, K.back()), buf,
-          [&](const Expr& w, const Expr& kk) { return ir::add(times(w, S), kk); },
-          [](Expr v) { return ir::cast(Type::bf16, std::move(v)); });
+      Staged sg;
+      sg.fs = {&fct};
+      sg.group = group;
+      sg.base = base;
+      sg.BW = BW;
+      sg.buf = buf;
+      sg.elem = Type::bf16;
+      sg.kFast = unitAlong(fct, K.back());
+      sg.vector = vectorRead(sg.fs, sg.kFast ? K.back() : group.back(), r, Type::bf16);
+      const std::int64_t T = BW + 8;
+      if (sg.kFast) {
+        sg.slot = [S](const Expr& w, const Expr& kk) {
+          return ir::add(ir::mul(w, ir::intImm(S)), kk);
+        };
+        sg.stageElems = BW * S;
+      } else {
+        sg.slot = [T](const Expr& w, const Expr& kk) {
+          return ir::add(ir::mul(kk, ir::intImm(T)), w);
+        };
+        sg.stageElems = BK * T;
+      }
+      return sg;
     };
-    Stmt loadA = stage(lf, I, baseI, BM, "tile.A");
-    Stmt loadB = stage(rf, J, baseJ, BN, "tile.B");
+    std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A"),
+                               stage(rf, J, baseJ, BN, "tile.B")};
     Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
     Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
-    Expr colB = ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), g);
-    Expr kb = ir::add(times(ks, 16), times(t, 2));
-    Expr a0 = ir::add(times(rowA, S), kb), a1 = ir::add(times(plus(rowA, 8), S), kb);
-    Expr b0 = ir::add(times(colB, S), kb);
     Expr accBase = times(ir::add(times(mt, NT), nt), 4);
-    Stmt product =
-        ir::mma("tile.A", {a0, a1, plus(a0, 8), plus(a1, 8)}, "tile.B", {b0, plus(b0, 8)}, "acc",
-                {accBase, plus(accBase, 1), plus(accBase, 2), plus(accBase, 3)});
-    Stmt steps = ir::forLoop(
-        "k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled,
-        ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled,
-                    ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled, product)));
-    Stmt kloop =
-        sliceLoop(split, slices, ir::block({loadA, loadB, ir::barrier(), steps, ir::barrier()}));
+    // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
+    // A, wn * 32 for B), fragment i `rows` further.
+    auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
+      ir::MmaOperand o;
+      o.buffer = sg.buf;
+      o.kMajor = !sg.kFast;
+      o.stride = o.kMajor ? sg.BW + 8 : S;
+      Expr at = o.kMajor ? ir::add(times(ks, 16 * o.stride), first)
+                         : ir::add(ir::mul(first, ir::intImm(S)), times(ks, 16));
+      o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), at);
+      o.step = o.kMajor ? rows : rows * S;
+      return o;
+    };
+    auto compute = [&](const Expr& stg) {
+      Stmt step = ir::mma(operand(ops[0], stg, times(wm, MT * 16), 16),
+                          operand(ops[1], stg, times(wn, NT * 8), 8), static_cast<int>(MT),
+                          static_cast<int>(NT), "acc", ir::intImm(0));
+      return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
+    };
+    Stmt kloop = pipeline(ops, K, r, BK, split, slices, 2, compute);
     // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
     Expr c = ir::var("w.c");
     Expr slot = ir::add(accBase, c);
@@ -1231,15 +1435,14 @@ private:
     };
     Stmt body = ir::allocate("acc", vt_, MT * NT * 4,
                              ir::block({cells(ir::store("acc", slot, num(0))), kloop, cells(out)}));
-    body = ir::allocate("tile.A", Type::bf16, BM * S,
-                        ir::allocate("tile.B", Type::bf16, BN * S, body, true), true);
     f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
     auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
     gpuNote_ = "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (" +
                names(I) + ") x (" + names(J) +
                "), 8 warps of 64x32, shared-memory slices of 32 "
                "along (" +
-               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")");
+               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
+               stagingNote(ops, 2);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;
@@ -1379,8 +1582,8 @@ private:
 } // namespace
 
 LoweredProgram lower(const Program& p, const BoundProgram& b, const Strides& strides,
-                     const Target& target) {
-  return Lowerer(p, b, strides, target).run();
+                     const Target& target, const Aligned16& aligned) {
+  return Lowerer(p, b, strides, target, aligned).run();
 }
 
 } // namespace einjit::codegen

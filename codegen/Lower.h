@@ -39,9 +39,13 @@ struct LoweredProgram {
   std::vector<std::string> notes;     // the schedule of each statement, for `einjit explain`
 };
 
+// Per tensor id: whether the call's pointer to it is 16-byte aligned (then GPU tiles may copy
+// 16 bytes at a time from it). Entries past the end: not aligned.
+using Aligned16 = std::vector<bool>;
+
 // Buffer i of every function is tensor id i of the program, then scratch buffer i is buffer
 // tensors.size() + i.
 LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
-                     const Target& target);
+                     const Target& target, const Aligned16& aligned = {});
 
 } // namespace einjit::codegen

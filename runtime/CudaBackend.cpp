@@ -15,7 +15,7 @@ namespace einjit::runtime {
 namespace {
 
 // Bump when the generated CUDA changes meaning for the same source (part of every key).
-constexpr const char* kCudaCodegenVersion = "einjit-cuda-1";
+constexpr const char* kCudaCodegenVersion = "einjit-cuda-2";
 
 struct CudaEngine {
   std::mutex mu;
@@ -69,9 +69,9 @@ codegen::Target cudaTarget() {
 }
 
 CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                         const codegen::Strides& strides) {
+                         const codegen::Strides& strides, const codegen::Aligned16& aligned) {
   CudaProgram out;
-  out.lowered = codegen::lower(p, b, strides, cudaTarget());
+  out.lowered = codegen::lower(p, b, strides, cudaTarget(), aligned);
   codegen::CudaOptions opt;
   opt.index32 = fitsIndex32(p, b, strides);
   opt.params = static_cast<int>(p.params.size());
@@ -80,9 +80,10 @@ CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
 }
 
 std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                                                const codegen::Strides& strides, int device) {
+                                                const codegen::Strides& strides,
+                                                const codegen::Aligned16& aligned, int device) {
   auto prep = std::make_shared<PreparedCuda>();
-  prep->program = generateCuda(p, b, strides);
+  prep->program = generateCuda(p, b, strides, aligned);
   const cuda::DeviceInfo& info = cuda::deviceInfo(device);
   const int arch = info.major * 10 + info.minor;
   const std::string key = std::string(kCudaCodegenVersion) + " nvrtc " + nvrtc::version() +

@@ -22,7 +22,7 @@ struct CudaProgram {
   codegen::CudaSource cuda;
 };
 CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                         const codegen::Strides& strides);
+                         const codegen::Strides& strides, const codegen::Aligned16& aligned);
 
 struct PreparedCuda {
   CudaProgram program;
@@ -33,7 +33,8 @@ struct PreparedCuda {
 };
 
 std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                                                const codegen::Strides& strides, int device);
+                                                const codegen::Strides& strides,
+                                                const codegen::Aligned16& aligned, int device);
 
 // Launches every kernel in order (zero fills first) on the default stream, with device scratch
 // buffers of its own (split reductions' partials, freed in stream order). With a status

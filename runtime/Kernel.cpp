@@ -259,13 +259,33 @@ bool runCpu(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
 #endif
 
 #if EINJIT_HAVE_CUDA
+// Which tensors reach the kernels through 16-byte aligned pointers (runCuda): a host argument
+// is copied to fresh device memory at its offset from the lowest byte it spans; a device one
+// is used in place or copied the same way; the program's own tensors are fresh allocations.
+codegen::Aligned16 alignedOnDevice(const dsl::Program& p, const std::vector<Tensor>& tensors) {
+  codegen::Aligned16 a(p.tensors.size(), true);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (t.numel() == 0) continue;
+    const auto lo = reinterpret_cast<std::uintptr_t>(t.byteExtent().first);
+    const auto at = reinterpret_cast<std::uintptr_t>(t.data());
+    bool ok = (at - lo) % 16 == 0;
+    if (t.device() == DeviceKind::cuda) ok = ok && at % 16 == 0;
+    a[static_cast<std::size_t>(p.arguments[i])] = ok;
+  }
+  return a;
+}
+
 std::shared_ptr<const runtime::PreparedCuda> prepareCuda(const Kernel::Impl& impl,
                                                          const dsl::BoundProgram& bound,
                                                          const std::vector<Tensor>& tensors) {
   const dsl::Program& p = impl.program;
   codegen::Strides strides = stridesOf(p, bound, tensors);
-  return impl.preparedCuda.get(runtime::bindingSignature(p, bound, strides), [&] {
-    return runtime::prepareCuda(p, bound, strides, impl.options.device.index);
+  codegen::Aligned16 aligned = alignedOnDevice(p, tensors);
+  std::string key = runtime::bindingSignature(p, bound, strides) + "aligned:";
+  for (bool b : aligned) key += b ? '1' : '0';
+  return impl.preparedCuda.get(key, [&] {
+    return runtime::prepareCuda(p, bound, strides, aligned, impl.options.device.index);
   });
 }
 
@@ -511,7 +531,8 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl_->options);
   if (impl_->options.device.kind == Device::Kind::cuda) {
 #if EINJIT_HAVE_CUDA
-    runtime::CudaProgram cp = runtime::generateCuda(p, bound, stridesOf(p, bound, tensors));
+    runtime::CudaProgram cp =
+        runtime::generateCuda(p, bound, stridesOf(p, bound, tensors), alignedOnDevice(p, tensors));
     std::string out = "# target: CUDA (" + impl_->options.device.name() + ")\n";
     for (std::size_t k = 0; k < p.stmts.size(); ++k)
       out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
