@@ -80,6 +80,11 @@ public:
     }
     written_.clear();
     collectStores(f_.body);
+    // Shared buffers are all live at once in the tiles; past 48 KiB they go dynamic.
+    const std::int64_t sharedTotal = sharedBytes(f_.body);
+    dynamicShared_ = sharedTotal > 48 * 1024;
+    sharedOffset_ = 0;
+    if (dynamicShared_) launch.sharedBytes = sharedTotal;
     std::ostringstream sig;
     sig << "extern \"C\" __global__ void __launch_bounds__(" << launch.block << ") " << launch.name
         << "(";
@@ -91,6 +96,7 @@ public:
     for (int i = 0; i < opt_.params; ++i) sig << "const double ej_p" << i << ", ";
     sig << "int* __restrict__ ej_status)";
     out << sig.str() << " {\n";
+    if (dynamicShared_) out << "  extern __shared__ __align__(16) unsigned char ej_smem[];\n";
     stmt(f_.body, 1, out);
     out << "}\n\n";
     return launch;
@@ -105,6 +111,34 @@ private:
   std::set<std::string> locals_;
   int gpuBlockDims_ = 0, gpuThreadDims_ = 0;
   int tmp_ = 0;
+  bool dynamicShared_ = false;
+  std::int64_t sharedOffset_ = 0; // bytes of ej_smem handed out so far (16-byte multiples)
+
+  static std::int64_t elemBytes(Type t) {
+    return t == Type::f64 || t == Type::i64 ? 8 : t == Type::bf16 ? 2 : t == Type::i1 ? 1 : 4;
+  }
+  // The bytes of every shared buffer in a statement tree, each rounded up to 16.
+  static std::int64_t sharedBytes(const Stmt& s) {
+    if (!s) return 0;
+    switch (s->kind) {
+    case NodeKind::For: return sharedBytes(static_cast<const For&>(*s).body);
+    case NodeKind::Block: {
+      std::int64_t n = 0;
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts) n += sharedBytes(x);
+      return n;
+    }
+    case NodeKind::IfThen: {
+      const auto& n = static_cast<const IfThen&>(*s);
+      return sharedBytes(n.then) + sharedBytes(n.otherwise);
+    }
+    case NodeKind::Allocate: {
+      const auto& n = static_cast<const Allocate&>(*s);
+      const std::int64_t own = n.shared ? (n.size * elemBytes(n.elem) + 15) / 16 * 16 : 0;
+      return own + sharedBytes(n.body);
+    }
+    default: return 0;
+    }
+  }
 
   void collectStores(const Stmt& s) {
     if (!s) return;
@@ -332,8 +366,15 @@ private:
       indent(out, d + 1);
       const bool shadow = locals_.count(n.buffer) > 0;
       locals_.insert(n.buffer);
-      out << (n.shared ? "__shared__ __align__(16) " : "") << typeText(n.elem, true) << " "
-          << ident("l_", n.buffer) << "[" << n.size << "];\n";
+      if (n.shared && dynamicShared_) {
+        const std::string t = typeText(n.elem, true);
+        out << t << "* const " << ident("l_", n.buffer) << " = (" << t << "*)(ej_smem + "
+            << sharedOffset_ << ");\n";
+        sharedOffset_ += (n.size * elemBytes(n.elem) + 15) / 16 * 16;
+      } else {
+        out << (n.shared ? "__shared__ __align__(16) " : "") << typeText(n.elem, true) << " "
+            << ident("l_", n.buffer) << "[" << n.size << "];\n";
+      }
       stmt(n.body, d + 1, out);
       if (!shadow) locals_.erase(n.buffer);
       indent(out, d);
@@ -425,10 +466,14 @@ private:
           << " : 0) : \"memory\"); }\n";
       break;
     }
+    case NodeKind::AsyncCommit:
+      indent(out, d);
+      out << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
+      break;
     case NodeKind::AsyncWait:
       indent(out, d);
-      out << "asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group "
-          << static_cast<const AsyncWait&>(*s).pending << ";\" ::: \"memory\");\n";
+      out << "asm volatile(\"cp.async.wait_group " << static_cast<const AsyncWait&>(*s).pending
+          << ";\" ::: \"memory\");\n";
       break;
     default: throw InternalError("cuda codegen: expression node as a statement");
     }

@@ -19,6 +19,9 @@ struct CudaLaunch {
   std::string name;       // the kernel's symbol
   std::int64_t grid = 1;  // blocks (x)
   std::int64_t block = 1; // threads per block (x)
+  // Dynamic shared memory in bytes: a kernel whose shared buffers need more than the 48 KiB
+  // that may be declared statically places them all in one dynamic allocation.
+  std::int64_t sharedBytes = 0;
 };
 
 struct CudaSource {

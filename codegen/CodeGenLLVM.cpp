@@ -450,6 +450,7 @@ private:
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
     case NodeKind::Mma: throw InternalError("codegen: a tensor-core product in CPU code");
     case NodeKind::CopyAsync:
+    case NodeKind::AsyncCommit:
     case NodeKind::AsyncWait: throw InternalError("codegen: an asynchronous GPU copy in CPU code");
     default: throw InternalError("codegen: expression in statement position");
     }

@@ -198,6 +198,7 @@ Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Ex
   return std::make_shared<CopyAsync>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes,
                                      std::move(cond));
 }
+Stmt asyncCommit() { return std::make_shared<AsyncCommit>(); }
 Stmt asyncWait(int pending) { return std::make_shared<AsyncWait>(pending); }
 
 // --- visitor ---------------------------------------------------------------------------------
@@ -273,6 +274,7 @@ void Visitor::visitCopyAsync(const CopyAsync& n) {
   visit(n.srcIndex);
   visit(n.cond);
 }
+void Visitor::visitAsyncCommit(const AsyncCommit&) {}
 void Visitor::visitAsyncWait(const AsyncWait&) {}
 
 // --- mutator ---------------------------------------------------------------------------------
@@ -379,6 +381,7 @@ Stmt Mutator::mutateCopyAsync(const Stmt& self, const CopyAsync& n) {
              ? self
              : copyAsync(n.dst, d, n.src, s, n.bytes, c);
 }
+Stmt Mutator::mutateAsyncCommit(const Stmt& self, const AsyncCommit&) { return self; }
 Stmt Mutator::mutateAsyncWait(const Stmt& self, const AsyncWait&) { return self; }
 
 // --- queries ---------------------------------------------------------------------------------

@@ -208,8 +208,12 @@ struct CopyAsync : StmtNode {
       : StmtNode(NodeKind::CopyAsync), dst(std::move(d)), src(std::move(s)),
         dstIndex(std::move(di)), srcIndex(std::move(si)), cond(std::move(c)), bytes(b) {}
 };
-// Closes the group of this thread's copies issued since the last one and waits until at most
-// `pending` groups are still in flight (a Barrier after it publishes them to the block).
+// Closes the group of this thread's copies issued since the last commit (possibly empty).
+struct AsyncCommit : StmtNode {
+  AsyncCommit() : StmtNode(NodeKind::AsyncCommit) {}
+};
+// Waits until at most `pending` of this thread's committed groups are still in flight (a
+// Barrier after it publishes the copies to the block).
 struct AsyncWait : StmtNode {
   int pending;
   explicit AsyncWait(int n) : StmtNode(NodeKind::AsyncWait), pending(n) {}
@@ -240,6 +244,7 @@ Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Exp
 
 Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
                int bytes, Expr cond);
+Stmt asyncCommit();
 Stmt asyncWait(int pending);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);

@@ -117,6 +117,7 @@ public:
           << expr(n.cond) << " ? " << n.src << "[" << expr(n.srcIndex) << "] : 0\n";
       return;
     }
+    case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;
     case NodeKind::AsyncWait:
       out << pad << "async.wait " << static_cast<const AsyncWait&>(*s).pending << "\n";
       return;

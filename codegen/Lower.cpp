@@ -1033,10 +1033,22 @@ private:
     return t == Type::f64 || t == Type::i64 ? 8 : t == Type::bf16 ? 2 : 4;
   }
 
-  // The reduction loop of a tile over its slices, with every operand staged: `stages` = 2
-  // double-buffers shared memory (slice k.o + 1 is loaded while slice k.o is multiplied, one
-  // barrier per slice); 1 loads, waits, multiplies, waits. `compute(stage)` multiplies the
-  // slice in stage `stage`. The shared buffers hold `stages` stages.
+  // How many slices a tile keeps in shared memory: operands staged through registers run one
+  // slice ahead (2); when every operand is copied asynchronously, up to 4 slices within
+  // 96 KiB, so the copies of slice k.o + stages - 1 overlap the products of k.o.
+  static int stagesFor(const std::vector<Staged>& ops) {
+    for (const Staged& s : ops)
+      if (s.vector == 0) return 2;
+    const std::int64_t per = sharedBytes(ops);
+    return static_cast<int>(
+        std::clamp<std::int64_t>(96 * 1024 / std::max<std::int64_t>(per, 1), 2, 4));
+  }
+
+  // The reduction loop of a tile over its slices with every operand staged in `stages` slots
+  // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
+  // of slice k.o + stages - 1 are issued into the slot slice k.o - 1 used, and the operands
+  // staged through registers load slice k.o + 1, stored after the products; one barrier per
+  // slice.
   Stmt pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K, const Ranges& r,
                 std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
                 const std::function<Stmt(const Expr&)>& compute) {
@@ -1056,23 +1068,27 @@ private:
         if (Stmt x = stagePut(s, BK, stage)) v.push_back(x);
       return v.empty() ? nullptr : ir::block(v);
     };
-    Stmt wait = async ? ir::asyncWait(0) : nullptr;
-    Stmt prologue, body;
-    if (stages == 1) {
-      Expr zero = ir::intImm(0);
-      body = ir::block(
-          {issue(ko, zero), put(zero), wait, ir::barrier(), compute(zero), ir::barrier()});
-    } else {
-      Expr cur = ir::binary(BinOp::Mod, ir::sub(ko, lo), ir::intImm(2));
-      Expr next = ir::sub(ir::intImm(1), cur);
-      Expr more = ir::binary(BinOp::Lt, ir::add(ko, ir::intImm(1)), hi);
-      const bool registers = put(next) != nullptr;
-      prologue = ir::block({issue(lo, ir::intImm(0)), put(ir::intImm(0))});
-      body =
-          ir::block({wait, ir::barrier(), ir::ifThen(more, issue(ir::add(ko, ir::intImm(1)), next)),
-                     compute(cur), registers ? ir::ifThen(more, put(next)) : nullptr});
+    auto plus = [](const Expr& e, std::int64_t k) { return ir::add(e, ir::intImm(k)); };
+    auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
+    Stmt commit = async ? ir::asyncCommit() : nullptr;
+    std::vector<Stmt> prologue;
+    for (int q = 0; q + 1 < stages; ++q) {
+      Stmt load = issue(plus(lo, q), ir::intImm(q));
+      prologue.push_back(q == 0 ? load : ir::ifThen(below(plus(lo, q)), load));
+      prologue.push_back(commit);
     }
-    Stmt loop = ir::block({prologue, ir::forLoop("k.o", lo, hi, ForKind::Serial, body)});
+    prologue.push_back(put(ir::intImm(0)));
+    Expr from = ir::sub(ko, lo);
+    Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
+    Expr ahead = plus(ko, stages - 1);
+    const bool registers = put(ir::intImm(0)) != nullptr;
+    Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
+    Stmt body = ir::block(
+        {async ? ir::asyncWait(stages - 2) : nullptr, ir::barrier(),
+         ir::ifThen(below(ahead), issue(ahead, ir::binary(BinOp::Mod, plus(from, stages - 1),
+                                                          ir::intImm(stages)))),
+         commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
+    Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body)});
     for (const Staged& s : ops)
       if (s.vector == 0) loop = ir::allocate(s.buf + ".v", s.elem, stageReps(s, BK), loop);
     for (const Staged& s : ops)
@@ -1085,9 +1101,9 @@ private:
     return n;
   }
 
-  // ", double-buffered; tile.A by 16-byte asynchronous copies, tile.B through registers".
+  // ", 2 slices in flight; tile.A by 16-byte asynchronous copies, tile.B through registers".
   static std::string stagingNote(const std::vector<Staged>& ops, int stages) {
-    std::string t = stages == 2 ? ", double-buffered" : ", single-buffered";
+    std::string t = ", " + std::to_string(stages) + " slices in flight";
     for (std::size_t q = 0; q < ops.size(); ++q)
       t += std::string(q ? ", " : "; ") + ops[q].buf +
            (ops[q].vector > 0 ? " by 16-byte asynchronous copies" : " through registers");
@@ -1275,8 +1291,15 @@ private:
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
     std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L"), stage(R, J, baseJ, BN, "tile.R")};
-    const int stages = 2 * sharedBytes(ops) <= 48 * 1024 ? 2 : 1;
-    // The register tile: acc[m * TN + n] for rows ty*TM + m, columns tx + 16 n.
+    const int stages = stagesFor(ops);
+    // The register tile: acc[m * TN + n] for rows cell(ty, m, TM), columns cell(tx, n, TN): runs
+    // of V = min(4, T) adjacent rows (columns) per thread, 16 V apart, so the threads of a warp
+    // read distinct banks or the same word, and a thread's V values are adjacent.
+    auto cellOf = [](const Expr& th, const Expr& q, std::int64_t T) {
+      const std::int64_t V = std::min<std::int64_t>(4, T);
+      return ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
+                     ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+    };
     Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
     Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
     auto cells = [&](Stmt body) {
@@ -1289,12 +1312,11 @@ private:
         return ir::load(vt_, sg.buf,
                         ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(w, kk)));
       };
-      Stmt fillRegs = ir::block(
-          {ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
-                       ir::store("reg.L", m, at(ops[0], ir::add(ir::mul(ty, ir::intImm(TM)), m)))),
-           ir::forLoop(
-               "t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
-               ir::store("reg.R", nn, at(ops[1], ir::add(tx, ir::mul(nn, ir::intImm(16))))))});
+      Stmt fillRegs =
+          ir::block({ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+                                 ir::store("reg.L", m, at(ops[0], cellOf(ty, m, TM)))),
+                     ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
+                                 ir::store("reg.R", nn, at(ops[1], cellOf(tx, nn, TN))))});
       Stmt fma = cells(ir::store("acc", slot,
                                  ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
                                             ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m),
@@ -1304,8 +1326,8 @@ private:
     };
     Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
     // Stores: each cell's output indices from its row and column.
-    Expr gi = ir::add(baseI, ir::add(ir::mul(ty, ir::intImm(TM)), m));
-    Expr gj = ir::add(baseJ, ir::add(tx, ir::mul(nn, ir::intImm(16))));
+    Expr gi = ir::add(baseI, cellOf(ty, m, TM));
+    Expr gj = ir::add(baseJ, cellOf(tx, nn, TN));
     decompose(I, r, gi);
     decompose(J, r, gj);
     Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
@@ -1416,7 +1438,8 @@ private:
                           static_cast<int>(NT), "acc", ir::intImm(0));
       return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
     };
-    Stmt kloop = pipeline(ops, K, r, BK, split, slices, 2, compute);
+    const int stages = stagesFor(ops);
+    Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
     // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
     Expr c = ir::var("w.c");
     Expr slot = ir::add(accBase, c);
@@ -1442,7 +1465,7 @@ private:
                "), 8 warps of 64x32, shared-memory slices of 32 "
                "along (" +
                names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-               stagingNote(ops, 2);
+               stagingNote(ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;

@@ -29,8 +29,11 @@ CudaEngine& engine() {
   return *e;
 }
 
-// Every offset and loop bound of the call fits comfortably in 32 bits.
-bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codegen::Strides& s) {
+// Every offset, loop bound and flattened index of the call fits comfortably in 32 bits:
+// tensor spans, index ranges, each statement's output box and reduction box (the schedules
+// flatten each of them, never their product) and the scratch buffers.
+bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codegen::Strides& s,
+                 const codegen::LoweredProgram& lowered) {
   constexpr std::int64_t limit = std::int64_t{1} << 28;
   for (std::size_t t = 0; t < p.tensors.size(); ++t) {
     std::int64_t span = 1;
@@ -38,14 +41,19 @@ bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codege
       span += std::max<std::int64_t>(b.tensors[t].shape[d] - 1, 0) * s[t][d];
     if (span >= limit) return false;
   }
-  for (const auto& st : b.stmts) {
-    std::int64_t total = 1;
+  for (std::size_t k = 0; k < b.stmts.size(); ++k) {
+    const auto& st = b.stmts[k];
+    const auto nOut = static_cast<std::size_t>(p.stmts[k].numOutputVars());
+    std::int64_t outputs = 1, reduction = 1;
     for (std::size_t v = 0; v < st.lo.size(); ++v) {
       if (std::abs(st.lo[v]) >= limit || std::abs(st.hi[v]) >= limit) return false;
-      total *= std::max<std::int64_t>(st.hi[v] - st.lo[v], 1);
-      if (total >= limit) return false;
+      std::int64_t& box = v < nOut ? outputs : reduction;
+      box *= std::max<std::int64_t>(st.hi[v] - st.lo[v], 1);
+      if (box >= limit) return false;
     }
   }
+  for (const auto& sc : lowered.scratch)
+    if (sc.elements >= limit) return false;
   return true;
 }
 
@@ -73,7 +81,7 @@ CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
   CudaProgram out;
   out.lowered = codegen::lower(p, b, strides, cudaTarget(), aligned);
   codegen::CudaOptions opt;
-  opt.index32 = fitsIndex32(p, b, strides);
+  opt.index32 = fitsIndex32(p, b, strides, out.lowered);
   opt.params = static_cast<int>(p.params.size());
   out.cuda = codegen::emitCUDA(out.lowered.funcs, "ej_", opt);
   return out;
@@ -156,7 +164,7 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
   try {
     for (std::size_t i = 0; i < prep.program.cuda.kernels.size(); ++i) {
       const auto& k = prep.program.cuda.kernels[i];
-      prep.module->launch(i, k.grid, k.block, args.data());
+      prep.module->launch(i, k.grid, k.block, args.data(), static_cast<std::size_t>(k.sharedBytes));
     }
   } catch (...) {
     cuda::release(device, status);
