@@ -1292,10 +1292,13 @@ private:
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
     std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L"), stage(R, J, baseJ, BN, "tile.R")};
     const int stages = stagesFor(ops);
-    // The register tile: acc[m * TN + n] for rows cell(ty, m, TM), columns cell(tx, n, TN): runs
-    // of V = min(4, T) adjacent rows (columns) per thread, 16 V apart, so the threads of a warp
-    // read distinct banks or the same word, and a thread's V values are adjacent.
-    auto cellOf = [](const Expr& th, const Expr& q, std::int64_t T) {
+    // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
+    // columns cellOf(R, tx, n). From an unpadded k-major operand (rows of a slice contiguous) a
+    // thread takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the
+    // threads of a warp read distinct banks or the same word); otherwise every 16th (from
+    // row-major or padded operands, adjacent threads then hit distinct banks).
+    auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
+      if (sg.kFast) return ir::add(th, ir::mul(q, ir::intImm(16)));
       const std::int64_t V = std::min<std::int64_t>(4, T);
       return ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
                      ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
@@ -1314,9 +1317,9 @@ private:
       };
       Stmt fillRegs =
           ir::block({ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
-                                 ir::store("reg.L", m, at(ops[0], cellOf(ty, m, TM)))),
+                                 ir::store("reg.L", m, at(ops[0], cellOf(ops[0], ty, m, TM)))),
                      ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
-                                 ir::store("reg.R", nn, at(ops[1], cellOf(tx, nn, TN))))});
+                                 ir::store("reg.R", nn, at(ops[1], cellOf(ops[1], tx, nn, TN))))});
       Stmt fma = cells(ir::store("acc", slot,
                                  ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
                                             ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m),
@@ -1326,8 +1329,8 @@ private:
     };
     Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
     // Stores: each cell's output indices from its row and column.
-    Expr gi = ir::add(baseI, cellOf(ty, m, TM));
-    Expr gj = ir::add(baseJ, cellOf(tx, nn, TN));
+    Expr gi = ir::add(baseI, cellOf(ops[0], ty, m, TM));
+    Expr gj = ir::add(baseJ, cellOf(ops[1], tx, nn, TN));
     decompose(I, r, gi);
     decompose(J, r, gj);
     Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
@@ -1352,15 +1355,15 @@ private:
   }
 
   // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
-  // compute a 128 x 128 tile; BK = 32 slices of both operands are staged in shared memory as
-  // bf16, rows along the reduction (padded to 40 elements: no bank conflicts on fragment
-  // loads); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
-  // accumulating in f32 registers (PTX ISA fragment layouts).
+  // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
+  // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
+  // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
+  // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                   const std::vector<std::size_t>& B, const std::vector<std::size_t>& K) {
-    const std::int64_t BM = 128, BN = 128, BK = 32, S = BK + 8, MT = 4, NT = 4;
+    const std::int64_t BM = 128, BN = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
     const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
@@ -1461,10 +1464,9 @@ private:
     f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
     auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
     gpuNote_ = "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (" +
-               names(I) + ") x (" + names(J) +
-               "), 8 warps of 64x32, shared-memory slices of 32 "
-               "along (" +
-               names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
+               names(I) + ") x (" + names(J) + "), 8 warps of 64x32, shared-memory slices of " +
+               std::to_string(BK) + " along (" + names(K) + ")" +
+               (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
                stagingNote(ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
