@@ -114,9 +114,6 @@ private:
   bool dynamicShared_ = false;
   std::int64_t sharedOffset_ = 0; // bytes of ej_smem handed out so far (16-byte multiples)
 
-  static std::int64_t elemBytes(Type t) {
-    return t == Type::f64 || t == Type::i64 ? 8 : t == Type::bf16 ? 2 : t == Type::i1 ? 1 : 4;
-  }
   // The bytes of every shared buffer in a statement tree, each rounded up to 16.
   static std::int64_t sharedBytes(const Stmt& s) {
     if (!s) return 0;
@@ -133,7 +130,7 @@ private:
     }
     case NodeKind::Allocate: {
       const auto& n = static_cast<const Allocate&>(*s);
-      const std::int64_t own = n.shared ? (n.size * elemBytes(n.elem) + 15) / 16 * 16 : 0;
+      const std::int64_t own = n.shared ? (n.size * typeBytes(n.elem) + 15) / 16 * 16 : 0;
       return own + sharedBytes(n.body);
     }
     default: return 0;
@@ -370,7 +367,7 @@ private:
         const std::string t = typeText(n.elem, true);
         out << t << "* const " << ident("l_", n.buffer) << " = (" << t << "*)(ej_smem + "
             << sharedOffset_ << ");\n";
-        sharedOffset_ += (n.size * elemBytes(n.elem) + 15) / 16 * 16;
+        sharedOffset_ += (n.size * typeBytes(n.elem) + 15) / 16 * 16;
       } else {
         out << (n.shared ? "__shared__ __align__(16) " : "") << typeText(n.elem, true) << " "
             << ident("l_", n.buffer) << "[" << n.size << "];\n";

@@ -18,6 +18,18 @@ std::string_view typeName(Type t) {
   return "?";
 }
 
+int typeBytes(Type t) {
+  switch (t) {
+  case Type::i1: return 1;
+  case Type::bf16: return 2;
+  case Type::i32:
+  case Type::f32: return 4;
+  case Type::i64:
+  case Type::f64: return 8;
+  }
+  return 0;
+}
+
 std::string_view binOpName(BinOp op) {
   switch (op) {
   case BinOp::Add: return "+";

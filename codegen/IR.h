@@ -21,6 +21,7 @@ namespace einjit::codegen::ir {
 enum class Type : std::uint8_t { i1, i32, i64, f32, f64, bf16 };
 bool isFloat(Type t);
 std::string_view typeName(Type t);
+int typeBytes(Type t); // storage size (i1: 1)
 
 enum class NodeKind : std::uint8_t {
 #define EXPR(name) name,

@@ -957,8 +957,35 @@ private:
     int vector = 0;
     std::string buf;
     Type elem = Type::f32;
-    std::function<Expr(const Expr&, const Expr&)> slot;
+    // Layout of a stage: row-major, element (w, kk) at w * stride + kk, or k-major, at
+    // kk * stride + w.
+    bool rowMajor = false;
+    std::int64_t stride = 0;
+    Expr slot(const Expr& w, const Expr& kk) const {
+      return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
+                      : ir::add(ir::mul(kk, ir::intImm(stride)), w);
+    }
   };
+  // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
+  // when it has unit stride there, else along the row), laid out by `layout(sg)`, which sets
+  // rowMajor and stride.
+  Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
+                std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
+                const std::function<void(Staged&)>& layout) const {
+    Staged sg;
+    sg.fs = fs;
+    sg.group = group;
+    sg.base = base;
+    sg.BW = BW;
+    sg.buf = buf;
+    sg.elem = elem;
+    sg.kFast = unitAlongAny(fs, K);
+    sg.vector = vectorRead(fs, sg.kFast ? K.back() : group.back(), r, elem);
+    layout(sg);
+    sg.stageElems = (sg.rowMajor ? BW : BK) * sg.stride;
+    return sg;
+  }
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK) {
     return s.BW * BK / std::max(s.vector, 1);
   }
@@ -1009,7 +1036,7 @@ private:
       const CExpr& f = *s.fs[0];
       Expr src = offset(f, &unusedInside, &dropped);
       Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
-      const int bytes = s.vector * static_cast<int>(elemBytes(s.elem));
+      const int bytes = s.vector * typeBytes(s.elem);
       one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
     } else {
       Expr v = value(*s.fs[0]);
@@ -1028,9 +1055,6 @@ private:
     Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
     return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
                        guarded(valid, ir::store(s.buf, dst, ir::load(s.elem, s.buf + ".v", rep))));
-  }
-  static std::size_t elemBytes(Type t) {
-    return t == Type::f64 || t == Type::i64 ? 8 : t == Type::bf16 ? 2 : 4;
   }
 
   // How many slices a tile keeps in shared memory: operands staged through registers run one
@@ -1081,7 +1105,8 @@ private:
     Expr from = ir::sub(ko, lo);
     Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
     Expr ahead = plus(ko, stages - 1);
-    const bool registers = put(ir::intImm(0)) != nullptr;
+    const bool registers =
+        std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
     Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
     Stmt body = ir::block(
         {async ? ir::asyncWait(stages - 2) : nullptr, ir::barrier(),
@@ -1097,7 +1122,7 @@ private:
   }
   static std::int64_t sharedBytes(const std::vector<Staged>& ops) {
     std::int64_t n = 0;
-    for (const Staged& s : ops) n += s.stageElems * static_cast<std::int64_t>(elemBytes(s.elem));
+    for (const Staged& s : ops) n += s.stageElems * typeBytes(s.elem);
     return n;
   }
 
@@ -1121,7 +1146,7 @@ private:
     const CExpr& f = *fs[0];
     const auto t = static_cast<std::size_t>(f.tensor);
     if (t >= aligned_.size() || !aligned_[t] || elemType(f.tensor) != elem) return 0;
-    const std::int64_t vec = 16 / static_cast<std::int64_t>(elemBytes(elem));
+    const std::int64_t vec = 16 / typeBytes(elem);
     const auto& stv = strides_[t];
     std::vector<std::int64_t> coef(r.size(), 0);
     std::int64_t first = 0;
@@ -1263,31 +1288,13 @@ private:
     // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
     // the row when the operand is contiguous there, else padded by one when consecutive
     // threads store down a column (no bank conflicts).
+    auto layout = [BK](Staged& sg) {
+      sg.rowMajor = sg.kFast && sg.vector > 0;
+      sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 1 : 0);
+    };
     auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
                      const Expr& base, std::int64_t BW, const std::string& buf) {
-      Staged sg;
-      sg.fs = fs;
-      sg.group = group;
-      sg.base = base;
-      sg.BW = BW;
-      sg.buf = buf;
-      sg.elem = vt_;
-      sg.kFast = unitAlongAny(fs, K);
-      if (sg.kFast) sg.vector = vectorRead(fs, K.back(), r, vt_);
-      if (!sg.kFast) sg.vector = vectorRead(fs, group.back(), r, vt_);
-      const std::int64_t rowS = BK + 4, colS = BW + (sg.kFast ? 1 : 0);
-      if (sg.kFast && sg.vector > 0) {
-        sg.slot = [rowS](const Expr& w, const Expr& kk) {
-          return ir::add(ir::mul(w, ir::intImm(rowS)), kk);
-        };
-        sg.stageElems = BW * rowS;
-      } else {
-        sg.slot = [colS](const Expr& w, const Expr& kk) {
-          return ir::add(ir::mul(kk, ir::intImm(colS)), w);
-        };
-        sg.stageElems = BK * colS;
-      }
-      return sg;
+      return staged(fs, group, K, r, base, BW, BK, buf, vt_, layout);
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
     std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L"), stage(R, J, baseJ, BN, "tile.R")};
@@ -1392,30 +1399,13 @@ private:
     // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
     // elements at a time along the contiguous direction when it can be, else through registers
     // (consecutive threads then store consecutive elements of a shared row).
+    auto layout = [S](Staged& sg) {
+      sg.rowMajor = sg.kFast;
+      sg.stride = sg.rowMajor ? S : sg.BW + 8;
+    };
     auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
                      std::int64_t BW, const std::string& buf) {
-      Staged sg;
-      sg.fs = {&fct};
-      sg.group = group;
-      sg.base = base;
-      sg.BW = BW;
-      sg.buf = buf;
-      sg.elem = Type::bf16;
-      sg.kFast = unitAlong(fct, K.back());
-      sg.vector = vectorRead(sg.fs, sg.kFast ? K.back() : group.back(), r, Type::bf16);
-      const std::int64_t T = BW + 8;
-      if (sg.kFast) {
-        sg.slot = [S](const Expr& w, const Expr& kk) {
-          return ir::add(ir::mul(w, ir::intImm(S)), kk);
-        };
-        sg.stageElems = BW * S;
-      } else {
-        sg.slot = [T](const Expr& w, const Expr& kk) {
-          return ir::add(ir::mul(kk, ir::intImm(T)), w);
-        };
-        sg.stageElems = BK * T;
-      }
-      return sg;
+      return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, layout);
     };
     std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A"),
                                stage(rf, J, baseJ, BN, "tile.B")};
@@ -1427,12 +1417,11 @@ private:
     auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
       ir::MmaOperand o;
       o.buffer = sg.buf;
-      o.kMajor = !sg.kFast;
-      o.stride = o.kMajor ? sg.BW + 8 : S;
-      Expr at = o.kMajor ? ir::add(times(ks, 16 * o.stride), first)
-                         : ir::add(ir::mul(first, ir::intImm(S)), times(ks, 16));
+      o.kMajor = !sg.rowMajor;
+      o.stride = sg.stride;
+      Expr at = sg.slot(first, times(ks, 16));
       o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), at);
-      o.step = o.kMajor ? rows : rows * S;
+      o.step = o.kMajor ? rows : rows * sg.stride;
       return o;
     };
     auto compute = [&](const Expr& stg) {

@@ -79,6 +79,19 @@ inline std::vector<std::string> assigned(const Kernel& k) {
   return v;
 }
 
+// Copies src's values into dst (same shape, any strides; host tensors).
+inline void setValues(const Tensor& dst, const Tensor& src) {
+  Tensor d = dst;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(src.rank()), 0);
+  for (double x : src.toVector()) {
+    d.set(idx, x);
+    for (std::size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < src.shape()[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
 // A view of a copy of t whose last dimension has stride 2 (every other element of a buffer).
 inline Tensor strided(const Tensor& t) {
   if (t.rank() == 0) return t;
@@ -86,15 +99,7 @@ inline Tensor strided(const Tensor& t) {
   big.back() = big.back() * 2;
   Tensor b = Tensor::full(big, 7.0, t.dtype());
   Tensor v = b.slice(t.rank() - 1, 0, big.back(), 2);
-  std::vector<double> vals = t.toVector();
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
-  for (double x : vals) {
-    v.set(idx, x);
-    for (std::size_t d = idx.size(); d-- > 0;) {
-      if (++idx[d] < t.shape()[d]) break;
-      idx[d] = 0;
-    }
-  }
+  setValues(v, t);
   return v;
 }
 

@@ -361,15 +361,7 @@ Tensor placed(const Tensor& t, std::int64_t pad, std::int64_t first, bool device
   big.back() += pad;
   Tensor b = Tensor::full(big, 5.0, t.dtype());
   Tensor v = b.slice(t.rank() - 1, first, first + t.shape().back());
-  std::vector<double> vals = t.toVector();
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
-  for (double x : vals) {
-    v.set(idx, x);
-    for (std::size_t d = idx.size(); d-- > 0;) {
-      if (++idx[d] < t.shape()[d]) break;
-      idx[d] = 0;
-    }
-  }
+  setValues(v, t);
   if (device) return b.cuda().slice(t.rank() - 1, first, first + t.shape().back());
   return v;
 }
