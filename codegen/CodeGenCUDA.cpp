@@ -34,6 +34,19 @@ const std::map<std::string, std::string>& helpers() {
        "  unsigned u = __float_as_uint(f);\n"
        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"},
+      // bf16 has no atomic add of its own before sm_90: a compare-and-swap loop on the 32-bit
+      // word that holds it (the sum rounded once).
+      {"ej_scatter_bf16",
+       "__device__ __forceinline__ void ej_scatter_bf16(unsigned short* p, float v) {\n"
+       "  unsigned* w = (unsigned*)((unsigned long long)p & ~3ull);\n"
+       "  const unsigned s = ((unsigned long long)p & 2ull) ? 16u : 0u;\n"
+       "  unsigned old = *w, seen;\n"
+       "  do {\n"
+       "    seen = old;\n"
+       "    const float cur = __uint_as_float(((seen >> s) & 0xffffu) << 16);\n"
+       "    const unsigned b = ej_bf16(cur + v);\n"
+       "    old = atomicCAS(w, seen, (seen & ~(0xffffu << s)) | (b << s));\n"
+       "  } while (old != seen);\n}\n"},
       {"ej_check",
        "__device__ __forceinline__ long long ej_check(long long i, long long e, int* status) {\n"
        "  if (i < 0 || i >= e) { *(volatile int*)status = 1; return i < 0 ? 0 : e - 1; }\n"
@@ -154,6 +167,13 @@ private:
     case NodeKind::Allocate: collectStores(static_cast<const Allocate&>(*s).body); break;
     default: break;
     }
+  }
+
+  // The element type of a global buffer (atomic adds go only there).
+  Type bufferType(const std::string& name) const {
+    for (const BufferArg& b : f_.buffers)
+      if (b.name == name) return b.elem;
+    throw InternalError("codegen: atomic add into '" + name + "', which is not a global buffer");
   }
 
   // `storage`: the element type of a buffer (i64 tensors stay 64-bit in index32 mode).
@@ -339,7 +359,16 @@ private:
     case NodeKind::Store: {
       const auto& n = static_cast<const Store&>(*s);
       indent(out, d);
-      out << bufferRef(n.buffer) << "[" << expr(n.index) << "] = " << expr(n.value) << ";\n";
+      if (!n.atomicAdd) {
+        out << bufferRef(n.buffer) << "[" << expr(n.index) << "] = " << expr(n.value) << ";\n";
+      } else if (bufferType(n.buffer) == Type::bf16) {
+        use("ej_bf16");
+        out << use("ej_scatter_bf16") << "(&" << bufferRef(n.buffer) << "[" << expr(n.index)
+            << "], " << expr(n.value) << ");\n";
+      } else {
+        out << "atomicAdd(&" << bufferRef(n.buffer) << "[" << expr(n.index) << "], "
+            << expr(n.value) << ");\n";
+      }
       break;
     }
     case NodeKind::IfThen: {

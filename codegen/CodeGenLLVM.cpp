@@ -408,6 +408,7 @@ private:
       return;
     case NodeKind::Store: {
       const auto& n = static_cast<const Store&>(*s);
+      if (n.atomicAdd) throw InternalError("codegen: an atomic GPU scatter in CPU code");
       storeValue(n.buffer, n.index, expr(n.value), nullptr);
       return;
     }

@@ -154,8 +154,12 @@ struct Block : StmtNode {
 struct Store : StmtNode {
   std::string buffer;
   Expr index, value;
-  Store(std::string b, Expr i, Expr v)
-      : StmtNode(NodeKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)) {}
+  // GPU: buffer[index] += value as one atomic read-modify-write (a scatter's adds; a bf16
+  // buffer takes an f32 value, rounded once).
+  bool atomicAdd = false;
+  Store(std::string b, Expr i, Expr v, bool atomic = false)
+      : StmtNode(NodeKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)),
+        atomicAdd(atomic) {}
 };
 struct IfThen : StmtNode {
   Expr cond;
@@ -238,6 +242,7 @@ Expr check(Expr index, std::int64_t extent);
 Stmt forLoop(const std::string& v, Expr lo, Expr hi, ForKind k, Stmt body, int width = 1);
 Stmt block(std::vector<Stmt> s); // flattens nested blocks, drops nulls
 Stmt store(const std::string& buffer, Expr index, Expr value);
+Stmt atomicAdd(const std::string& buffer, Expr index, Expr value); // see Store
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
 Stmt barrier();

@@ -30,7 +30,10 @@ public:
     expectType(n.index, Type::i64, "store index");
     auto it = buffers_.find(n.buffer);
     if (it == buffers_.end()) fail("store to undeclared buffer '" + n.buffer + "'");
-    if (it->second != n.value->type) fail("store type differs from buffer '" + n.buffer + "'");
+    const Type want = n.atomicAdd && it->second == Type::bf16 ? Type::f32 : it->second;
+    if (n.value->type != want) fail("store type differs from buffer '" + n.buffer + "'");
+    if (n.atomicAdd && want != Type::f32 && want != Type::f64)
+      fail("atomic add into a non-float buffer '" + n.buffer + "'");
     Visitor::visitStore(n);
   }
   void visitBinary(const Binary& n) override {

@@ -59,6 +59,10 @@ private:
   Type vt_;
   LoweredProgram out_;
   bool checked_ = false;
+  bool trustPlain_ = false;
+  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)                      //
+                        // see stageIssue
+  const BoundStatement* maskBounds_ = nullptr; // the masked tile's statement
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
   std::vector<Expr> varExpr_;
@@ -106,7 +110,8 @@ private:
         if (s.coef[v] != 0) idx = ir::add(idx, ir::mul(ir::intImm(s.coef[v]), varExpr_[v]));
       if (s.gather) idx = ir::add(idx, gatherIndex(*s.gather));
       Interval r = interval(s, c);
-      const bool proven = r.known && r.lo >= 0 && r.hi < e;
+      const bool proven = (r.known && r.lo >= 0 && r.hi < e) ||
+                          (trustPlain_ && s.mode == IndexMode::Plain && !s.gather && e > 0);
       if (!proven) {
         if (e == 0) {
           if (s.mode == IndexMode::Plain) {
@@ -256,9 +261,12 @@ private:
     const std::string& name = bufferName(st.output);
     Type et = elemType(st.output);
     Expr val = v;
-    if (st.assign == Assign::Accumulate)
+    Stmt s;
+    if (atomic_)
+      s = ir::atomicAdd(name, off, ir::cast(et == Type::bf16 ? Type::f32 : et, v));
+    else if (st.assign == Assign::Accumulate)
       val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
-    Stmt s = ir::store(name, off, ir::cast(et, val));
+    if (!s) s = ir::store(name, off, ir::cast(et, val));
     return inside ? ir::ifThen(inside, s) : s;
   }
 
@@ -312,11 +320,21 @@ private:
       return;
     }
     if (target_.gpu) {
-      if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) return;
       if (independentOutputs(st) && emitGpuTiled(st, bs, ranges, base)) {
         out_.notes.back() = gpuNote_;
+      } else if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) {
+        return;
       } else if (independentOutputs(st)) {
         emitGpuGeneric(st, bs, ranges, base);
+      } else if (atomicScatter(st)) {
+        out_.notes.back() = "one GPU thread per element of (" + varNames(st, outputIndices(st)) +
+                            "), atomic adds into " +
+                            p_.tensors[static_cast<std::size_t>(st.output)].name +
+                            " (several land on one element: their order, and the sum's last bits, "
+                            "vary between runs)";
+        atomic_ = true;
+        emitGpuGeneric(st, bs, ranges, base);
+        atomic_ = false;
       } else {
         out_.notes.back() = "one GPU thread: output elements are not independent (" +
                             std::string(st.scatter ? "scatter" : "left-hand side") + ")";
@@ -326,6 +344,16 @@ private:
     }
     if (coreSplit(k, st, bs, ranges, base)) return;
     emitBox(st, bs, sched, ranges, base);
+  }
+
+  // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
+  // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
+  // one thread per element of the output indices, adding its sum atomically.
+  bool atomicScatter(const Statement& st) const {
+    if (st.assign != Assign::Accumulate || st.reduce != Reduce::Add) return false;
+    const Type et = elemType(st.output);
+    if (et != Type::f32 && et != Type::f64 && et != Type::bf16) return false;
+    return !readsOwnOutput(st);
   }
 
   // A statement box under a schedule: the full tiles, then the edges (columns right of the
@@ -961,6 +989,9 @@ private:
     // kk * stride + w.
     bool rowMajor = false;
     std::int64_t stride = 0;
+    // Dependent reduction indices (a solved gradient's ranges) whose range this operand checks:
+    // the tile runs over their hulls, and an element outside its range stages as 0.
+    std::vector<std::size_t> masks;
     Expr slot(const Expr& w, const Expr& kk) const {
       return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
                       : ir::add(ir::mul(kk, ir::intImm(stride)), w);
@@ -972,16 +1003,18 @@ private:
   Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
                 const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
                 std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
+                const std::vector<std::size_t>& masks,
                 const std::function<void(Staged&)>& layout) const {
     Staged sg;
     sg.fs = fs;
+    sg.masks = masks;
     sg.group = group;
     sg.base = base;
     sg.BW = BW;
     sg.buf = buf;
     sg.elem = elem;
     sg.kFast = unitAlongAny(fs, K);
-    sg.vector = vectorRead(fs, sg.kFast ? K.back() : group.back(), r, elem);
+    sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K.back() : group.back(), r, elem) : 0;
     layout(sg);
     sg.stageElems = (sg.rowMajor ? BW : BK) * sg.stride;
     return sg;
@@ -1029,6 +1062,13 @@ private:
     Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
     stagePos(s, BK, rep, &w, &kk, &valid);
     Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
+    for (std::size_t v : s.masks) {
+      const BoundStatement& bs = *maskBounds_;
+      inside = ir::binary(BinOp::And, inside,
+                          ir::binary(BinOp::And,
+                                     ir::binary(BinOp::Ge, varExpr_[v], boundExpr(bs.loBound[v])),
+                                     ir::binary(BinOp::Lt, varExpr_[v], boundExpr(bs.hiBound[v]))));
+    }
     Stmt one;
     if (s.vector > 0) {
       Expr unusedInside;
@@ -1039,8 +1079,12 @@ private:
       const int bytes = s.vector * typeBytes(s.elem);
       one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
     } else {
+      // Inside its ranges every plain subscript of a masked operand is in bounds (the ranges
+      // were solved from them): no check.
+      trustPlain_ = !s.masks.empty();
       Expr v = value(*s.fs[0]);
       for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
+      trustPlain_ = false;
       one = ir::ifThen(inside, ir::store(s.buf + ".v", rep, ir::cast(s.elem, v)),
                        ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
     }
@@ -1127,11 +1171,14 @@ private:
   }
 
   // ", 2 slices in flight; tile.A by 16-byte asynchronous copies, tile.B through registers".
-  static std::string stagingNote(const std::vector<Staged>& ops, int stages) {
+  static std::string stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages) {
     std::string t = ", " + std::to_string(stages) + " slices in flight";
-    for (std::size_t q = 0; q < ops.size(); ++q)
+    for (std::size_t q = 0; q < ops.size(); ++q) {
       t += std::string(q ? ", " : "; ") + ops[q].buf +
            (ops[q].vector > 0 ? " by 16-byte asynchronous copies" : " through registers");
+      if (!ops[q].masks.empty())
+        t += " (over the hull of (" + varNames(st, ops[q].masks) + "), masked to their ranges)";
+    }
     return t;
   }
 
@@ -1194,6 +1241,89 @@ private:
     return n;
   }
 
+  // Dependent reduction indices (the ranges a gradient's index solving leaves, e.g. a in
+  // max(u - 2, 0):min(u + 1, 3)) in a tile: it runs over their hulls, and the operand on the
+  // side whose output indices (with the batch ones) are all the bounds read checks them,
+  // staging 0 outside (masks, see Staged). False when some bound reads both sides, reduction
+  // indices or a dependent output index, or when the ranges fill less than half of their hulls
+  // on average (a strided convolution's input gradient: the core/border split is better).
+  bool maskedRanges(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                    const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                    const std::vector<std::size_t>& B, std::vector<std::size_t>& maskL,
+                    std::vector<std::size_t>& maskR) const {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+    double share = 1;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!bs.dependent[v]) continue;
+      if (v < nOut) return false;
+      std::vector<bool> reads(n, false);
+      st.vars[v].loBound.collectVars(reads);
+      st.vars[v].hiBound.collectVars(reads);
+      std::vector<std::size_t> read;
+      for (std::size_t u = 0; u < n; ++u)
+        if (reads[u]) read.push_back(u);
+      auto within = [&](const std::vector<std::size_t>& g) {
+        for (std::size_t u : read)
+          if (std::find(g.begin(), g.end(), u) == g.end() &&
+              std::find(B.begin(), B.end(), u) == B.end())
+            return false;
+        return true;
+      };
+      if (within(I))
+        maskL.push_back(v);
+      else if (within(J))
+        maskR.push_back(v);
+      else
+        return false;
+      share *= meanShare(bs, r, v, read);
+    }
+    return share >= 0.5;
+  }
+  // The mean length of dependent index v's range over the values of the indices it reads,
+  // relative to its hull (0 when there are too many values to count).
+  static double meanShare(const BoundStatement& bs, const Ranges& r, std::size_t v,
+                          const std::vector<std::size_t>& read) {
+    double points = 1;
+    for (std::size_t u : read) points *= static_cast<double>(r[u].second - r[u].first);
+    const std::int64_t hull = r[v].second - r[v].first;
+    if (points > 1e6 || points < 1 || hull <= 0) return 0;
+    std::vector<std::int64_t> vals(r.size(), 0);
+    double sum = 0;
+    std::function<void(std::size_t)> walk = [&](std::size_t q) {
+      if (q == read.size()) {
+        const std::int64_t lo = std::max(bs.loBound[v].eval(vals), r[v].first),
+                           hi = std::min(bs.hiBound[v].eval(vals), r[v].second);
+        sum += static_cast<double>(std::max<std::int64_t>(hi - lo, 0));
+        return;
+      }
+      for (std::int64_t x = r[read[q]].first; x < r[read[q]].second; ++x) {
+        vals[read[q]] = x;
+        walk(q + 1);
+      }
+    };
+    walk(0);
+    return sum / (points * static_cast<double>(hull));
+  }
+  // Whether every plain subscript of the factors is proven inside its tensor over the current
+  // ranges (setRanges), so they need no mask.
+  bool provenInBounds(const std::vector<const CExpr*>& fs) const {
+    std::function<bool(const CExpr&)> ok = [&](const CExpr& e) {
+      if (e.kind == CKind::Read)
+        for (std::size_t d = 0; d < e.subs.size(); ++d) {
+          const Subscript& sub = e.subs[d];
+          if (sub.mode != IndexMode::Plain) continue;
+          const Interval iv = interval(sub, b_.eval(p_, sub.constant));
+          if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(e.tensor, d)) return false;
+        }
+      for (const auto& a : e.args)
+        if (!ok(*a)) return false;
+      return true;
+    };
+    for (const CExpr* f : fs)
+      if (!ok(*f)) return false;
+    return true;
+  }
+
   // A '+' contraction whose right-hand side is a product L * R, R holding every factor that
   // uses the output index with unit stride: each block of 256 threads computes a BM x BN tile
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
@@ -1203,8 +1333,6 @@ private:
                     const std::string& name) {
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
     if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return false;
-    for (std::size_t v = 0; v < n; ++v)
-      if (bs.dependent[v]) return false;
     std::vector<const CExpr*> factors;
     flattenProduct(*st.rhs, factors);
     // The column index: of the output indices some factors use and others do not (batch
@@ -1254,6 +1382,13 @@ private:
     }
     for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
     if (I.empty() || J.empty()) return false;
+    std::vector<std::size_t> maskL, maskR;
+    if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return false;
+    setRanges(st, r);
+    if ((maskL.empty() && !maskR.empty() && !provenInBounds(L)) ||
+        (maskR.empty() && !maskL.empty() && !provenInBounds(R)))
+      return false;
+    maskBounds_ = &bs;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
     if (extK < 8 ||
@@ -1262,7 +1397,7 @@ private:
     // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
     if (b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 && L[0]->kind == CKind::Read &&
         R[0]->kind == CKind::Read && extK >= 16)
-      return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K);
+      return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
     auto tileFor = [](std::int64_t ext) {
       std::int64_t t = 8;
       while (t > 1 && 16 * t / 2 >= ext) t /= 2;
@@ -1293,11 +1428,13 @@ private:
       sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 1 : 0);
     };
     auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                     const Expr& base, std::int64_t BW, const std::string& buf) {
-      return staged(fs, group, K, r, base, BW, BK, buf, vt_, layout);
+                     const Expr& base, std::int64_t BW, const std::string& buf,
+                     const std::vector<std::size_t>& masks) {
+      return staged(fs, group, K, r, base, BW, BK, buf, vt_, masks, layout);
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
-    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L"), stage(R, J, baseJ, BN, "tile.R")};
+    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L", maskL),
+                               stage(R, J, baseJ, BN, "tile.R", maskR)};
     const int stages = stagesFor(ops);
     // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
     // columns cellOf(R, tx, n). From an unpadded k-major operand (rows of a slice contiguous) a
@@ -1355,7 +1492,7 @@ private:
                ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
                " per thread, shared-memory slices of " + std::to_string(BK) + " along (" +
                names(K) + ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-               stagingNote(ops, stages);
+               stagingNote(st, ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;
@@ -1369,7 +1506,8 @@ private:
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K) {
+                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                  const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR) {
     const std::int64_t BM = 128, BN = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
@@ -1404,11 +1542,12 @@ private:
       sg.stride = sg.rowMajor ? S : sg.BW + 8;
     };
     auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
-                     std::int64_t BW, const std::string& buf) {
-      return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, layout);
+                     std::int64_t BW, const std::string& buf,
+                     const std::vector<std::size_t>& masks) {
+      return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
     };
-    std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A"),
-                               stage(rf, J, baseJ, BN, "tile.B")};
+    std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
+                               stage(rf, J, baseJ, BN, "tile.B", maskR)};
     Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
     Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
     Expr accBase = times(ir::add(times(mt, NT), nt), 4);
@@ -1456,7 +1595,7 @@ private:
                names(I) + ") x (" + names(J) + "), 8 warps of 64x32, shared-memory slices of " +
                std::to_string(BK) + " along (" + names(K) + ")" +
                (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-               stagingNote(ops, stages);
+               stagingNote(st, ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;

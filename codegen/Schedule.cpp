@@ -123,17 +123,17 @@ void overrideSplitPolicy(const SplitPolicy* policy) {
     splitOverride.reset();
 }
 
+bool readsOwnOutput(const Statement& st) {
+  bool reads = false;
+  auto see = [&](const CExpr& r) { reads = reads || r.tensor == st.output; };
+  forEachRead(*st.rhs, see);
+  for (const Subscript& sub : st.lhs->subs)
+    if (sub.gather) forEachRead(*sub.gather, see);
+  return reads;
+}
+
 bool independentOutputs(const Statement& st) {
-  if (st.scatter) return false;
-  bool readsOutput = false;
-  std::function<void(const CExpr&)> scan = [&](const CExpr& e) {
-    if (e.kind == CKind::Read && e.tensor == st.output) readsOutput = true;
-    for (const auto& s : e.subs)
-      if (s.gather) scan(*s.gather);
-    for (const auto& a : e.args) scan(*a);
-  };
-  scan(*st.rhs);
-  if (readsOutput) return false;
+  if (st.scatter || readsOwnOutput(st)) return false;
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
   if (!st.lhsVars.empty() || nOut == 0) return true;
   // Affine left-hand side: injective when its coefficient matrix (plain and padded

@@ -86,6 +86,9 @@ using Strides = std::vector<std::vector<std::int64_t>>;
 // scatter, no read of its own output, an injective left-hand side).
 bool independentOutputs(const dsl::Statement& st);
 
+// The statement reads its own output (on the right, or in a left-hand gather).
+bool readsOwnOutput(const dsl::Statement& st);
+
 StatementSchedule scheduleStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                                     std::size_t stmt, const Strides& strides, const Target& t);
 
