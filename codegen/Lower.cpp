@@ -60,8 +60,16 @@ private:
   LoweredProgram out_;
   bool checked_ = false;
   bool trustPlain_ = false;
-  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)                      //
-                        // see stageIssue
+  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
+  // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
+  // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
+  struct PhaseSub {
+    std::size_t out = 0, red = 0;
+    std::int64_t g = 1, rho = 0, a = 0;
+    std::int64_t hullLo = 0, hullHi = 0; // h's original hull
+  };
+  std::vector<PhaseSub> phase_;                //
+                                               // see stageIssue
   const BoundStatement* maskBounds_ = nullptr; // the masked tile's statement
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
@@ -322,6 +330,8 @@ private:
     if (target_.gpu) {
       if (independentOutputs(st) && emitGpuTiled(st, bs, ranges, base)) {
         out_.notes.back() = gpuNote_;
+      } else if (independentOutputs(st) && phaseTiles(st, bs, ranges, base)) {
+        return;
       } else if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) {
         return;
       } else if (independentOutputs(st)) {
@@ -1062,13 +1072,7 @@ private:
     Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
     stagePos(s, BK, rep, &w, &kk, &valid);
     Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
-    for (std::size_t v : s.masks) {
-      const BoundStatement& bs = *maskBounds_;
-      inside = ir::binary(BinOp::And, inside,
-                          ir::binary(BinOp::And,
-                                     ir::binary(BinOp::Ge, varExpr_[v], boundExpr(bs.loBound[v])),
-                                     ir::binary(BinOp::Lt, varExpr_[v], boundExpr(bs.hiBound[v]))));
-    }
+    for (std::size_t v : s.masks) inside = ir::binary(BinOp::And, inside, maskCondition(v));
     Stmt one;
     if (s.vector > 0) {
       Expr unusedInside;
@@ -1281,8 +1285,8 @@ private:
   }
   // The mean length of dependent index v's range over the values of the indices it reads,
   // relative to its hull (0 when there are too many values to count).
-  static double meanShare(const BoundStatement& bs, const Ranges& r, std::size_t v,
-                          const std::vector<std::size_t>& read) {
+  double meanShare(const BoundStatement& bs, const Ranges& r, std::size_t v,
+                   const std::vector<std::size_t>& read) const {
     double points = 1;
     for (std::size_t u : read) points *= static_cast<double>(r[u].second - r[u].first);
     const std::int64_t hull = r[v].second - r[v].first;
@@ -1291,8 +1295,9 @@ private:
     double sum = 0;
     std::function<void(std::size_t)> walk = [&](std::size_t q) {
       if (q == read.size()) {
-        const std::int64_t lo = std::max(bs.loBound[v].eval(vals), r[v].first),
-                           hi = std::min(bs.hiBound[v].eval(vals), r[v].second);
+        auto [lo, hi] = depRange(bs, v, vals);
+        lo = std::max(lo, r[v].first);
+        hi = std::min(hi, r[v].second);
         sum += static_cast<double>(std::max<std::int64_t>(hi - lo, 0));
         return;
       }
@@ -1304,6 +1309,184 @@ private:
     walk(0);
     return sum / (points * static_cast<double>(hull));
   }
+  // The range [lo, hi) of dependent index v at the values `vals` of the indices (slots) it
+  // reads; in a residue phase, of m for q (see PhaseSub).
+  std::pair<std::int64_t, std::int64_t> depRange(const BoundStatement& bs, std::size_t v,
+                                                 const std::vector<std::int64_t>& vals) const {
+    const PhaseSub* ph = nullptr;
+    for (const PhaseSub& x : phase_)
+      if (x.red == v) ph = &x;
+    std::vector<std::int64_t> orig = vals;
+    for (const PhaseSub& x : phase_) orig[x.out] = x.g * vals[x.out] + x.rho;
+    std::int64_t lo = bs.loBound[v].eval(orig), hi = bs.hiBound[v].eval(orig);
+    if (!ph) return {lo, hi};
+    lo = std::max(lo, ph->hullLo);
+    hi = std::min(hi, ph->hullHi);
+    const std::int64_t shift = ph->a * vals[ph->out];
+    return {lo - shift, hi - shift};
+  }
+  // Whether the current element lies in dependent index v's range (its original index, in a
+  // residue phase; varExpr_ holds the slots' values).
+  Expr maskCondition(std::size_t v) {
+    const BoundStatement& bs = *maskBounds_;
+    std::vector<Expr> saved = varExpr_;
+    Expr h = varExpr_[v], extra;
+    for (const PhaseSub& x : phase_) {
+      varExpr_[x.out] = ir::add(ir::mul(ir::intImm(x.g), saved[x.out]), ir::intImm(x.rho));
+      if (x.red == v) {
+        h = ir::add(ir::mul(ir::intImm(x.a), saved[x.out]), saved[v]);
+        extra = ir::binary(BinOp::And, ir::binary(BinOp::Ge, h, ir::intImm(x.hullLo)),
+                           ir::binary(BinOp::Lt, h, ir::intImm(x.hullHi)));
+      }
+    }
+    Expr c = ir::binary(BinOp::And, ir::binary(BinOp::Ge, h, boundExpr(bs.loBound[v])),
+                        ir::binary(BinOp::Lt, h, boundExpr(bs.hiBound[v])));
+    varExpr_ = saved;
+    return extra ? ir::binary(BinOp::And, extra, c) : c;
+  }
+
+  // A strided convolution's input gradient, dx[u] := dy[h] * k[u - 2h] with h in
+  // max(0, cdiv(u - 2, 2)):min(N, fdiv(u, 2) + 1), fills a sliver of h's hull. Split u into
+  // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
+  // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
+  // that emitGpuTiled masks. Every phase must tile, or nothing is emitted.
+  bool phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                  const std::string& base) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+    if (st.lhsVars.empty()) return false;
+    std::vector<PhaseSub> subs;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!bs.dependent[v]) continue;
+      if (v < nOut) return false;
+      std::vector<bool> reads(n, false);
+      st.vars[v].loBound.collectVars(reads);
+      st.vars[v].hiBound.collectVars(reads);
+      std::size_t count = 0, u = 0;
+      for (std::size_t w = 0; w < n; ++w)
+        if (reads[w]) {
+          ++count;
+          u = w;
+        }
+      if (count != 1 || u >= nOut) return false;
+      for (const PhaseSub& x : subs)
+        if (x.out == u) return false;
+      const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
+      if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return false;
+      PhaseSub ph;
+      ph.out = u;
+      ph.red = v;
+      ph.g = g;
+      ph.hullLo = ranges[v].first;
+      ph.hullHi = ranges[v].second;
+      // a: how far h's range moves per step of q, read off the middle of u's range.
+      std::vector<std::int64_t> vals(n, 0);
+      const std::int64_t mid = (ranges[u].first + ranges[u].second) / 2 / g * g;
+      vals[u] = mid;
+      const std::int64_t lo0 = bs.loBound[v].eval(vals);
+      vals[u] = mid + g;
+      ph.a = bs.loBound[v].eval(vals) - lo0;
+      subs.push_back(ph);
+    }
+    if (subs.empty()) return false;
+    // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
+    double work = 1;
+    for (std::size_t v = 0; v < n; ++v)
+      if (!bs.dependent[v]) work *= static_cast<double>(ranges[v].second - ranges[v].first);
+    for (const PhaseSub& x : subs)
+      work *= meanShare(bs, ranges, x.red, {x.out}) *
+              static_cast<double>(ranges[x.red].second - ranges[x.red].first);
+    if (work < 65536) return false;
+    std::int64_t combos = 1;
+    for (const PhaseSub& x : subs) combos *= x.g;
+    if (combos > 16) return false;
+    const std::size_t funcs = out_.funcs.size(), scratch = out_.scratch.size();
+    auto cdiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+    std::string notes;
+    bool ok = true;
+    for (std::int64_t c = 0; c < combos && ok; ++c) {
+      std::int64_t rest = c;
+      Ranges r = ranges;
+      bool empty = false;
+      for (PhaseSub& x : subs) {
+        x.rho = rest % x.g;
+        rest /= x.g;
+        r[x.out] = {cdiv(ranges[x.out].first - x.rho, x.g),
+                    cdiv(ranges[x.out].second - x.rho, x.g)};
+        empty = empty || r[x.out].second <= r[x.out].first;
+      }
+      if (empty) continue;
+      phase_ = subs;
+      // m's hull over the phase.
+      for (const PhaseSub& x : subs) {
+        std::int64_t lo = 0, hi = 0;
+        bool any = false;
+        std::vector<std::int64_t> vals(n, 0);
+        for (std::int64_t q = r[x.out].first; q < r[x.out].second; ++q) {
+          vals[x.out] = q;
+          auto [a, b] = depRange(bs, x.red, vals);
+          if (b <= a) continue;
+          lo = any ? std::min(lo, a) : a;
+          hi = any ? std::max(hi, b) : b;
+          any = true;
+        }
+        r[x.red] = {lo, any ? hi : lo + 1};
+      }
+      BoundStatement pb = bs;
+      for (std::size_t v = 0; v < n; ++v) {
+        pb.lo[v] = r[v].first;
+        pb.hi[v] = r[v].second;
+      }
+      const Statement ps = phaseStatement(st, subs);
+      std::string name = base + "_phase";
+      for (const PhaseSub& x : subs) name += std::to_string(x.rho);
+      ok = emitGpuTiled(ps, pb, r, name);
+      if (ok) notes = gpuNote_;
+    }
+    phase_.clear();
+    if (!ok || notes.empty()) {
+      out_.funcs.resize(funcs);
+      out_.scratch.resize(scratch);
+      return false;
+    }
+    std::string what;
+    for (const PhaseSub& x : subs)
+      what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
+              "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
+              "q + m";
+    out_.notes.back() = std::to_string(combos) + " residue phases (" + what + "), each: " + notes;
+    return true;
+  }
+  static std::int64_t divisorOf(const ConcreteBound& b) {
+    std::int64_t d =
+        b.kind == IndexBound::Kind::FDiv || b.kind == IndexBound::Kind::CDiv ? b.divisor : 1;
+    for (const ConcreteBound& a : b.args) d = std::max(d, divisorOf(a));
+    return d;
+  }
+  // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
+  // its constant gains rho times it) and h's to q (times a) and m.
+  static Statement phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) {
+    std::function<CExprPtr(const CExpr&)> copy = [&](const CExpr& e) {
+      auto c = std::make_shared<CExpr>(e);
+      for (Subscript& sub : c->subs) {
+        std::vector<std::int64_t> coef = sub.coef;
+        for (const PhaseSub& x : subs) {
+          if (x.out >= coef.size()) continue;
+          const std::int64_t cu = sub.coef[x.out], ch = x.red < coef.size() ? sub.coef[x.red] : 0;
+          coef[x.out] = cu * x.g + ch * x.a;
+          sub.constant = symAddConst(sub.constant, cu * x.rho);
+        }
+        sub.coef = coef;
+        if (sub.gather) sub.gather = copy(*sub.gather);
+      }
+      for (CExprPtr& a : c->args) a = copy(*a);
+      return CExprPtr(c);
+    };
+    Statement ps = st;
+    ps.rhs = copy(*st.rhs);
+    ps.lhs = copy(*st.lhs);
+    return ps;
+  }
+
   // Whether every plain subscript of the factors is proven inside its tensor over the current
   // ranges (setRanges), so they need no mask.
   bool provenInBounds(const std::vector<const CExpr*>& fs) const {
@@ -1349,9 +1532,12 @@ private:
       std::size_t users = 0;
       for (const auto& u : uses) users += u[v] ? 1 : 0;
       if (users == 0 || users == factors.size()) continue;
-      if (fast < 0 || std::abs(os[d]) < fastStride) {
+      std::int64_t stride = 0; // in the output (a residue phase's q moves by g elements)
+      for (std::size_t e = 0; e < st.lhs->subs.size(); ++e)
+        stride += st.lhs->subs[e].coef[v] * os[e];
+      if (fast < 0 || std::abs(stride) < fastStride) {
         fast = static_cast<int>(v);
-        fastStride = std::abs(os[d]);
+        fastStride = std::abs(stride);
       }
     }
     if (fast < 0) return false;
@@ -1391,8 +1577,10 @@ private:
     maskBounds_ = &bs;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+    // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
     if (extK < 8 ||
-        static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536)
+        (phase_.empty() &&
+         static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536))
       return false;
     // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
     if (b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 && L[0]->kind == CKind::Read &&

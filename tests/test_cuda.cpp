@@ -356,36 +356,58 @@ TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
 
 namespace {
 
-const char* convProgram(int stride) {
-  return stride == 1 ? "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]"
-                     : "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]";
-}
+// Convolutions whose input gradients have dependent reduction ranges, at odd sizes: stride 1
+// (3x3), stride 2 (3x3) and stride 3 (4x4).
+struct ConvCase {
+  int stride;
+  const char* program;
+  Shape x, k;
+};
+const ConvCase kConvGrads[] = {
+    {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 5, 21, 19}, {12, 5, 3, 3}},
+    {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {16, 12, 3, 3}},
+    {3, "y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {2, 16, 25, 22}, {16, 16, 4, 4}},
+};
 
-// The input gradient of a convolution at odd sizes: its schedule notes and CUDA C.
-std::string dgradExplain(int stride, DType dt) {
-  Kernel dgrad = einjit::compile(convProgram(stride), on(Device::cuda(), dt)).gradient({"x"});
-  const Shape dy = stride == 1 ? Shape{2, 12, 19, 17} : Shape{2, 12, 10, 9};
-  return dgrad.explain({Tensor::random(dy, dt), Tensor::random({12, 5, 3, 3}, dt),
-                        Tensor::random({2, 5, 21, 19}, dt)});
+// The input gradient of a convolution case: the kernel and its arguments (dy, k, x).
+std::pair<Kernel, std::vector<Tensor>> dgradOf(const ConvCase& c, DType dt) {
+  Kernel fwd = einjit::compile(c.program, on(Device::cuda(), dt));
+  Tensor x = Tensor::random(c.x, dt, 1), k = Tensor::random(c.k, dt, 2);
+  const Tensor y = einjit::compile(c.program, on(Device::reference(), dt))(x, k);
+  return {fwd.gradient({"x"}), {Tensor::random(y.shape(), dt, 3), k, x}};
 }
 
 } // namespace
 
-TEST_CASE("cuda: a convolution's input gradient is one tile with masked ranges (no GPU needed)") {
-  for (DType dt : {DType::f32, DType::bf16}) {
-    INFO(dtypeName(dt));
-    Kernel dgrad = einjit::compile(convProgram(1), on(Device::cuda(), dt)).gradient({"x"});
-    std::vector<Tensor> in = {Tensor::random({2, 12, 19, 17}, dt),
-                              Tensor::random({12, 5, 3, 3}, dt),
-                              Tensor::random({2, 5, 21, 19}, dt)};
-    const std::string text = dgrad.explain(args(in));
-    CHECK(text.find(dt == DType::bf16 ? "GPU tensor cores" : "GPU tile") != std::string::npos);
-    CHECK(text.find("(over the hull of (a,b), masked to their ranges)") != std::string::npos);
-    CHECK(text.find("border") == std::string::npos);
-    // The masked operand reads without bounds checks (its ranges were solved from them).
-    CHECK(text.find("ej_check") == std::string::npos);
-    compileCall(dgrad, byName(dgrad, args(in)), {}, dt);
-  }
+TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue phases for strides "
+          "(no GPU needed)") {
+  for (const ConvCase& c : kConvGrads)
+    for (DType dt : {DType::f32, DType::bf16}) {
+      INFO(c.program << " " << dtypeName(dt));
+      auto [dgrad, in] = dgradOf(c, dt);
+      const std::string text = dgrad.explain(args(in));
+      CHECK(text.find(dt == DType::bf16 ? "GPU tensor cores" : "GPU tile") != std::string::npos);
+      CHECK(text.find("masked to their ranges") != std::string::npos);
+      CHECK(text.find("border") == std::string::npos);
+      if (c.stride > 1)
+        CHECK(text.find(std::to_string(c.stride * c.stride) + " residue phases (u = " +
+                        std::to_string(c.stride) + "q + r, h = q + m") != std::string::npos);
+      // The masked operand reads without bounds checks (its ranges were solved from them).
+      CHECK(text.find("ej_check") == std::string::npos);
+      compileCall(dgrad, byName(dgrad, args(in)), {}, dt);
+    }
+}
+
+TEST_CASE("cuda: convolution input gradients (masked tiles, residue phases) equal the "
+          "interpreter") {
+  if (!gpu()) return;
+  for (const ConvCase& c : kConvGrads)
+    for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
+      INFO(c.program << " " << dtypeName(dt));
+      auto [dgrad, in] = dgradOf(c, dt);
+      Kernel ref = einjit::compile(c.program, on(Device::reference(), dt)).gradient({"x"});
+      CHECK(relativeError(dgrad.call(args(in))[0], ref.call(args(in))[0]) <= tolerance(dt));
+    }
 }
 
 TEST_CASE(
@@ -427,11 +449,6 @@ TEST_CASE(
         std::string::npos);
   CHECK(mm.explain({Tensor::random({70, 5003}), Tensor::random({5003, 90})}).find("split-K") !=
         std::string::npos);
-  // A convolution's input gradient (reduction ranges that depend on the output index): one
-  // tile over the ranges' hulls, masked; not when strided (its ranges fill a fraction of their
-  // hulls). Both checked above by compareProgram.
-  CHECK(dgradExplain(1, DType::f32).find("masked to their ranges") != std::string::npos);
-  CHECK(dgradExplain(2, DType::f32).find("masked") == std::string::npos);
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(std::string(dtypeName(dt)));
     Tensor A = Tensor::random({70, 5003}, dt, 1), B = Tensor::random({5003, 90}, dt, 2);
