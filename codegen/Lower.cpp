@@ -1024,7 +1024,7 @@ private:
     sg.buf = buf;
     sg.elem = elem;
     sg.kFast = unitAlongAny(fs, K);
-    sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K.back() : group.back(), r, elem) : 0;
+    sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K : group, r, elem) : 0;
     layout(sg);
     sg.stageElems = (sg.rowMajor ? BW : BK) * sg.stride;
     return sg;
@@ -1186,13 +1186,16 @@ private:
     return t;
   }
 
-  // Elements per asynchronous 16-byte copy of operand f along index `along`, or 0 when f
-  // cannot be copied that way: a single read whose subscripts are proven in bounds (no check,
-  // pad or fold), stored as `elem`, from a 16-byte aligned pointer, with unit stride along
-  // `along`, whose extent is a multiple of the vector; every other index moves it by whole
-  // vectors, and so does its offset at the box's first element.
-  int vectorRead(const std::vector<const CExpr*>& fs, std::size_t along, const Ranges& r,
-                 Type elem) const {
+  // Elements per asynchronous 16-byte copy of operand f along the flattened index group
+  // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
+  // subscripts are proven in bounds (no check, pad or fold), stored as `elem`, from a 16-byte
+  // aligned pointer, contiguous along a run of the group's last indices (unit stride on the
+  // last, each earlier one moving by the extent of those after it: a convolution's weights
+  // along (c,a,b)) whose length is a multiple of the vector; every other index moves it by
+  // whole vectors, and so does its offset at the box's first element.
+  int vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
+                 const Ranges& r, Type elem) const {
+    if (along.empty()) return 0;
     if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
     const CExpr& f = *fs[0];
     const auto t = static_cast<std::size_t>(f.tensor);
@@ -1211,10 +1214,19 @@ private:
       for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
         coef[v] += sub.coef[v] * stv[d];
     }
-    if (coef[along] != 1 || (r[along].second - r[along].first) % vec != 0) return 0;
+    if (coef[along.back()] != 1) return 0;
+    std::vector<bool> inRun(r.size(), false);
+    std::int64_t run = 1;
+    for (std::size_t q = along.size(); q-- > 0;) {
+      const std::size_t v = along[q];
+      if (coef[v] != run) break;
+      inRun[v] = true;
+      run *= r[v].second - r[v].first;
+    }
+    if (run % vec != 0) return 0;
     for (std::size_t v = 0; v < r.size(); ++v) {
       first += coef[v] * r[v].first;
-      if (v != along && coef[v] % vec != 0) return 0;
+      if (!inRun[v] && coef[v] % vec != 0) return 0;
     }
     return first % vec == 0 ? static_cast<int>(vec) : 0;
   }

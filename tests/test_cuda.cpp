@@ -476,6 +476,8 @@ const std::vector<std::pair<const char*, std::map<std::string, Shape>>> kVectorT
     {"C[i,k] := A[j,i] * B[k,j]", {{"A", {200, 264}}, {"B", {136, 200}}}},
     {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {3, 72, 48}}, {"B", {3, 48, 80}}}},
     {"C[i,k] := A[i,j,l] * B[j,l,k]", {{"A", {136, 24, 8}}, {"B", {24, 8, 144}}}},
+    // The weights are contiguous along the flattened (c,a,b): copied by vectors.
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 8, 13, 11}}, {"k", {16, 8, 3, 3}}}},
 };
 
 // A copy of t in a buffer whose rows are `pad` elements longer, starting `first` elements in:
@@ -517,13 +519,15 @@ TEST_CASE("cuda: tiles copy aligned operands 16 bytes at a time, others through 
       CHECK(fast.find("cp.async.cg.shared.global") != std::string::npos);
       compileCall(k, byName(k, args(in)), {}, dt);
       // A host view's span is copied to fresh device memory: an offset pointer lands aligned,
-      // rows that are not whole vectors do not.
+      // rows that are not whole vectors do not. (The convolution's input always stages
+      // through registers, and padded rows of weights are no longer contiguous along (c,a,b).)
+      const bool conv = std::string(program).find("k[o,c,a,b]") != std::string::npos;
       for (auto [pad, first] : {std::pair<int, int>{8, 1}, {1, 0}}) {
         std::vector<Tensor> moved;
         for (const Tensor& t : in) moved.push_back(placed(t, pad, first));
         const std::string text = k.explain(args(moved));
-        CHECK((text.find("asynchronous") != std::string::npos) == (pad == 8));
-        CHECK((text.find("through registers") != std::string::npos) == (pad == 1));
+        CHECK((text.find("asynchronous") != std::string::npos) == (pad == 8 && !conv));
+        CHECK((text.find("through registers") != std::string::npos) == (pad == 1 || conv));
       }
     }
 }
