@@ -357,7 +357,7 @@ TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
 namespace {
 
 // Convolutions whose input gradients have dependent reduction ranges, at odd sizes: stride 1
-// (3x3), stride 2 (3x3) and stride 3 (4x4).
+// (3x3), stride 2 (3x3), stride 3 (4x4), and stride 2 with split-K.
 struct ConvCase {
   int stride;
   const char* program;
@@ -367,6 +367,8 @@ const ConvCase kConvGrads[] = {
     {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 5, 21, 19}, {12, 5, 3, 3}},
     {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {16, 12, 3, 3}},
     {3, "y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {2, 16, 25, 22}, {16, 16, 4, 4}},
+    // Few outputs per phase, a long reduction: split-K inside each phase.
+    {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {1, 8, 9, 9}, {512, 8, 3, 3}},
 };
 
 // The input gradient of a convolution case: the kernel and its arguments (dy, k, x).
@@ -383,7 +385,7 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
           "(no GPU needed)") {
   for (const ConvCase& c : kConvGrads)
     for (DType dt : {DType::f32, DType::bf16}) {
-      INFO(c.program << " " << dtypeName(dt));
+      INFO(std::string(c.program) << " " << dtypeName(dt));
       auto [dgrad, in] = dgradOf(c, dt);
       const std::string text = dgrad.explain(args(in));
       CHECK(text.find(dt == DType::bf16 ? "GPU tensor cores" : "GPU tile") != std::string::npos);
@@ -392,6 +394,7 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
       if (c.stride > 1)
         CHECK(text.find(std::to_string(c.stride * c.stride) + " residue phases (u = " +
                         std::to_string(c.stride) + "q + r, h = q + m") != std::string::npos);
+      if (c.k[0] == 512 && dt == DType::f32) CHECK(text.find("split-K") != std::string::npos);
       // The masked operand reads without bounds checks (its ranges were solved from them).
       CHECK(text.find("ej_check") == std::string::npos);
       compileCall(dgrad, byName(dgrad, args(in)), {}, dt);
@@ -403,7 +406,7 @@ TEST_CASE("cuda: convolution input gradients (masked tiles, residue phases) equa
   if (!gpu()) return;
   for (const ConvCase& c : kConvGrads)
     for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
-      INFO(c.program << " " << dtypeName(dt));
+      INFO(std::string(c.program) << " " << dtypeName(dt));
       auto [dgrad, in] = dgradOf(c, dt);
       Kernel ref = einjit::compile(c.program, on(Device::reference(), dt)).gradient({"x"});
       CHECK(relativeError(dgrad.call(args(in))[0], ref.call(args(in))[0]) <= tolerance(dt));
