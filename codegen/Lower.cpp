@@ -422,6 +422,17 @@ private:
   // The core of G6: per output index that dependent reduction ranges read, the longest run of
   // its values where every such range takes its full (box) extent. False when the statement has
   // other dependences or no core.
+  // The indices that dependent index v's bounds read.
+  static std::vector<std::size_t> boundReads(const Statement& st, std::size_t v) {
+    std::vector<bool> reads(st.vars.size(), false);
+    st.vars[v].loBound.collectVars(reads);
+    st.vars[v].hiBound.collectVars(reads);
+    std::vector<std::size_t> read;
+    for (std::size_t u = 0; u < reads.size(); ++u)
+      if (reads[u]) read.push_back(u);
+    return read;
+  }
+
   bool coreRanges(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                   Ranges& core) const {
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
@@ -430,17 +441,9 @@ private:
     for (std::size_t v = 0; v < n; ++v) {
       if (!bs.dependent[v]) continue;
       if (v < nOut) return false;
-      std::vector<bool> reads(n, false);
-      st.vars[v].loBound.collectVars(reads);
-      st.vars[v].hiBound.collectVars(reads);
-      std::size_t count = 0, which = 0;
-      for (std::size_t u = 0; u < n; ++u)
-        if (reads[u]) {
-          ++count;
-          which = u;
-        }
-      if (count != 1 || which >= nOut) return false;
-      readers[which].push_back(v);
+      const std::vector<std::size_t> read = boundReads(st, v);
+      if (read.size() != 1 || read[0] >= nOut) return false;
+      readers[read[0]].push_back(v);
       any = true;
     }
     if (!any) return false;
@@ -1272,12 +1275,7 @@ private:
     for (std::size_t v = 0; v < n; ++v) {
       if (!bs.dependent[v]) continue;
       if (v < nOut) return false;
-      std::vector<bool> reads(n, false);
-      st.vars[v].loBound.collectVars(reads);
-      st.vars[v].hiBound.collectVars(reads);
-      std::vector<std::size_t> read;
-      for (std::size_t u = 0; u < n; ++u)
-        if (reads[u]) read.push_back(u);
+      const std::vector<std::size_t> read = boundReads(st, v);
       auto within = [&](const std::vector<std::size_t>& g) {
         for (std::size_t u : read)
           if (std::find(g.begin(), g.end(), u) == g.end() &&
@@ -1370,16 +1368,9 @@ private:
     for (std::size_t v = 0; v < n; ++v) {
       if (!bs.dependent[v]) continue;
       if (v < nOut) return false;
-      std::vector<bool> reads(n, false);
-      st.vars[v].loBound.collectVars(reads);
-      st.vars[v].hiBound.collectVars(reads);
-      std::size_t count = 0, u = 0;
-      for (std::size_t w = 0; w < n; ++w)
-        if (reads[w]) {
-          ++count;
-          u = w;
-        }
-      if (count != 1 || u >= nOut) return false;
+      const std::vector<std::size_t> read = boundReads(st, v);
+      if (read.size() != 1 || read[0] >= nOut) return false;
+      const std::size_t u = read[0];
       for (const PhaseSub& x : subs)
         if (x.out == u) return false;
       const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
