@@ -47,6 +47,16 @@ const std::map<std::string, std::string>& helpers() {
        "    const unsigned b = ej_bf16(cur + v);\n"
        "    old = atomicCAS(w, seen, (seen & ~(0xffffu << s)) | (b << s));\n"
        "  } while (old != seen);\n}\n"},
+      // A wgmma shared-memory matrix descriptor, no swizzling: the start address, the byte
+      // offsets between core matrices along the reduction (lbo) and along rows (sbo), each
+      // in 16-byte units (PTX ISA, "Matrix Descriptor Format").
+      {"ej_wgmma_desc",
+       "__device__ __forceinline__ unsigned long long ej_wgmma_desc(const void* p, unsigned lbo, "
+       "unsigned sbo) {\n"
+       "  const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+       "  return (unsigned long long)((a & 0x3ffffu) >> 4) | ((unsigned long long)(lbo >> 4) << "
+       "16) |\n"
+       "         ((unsigned long long)(sbo >> 4) << 32);\n}\n"},
       {"ej_check",
        "__device__ __forceinline__ long long ej_check(long long i, long long e, int* status) {\n"
        "  if (i < 0 || i >= e) { *(volatile int*)status = 1; return i < 0 ? 0 : e - 1; }\n"
@@ -109,7 +119,7 @@ public:
     for (int i = 0; i < opt_.params; ++i) sig << "const double ej_p" << i << ", ";
     sig << "int* __restrict__ ej_status)";
     out << sig.str() << " {\n";
-    if (dynamicShared_) out << "  extern __shared__ __align__(16) unsigned char ej_smem[];\n";
+    if (dynamicShared_) out << "  extern __shared__ __align__(128) unsigned char ej_smem[];\n";
     stmt(f_.body, 1, out);
     out << "}\n\n";
     return launch;
@@ -409,8 +419,13 @@ private:
     }
     case NodeKind::Barrier:
       indent(out, d);
+      if (static_cast<const Barrier&>(*s).asyncProxy) {
+        out << "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n";
+        indent(out, d);
+      }
       out << "__syncthreads();\n";
       break;
+    case NodeKind::Wgmma: wgmma(static_cast<const Wgmma&>(*s), d, out); break;
     case NodeKind::Mma: {
       // ldmatrix: lanes 8q..8q+7 give the rows of matrix q (x4: A's four 8x8 quarters, x2:
       // B's two), .trans for k-major buffers.
@@ -505,6 +520,48 @@ private:
     }
   }
 
+  // fence; `steps` x wgmma.mma_async (descriptors advanced by kStep elements); commit; wait.
+  void wgmma(const Wgmma& n, int d, std::ostringstream& out) {
+    const std::string id = std::to_string(tmp_++), k = "ej_k" + id;
+    const int regs = n.n / 2;
+    auto line = [&](const std::string& text) {
+      indent(out, d + 1);
+      out << text << "\n";
+    };
+    auto desc = [&](const WgmmaOperand& o) {
+      // lbo: between core matrices along the reduction; sbo: along rows (bytes).
+      return use("ej_wgmma_desc") + "(&" + bufferRef(o.buffer) + "[" + expr(o.base) + " + " + k +
+             " * " + std::to_string(o.kStep) + "], " + std::to_string(o.kCore * 2) + "u, " +
+             std::to_string(o.mnCore * 2) + "u)";
+    };
+    indent(out, d);
+    out << "{\n";
+    line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    line("#pragma unroll");
+    line("for (int " + k + " = 0; " + k + " < " + std::to_string(n.steps) + "; ++" + k + ") {");
+    line("  const unsigned long long ej_da = " + desc(n.a) + ";");
+    line("  const unsigned long long ej_db = " + desc(n.b) + ";");
+    std::ostringstream a;
+    a << "  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %" << regs + 2
+      << ", 0; wgmma.mma_async.sync.aligned.m64n" << n.n << "k16.f32.bf16.bf16 {";
+    for (int i = 0; i < regs; ++i) a << (i ? "," : "") << "%" << i;
+    a << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, " << (n.a.kMajor ? 0 : 1) << ", "
+      << (n.b.kMajor ? 0 : 1) << "; }\"";
+    line(a.str());
+    std::ostringstream o;
+    o << "    : ";
+    for (int i = 0; i < regs; ++i)
+      o << (i ? ", " : "") << "\"+f\"(" << bufferRef(n.acc) << "[" << expr(n.accBase) << " + " << i
+        << "])";
+    line(o.str());
+    line("    : \"l\"(ej_da), \"l\"(ej_db), \"r\"(1));");
+    line("}");
+    line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    indent(out, d);
+    out << "}\n";
+  }
+
   void forStmt(const For& n, int d, std::ostringstream& out) {
     const std::string v = ident("v_", n.var);
     const std::string it = typeText(Type::i64);
@@ -548,6 +605,7 @@ CudaSource emitCUDA(const std::vector<Func>& funcs, const std::string& prefix,
   for (const auto& [name, text] : helpers())
     if (used.count(name)) src += text;
   result.source = src + "\n" + body.str();
+  result.archSpecific = used.count("ej_wgmma_desc") > 0;
   return result;
 }
 

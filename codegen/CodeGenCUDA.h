@@ -27,6 +27,9 @@ struct CudaLaunch {
 struct CudaSource {
   std::string source; // one translation unit
   std::vector<CudaLaunch> kernels;
+  // Uses instructions of the architecture-specific feature set (wgmma: sm_90a), so it must be
+  // compiled for exactly that architecture ("sm_90a").
+  bool archSpecific = false;
 };
 
 struct CudaOptions {

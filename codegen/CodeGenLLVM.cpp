@@ -449,7 +449,8 @@ private:
     }
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
-    case NodeKind::Mma: throw InternalError("codegen: a tensor-core product in CPU code");
+    case NodeKind::Mma:
+    case NodeKind::Wgmma: throw InternalError("codegen: a tensor-core product in CPU code");
     case NodeKind::CopyAsync:
     case NodeKind::AsyncCommit:
     case NodeKind::AsyncWait: throw InternalError("codegen: an asynchronous GPU copy in CPU code");

@@ -201,7 +201,12 @@ Stmt ifThen(Expr c, Stmt t, Stmt e) {
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared) {
   return std::make_shared<Allocate>(buffer, t, size, std::move(body), shared);
 }
-Stmt barrier() { return std::make_shared<Barrier>(); }
+Stmt barrier(bool asyncProxy) { return std::make_shared<Barrier>(asyncProxy); }
+Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase) {
+  if (n < 8 || n > 256 || n % 8 != 0 || steps < 1)
+    throw InternalError("ir: a warpgroup product is m64nNk16 with N in 8..256 (multiples of 8)");
+  return std::make_shared<Wgmma>(std::move(a), std::move(b), n, steps, acc, std::move(accBase));
+}
 Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase) {
   if (mt < 1 || nt < 1) throw InternalError("ir: an empty warp tile of tensor-core products");
   return std::make_shared<Mma>(std::move(a), std::move(b), mt, nt, acc, std::move(accBase));
@@ -279,6 +284,11 @@ void Visitor::visitIfThen(const IfThen& n) {
 }
 void Visitor::visitAllocate(const Allocate& n) { visit(n.body); }
 void Visitor::visitBarrier(const Barrier&) {}
+void Visitor::visitWgmma(const Wgmma& n) {
+  visit(n.a.base);
+  visit(n.b.base);
+  visit(n.accBase);
+}
 void Visitor::visitMma(const Mma& n) {
   visit(n.a.base);
   visit(n.b.base);
@@ -382,6 +392,15 @@ Stmt Mutator::mutateAllocate(const Stmt& self, const Allocate& n) {
   return b == n.body ? self : allocate(n.buffer, n.elem, n.size, b, n.shared);
 }
 Stmt Mutator::mutateBarrier(const Stmt& self, const Barrier&) { return self; }
+Stmt Mutator::mutateWgmma(const Stmt& self, const Wgmma& n) {
+  WgmmaOperand a = n.a, b = n.b;
+  a.base = mutate(n.a.base);
+  b.base = mutate(n.b.base);
+  Expr c = mutate(n.accBase);
+  return a.base == n.a.base && b.base == n.b.base && c == n.accBase
+             ? self
+             : wgmma(std::move(a), std::move(b), n.n, n.steps, n.acc, c);
+}
 Stmt Mutator::mutateMma(const Stmt& self, const Mma& n) {
   MmaOperand a = n.a, b = n.b;
   a.base = mutate(n.a.base);

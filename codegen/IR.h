@@ -178,8 +178,11 @@ struct Allocate : StmtNode {
       : StmtNode(NodeKind::Allocate), buffer(std::move(b)), elem(t), size(n), body(std::move(s)),
         shared(sh) {}
 };
+// With asyncProxy, each thread first orders its earlier writes to shared memory before the
+// reads of the async proxy (fence.proxy.async: the operands of Wgmma).
 struct Barrier : StmtNode {
-  Barrier() : StmtNode(NodeKind::Barrier) {}
+  bool asyncProxy = false;
+  explicit Barrier(bool proxy = false) : StmtNode(NodeKind::Barrier), asyncProxy(proxy) {}
 };
 // One 16-deep step of a warp's MT x NT block of tensor-core products, mma.sync m16n8k16 (bf16
 // x bf16 + f32 accumulators), every lane of the warp running it. Fragments come from bf16
@@ -201,6 +204,30 @@ struct Mma : StmtNode {
   Expr accBase;
   Mma(MmaOperand a_, MmaOperand b_, int m, int n, std::string c, Expr cb)
       : StmtNode(NodeKind::Mma), a(std::move(a_)), b(std::move(b_)), mt(m), nt(n),
+        acc(std::move(c)), accBase(std::move(cb)) {}
+};
+// Steps of 16 along the reduction of a warpgroup's 64 x n block of tensor-core products,
+// wgmma.mma_async m64nNk16 (bf16 x bf16 + f32 accumulators, sm_90a), the 128 threads of the
+// warpgroup running it (fence, `steps` products, commit, wait for all). The operands are read
+// by the tensor cores from bf16 shared buffers laid out in core matrices of 8 x 8 elements
+// (128 contiguous bytes, 16-byte aligned): element (r, k) of the step-s block of A (r < 64,
+// k < 16; of B: r < n) at base + s * kStep + (r / 8) * mnCore + (k / 8) * kCore + (kMajor ?
+// (r % 8) * 8 + k % 8 : (k % 8) * 8 + r % 8). The products accumulate into acc[accBase + i],
+// i = 4 * j + c: row 16 * (warp % 4) + g + 8 * (c / 2), column 8 * j + 2 * t + c % 2 (g = lane
+// / 4, t = lane % 4).
+struct WgmmaOperand {
+  std::string buffer;
+  Expr base;
+  std::int64_t kStep = 0, mnCore = 0, kCore = 0; // elements
+  bool kMajor = true;
+};
+struct Wgmma : StmtNode {
+  WgmmaOperand a, b;
+  int n, steps;
+  std::string acc;
+  Expr accBase;
+  Wgmma(WgmmaOperand a_, WgmmaOperand b_, int n_, int s, std::string c, Expr cb)
+      : StmtNode(NodeKind::Wgmma), a(std::move(a_)), b(std::move(b_)), n(n_), steps(s),
         acc(std::move(c)), accBase(std::move(cb)) {}
 };
 // cp.async: `bytes` (4, 8 or 16) bytes from src[srcIndex] to the shared buffer dst[dstIndex],
@@ -245,7 +272,8 @@ Stmt store(const std::string& buffer, Expr index, Expr value);
 Stmt atomicAdd(const std::string& buffer, Expr index, Expr value); // see Store
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
-Stmt barrier();
+Stmt barrier(bool asyncProxy = false);
+Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase);
 Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase);
 
 Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,

@@ -101,7 +101,21 @@ public:
       stmt(n.body, indent);
       return;
     }
-    case NodeKind::Barrier: out << pad << "barrier\n"; return;
+    case NodeKind::Barrier:
+      out << pad << (static_cast<const Barrier&>(*s).asyncProxy ? "fence.proxy.async; " : "")
+          << "barrier\n";
+      return;
+    case NodeKind::Wgmma: {
+      const auto& n = static_cast<const Wgmma&>(*s);
+      auto opnd = [&](const WgmmaOperand& o) {
+        return o.buffer + "[" + expr(o.base) + " + s*" + std::to_string(o.kStep) + ", cores " +
+               std::to_string(o.mnCore) + "/" + std::to_string(o.kCore) +
+               (o.kMajor ? ", k-major]" : ", mn-major]");
+      };
+      out << pad << "wgmma.m64n" << n.n << "k16 x " << n.steps << " " << n.acc << "["
+          << expr(n.accBase) << "...] += " << opnd(n.a) << " x " << opnd(n.b) << "\n";
+      return;
+    }
     case NodeKind::Mma: {
       const auto& n = static_cast<const Mma&>(*s);
       auto opnd = [&](const MmaOperand& o) {

@@ -78,6 +78,17 @@ public:
     shared_.erase(n.buffer);
     buffers_.erase(n.buffer);
   }
+  void visitWgmma(const Wgmma& n) override {
+    for (const WgmmaOperand* o : {&n.a, &n.b}) {
+      auto it = buffers_.find(o->buffer);
+      if (it == buffers_.end() || it->second != Type::bf16 || !shared_.count(o->buffer))
+        fail("warpgroup product from '" + o->buffer + "', not a bf16 shared buffer");
+    }
+    auto acc = buffers_.find(n.acc);
+    if (acc == buffers_.end() || acc->second != Type::f32 || shared_.count(n.acc))
+      fail("warpgroup product into '" + n.acc + "', not a local f32 buffer");
+    Visitor::visitWgmma(n);
+  }
   void visitCopyAsync(const CopyAsync& n) override {
     expectType(n.cond, Type::i1, "copy condition");
     auto d = buffers_.find(n.dst), s = buffers_.find(n.src);

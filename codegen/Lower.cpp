@@ -61,6 +61,7 @@ private:
   bool checked_ = false;
   bool trustPlain_ = false;
   bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
+  std::string wide_;    // ... into this f32 copy of a bf16 output (emitWideScatter)
   // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
   // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
   struct PhaseSub {
@@ -270,7 +271,9 @@ private:
     Type et = elemType(st.output);
     Expr val = v;
     Stmt s;
-    if (atomic_)
+    if (atomic_ && !wide_.empty())
+      s = ir::atomicAdd(wide_, off, ir::cast(Type::f32, v));
+    else if (atomic_)
       s = ir::atomicAdd(name, off, ir::cast(et == Type::bf16 ? Type::f32 : et, v));
     else if (st.assign == Assign::Accumulate)
       val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
@@ -337,14 +340,20 @@ private:
       } else if (independentOutputs(st)) {
         emitGpuGeneric(st, bs, ranges, base);
       } else if (atomicScatter(st)) {
-        out_.notes.back() = "one GPU thread per element of (" + varNames(st, outputIndices(st)) +
-                            "), atomic adds into " +
-                            p_.tensors[static_cast<std::size_t>(st.output)].name +
-                            " (several land on one element: their order, and the sum's last bits, "
-                            "vary between runs)";
+        const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
+        const bool wide = elemType(st.output) == Type::bf16;
+        out_.notes.back() =
+            "one GPU thread per element of (" + varNames(st, outputIndices(st)) +
+            "), atomic adds into " +
+            (wide ? "an f32 copy of " + out + ", rounded to bf16 once at the end" : out) +
+            " (several land on one element: their order, and the sum's last bits, vary between "
+            "runs)";
+        if (wide) wide_ = beginWideScatter(st, base);
         atomic_ = true;
         emitGpuGeneric(st, bs, ranges, base);
         atomic_ = false;
+        if (wide) endWideScatter(st, base);
+        wide_.clear();
       } else {
         out_.notes.back() = "one GPU thread: output elements are not independent (" +
                             std::string(st.scatter ? "scatter" : "left-hand side") + ")";
@@ -354,6 +363,48 @@ private:
     }
     if (coreSplit(k, st, bs, ranges, base)) return;
     emitBox(st, bs, sched, ranges, base);
+  }
+
+  // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the
+  // output), widened before and rounded back after: each element is rounded once, as in the
+  // interpreter, instead of once per add. Returns the copy's name.
+  std::string beginWideScatter(const Statement& st, const std::string& base) {
+    const auto t = static_cast<std::size_t>(st.output);
+    std::int64_t span = 1;
+    for (std::size_t d = 0; d < b_.tensors[t].shape.size(); ++d)
+      span += std::max<std::int64_t>(b_.tensors[t].shape[d] - 1, 0) * strides_[t][d];
+    const std::string wide = base + ".wide";
+    out_.scratch.push_back({wide, Type::f32, span});
+    eachElement(st.output, base + "_widen", [&](const Expr& off) {
+      return ir::store(wide, off,
+                       ir::cast(Type::f32, ir::load(Type::bf16, bufferName(st.output), off)));
+    });
+    return wide;
+  }
+  void endWideScatter(const Statement& st, const std::string& base) {
+    eachElement(st.output, base + "_narrow", [&](const Expr& off) {
+      return ir::store(bufferName(st.output), off,
+                       ir::cast(Type::bf16, ir::load(Type::f32, wide_, off)));
+    });
+  }
+  // A GPU function of one thread per element of tensor t: body(the element's offset).
+  void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body) {
+    const auto& shape = b_.tensors[static_cast<std::size_t>(t)].shape;
+    const auto& str = strides_[static_cast<std::size_t>(t)];
+    std::int64_t count = 1;
+    for (std::int64_t e : shape) count *= e;
+    if (count == 0) return;
+    Expr e = ir::add(ir::mul(ir::var("gpu.block"), ir::intImm(256)), ir::var("gpu.thread"));
+    Expr off = ir::intImm(0), rest = e;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      off = ir::add(
+          off, ir::mul(ir::binary(BinOp::Mod, rest, ir::intImm(shape[d])), ir::intImm(str[d])));
+      rest = ir::binary(BinOp::Div, rest, ir::intImm(shape[d]));
+    }
+    ir::Func f = newFunc(name);
+    f.body = tileLaunch(ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(count)), body(off)),
+                        (count + 255) / 256);
+    out_.funcs.push_back(std::move(f));
   }
 
   // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
@@ -999,13 +1050,25 @@ private:
     std::string buf;
     Type elem = Type::f32;
     // Layout of a stage: row-major, element (w, kk) at w * stride + kk, or k-major, at
-    // kk * stride + w.
-    bool rowMajor = false;
+    // kk * stride + w. With `core`, in 8 x 8 core matrices of 64 contiguous elements (the
+    // wgmma operand layout, ir::Wgmma), row-major ones (w % 8 rows of kk % 8) when rowMajor,
+    // else k-major (kk % 8 rows of w % 8); stride is then the distance between core matrices
+    // along the slower of w (rowMajor) and kk, the faster one's being 64.
+    bool rowMajor = false, core = false;
     std::int64_t stride = 0;
     // Dependent reduction indices (a solved gradient's ranges) whose range this operand checks:
     // the tile runs over their hulls, and an element outside its range stages as 0.
     std::vector<std::size_t> masks;
     Expr slot(const Expr& w, const Expr& kk) const {
+      if (core) {
+        auto div8 = [](const Expr& e) { return ir::binary(BinOp::Div, e, ir::intImm(8)); };
+        auto mod8 = [](const Expr& e) { return ir::binary(BinOp::Mod, e, ir::intImm(8)); };
+        const Expr& slow = rowMajor ? w : kk;
+        const Expr& fast = rowMajor ? kk : w;
+        return ir::add(
+            ir::add(ir::mul(div8(slow), ir::intImm(stride)), ir::mul(div8(fast), ir::intImm(64))),
+            ir::add(ir::mul(mod8(slow), ir::intImm(8)), mod8(fast)));
+      }
       return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
                       : ir::add(ir::mul(kk, ir::intImm(stride)), w);
     }
@@ -1029,7 +1092,7 @@ private:
     sg.kFast = unitAlongAny(fs, K);
     sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K : group, r, elem) : 0;
     layout(sg);
-    sg.stageElems = (sg.rowMajor ? BW : BK) * sg.stride;
+    sg.stageElems = sg.core ? BW * BK : (sg.rowMajor ? BW : BK) * sg.stride;
     return sg;
   }
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK) {
@@ -1048,6 +1111,14 @@ private:
     const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
     Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
     Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
+    if (s.core && s.vector > 0) {
+      // Vectors into core matrices: 8 consecutive threads take 8 rows of one core-matrix
+      // column (128 distinct bytes of shared memory), then the next vector along the row.
+      Expr r8 = ir::binary(BinOp::Mod, e, ir::intImm(8)),
+           q = ir::binary(BinOp::Div, e, ir::intImm(8));
+      fast = ir::mul(ir::binary(BinOp::Mod, q, ir::intImm(fastN)), ir::intImm(u));
+      slow = ir::add(ir::mul(ir::binary(BinOp::Div, q, ir::intImm(fastN)), ir::intImm(8)), r8);
+    }
     *w = s.kFast ? slow : fast;
     *kk = s.kFast ? fast : slow;
     *valid = units % 256 == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
@@ -1126,7 +1197,7 @@ private:
   // slice.
   Stmt pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K, const Ranges& r,
                 std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
-                const std::function<Stmt(const Expr&)>& compute) {
+                const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false) {
     Expr lo, hi;
     sliceBounds(split, slices, &lo, &hi);
     Expr ko = ir::var("k.o");
@@ -1160,7 +1231,7 @@ private:
         std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
     Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
     Stmt body = ir::block(
-        {async ? ir::asyncWait(stages - 2) : nullptr, ir::barrier(),
+        {async ? ir::asyncWait(stages - 2) : nullptr, ir::barrier(asyncProxy),
          ir::ifThen(below(ahead), issue(ahead, ir::binary(BinOp::Mod, plus(from, stages - 1),
                                                           ir::intImm(stages)))),
          commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
@@ -1694,11 +1765,16 @@ private:
   // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
   // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
+  // On sm_90 (target gpuArch 90) the same tile runs on the warpgroup instructions instead: 2
+  // warpgroups of 64 x 128, wgmma.mma_async reading both operands from shared memory laid out
+  // in core matrices (Staged::core, no padding), 4 steps of k16 per slice; the barrier before
+  // each slice orders the copies before the tensor cores' reads (fence.proxy.async).
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                   const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                   const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR) {
+    const bool wg = target_.gpuArch == 90;
     const std::int64_t BM = 128, BN = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
@@ -1728,9 +1804,13 @@ private:
     // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
     // elements at a time along the contiguous direction when it can be, else through registers
     // (consecutive threads then store consecutive elements of a shared row).
-    auto layout = [S](Staged& sg) {
+    auto layout = [S, BK, wg](Staged& sg) {
       sg.rowMajor = sg.kFast;
-      sg.stride = sg.rowMajor ? S : sg.BW + 8;
+      sg.core = wg;
+      if (wg)
+        sg.stride = (sg.rowMajor ? BK : sg.BW) * 8;
+      else
+        sg.stride = sg.rowMajor ? S : sg.BW + 8;
     };
     auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
                      std::int64_t BW, const std::string& buf,
@@ -1760,33 +1840,56 @@ private:
                           static_cast<int>(NT), "acc", ir::intImm(0));
       return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
     };
+    // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B.
+    Expr wgi = div(thr, 128);
+    auto coreOperand = [&](const Staged& sg, const Expr& stg, const Expr& first) {
+      ir::WgmmaOperand o;
+      o.buffer = sg.buf;
+      o.kMajor = sg.rowMajor;
+      o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(first, ir::intImm(0)));
+      o.mnCore = sg.rowMajor ? sg.stride : 64;
+      o.kCore = sg.rowMajor ? 64 : sg.stride;
+      o.kStep = 2 * o.kCore;
+      return o;
+    };
+    auto computeWg = [&](const Expr& stg) {
+      return ir::wgmma(coreOperand(ops[0], stg, times(wgi, 64)),
+                       coreOperand(ops[1], stg, ir::intImm(0)), static_cast<int>(BN),
+                       static_cast<int>(BK / 16), "acc", ir::intImm(0));
+    };
     const int stages = stagesFor(ops);
-    Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
-    // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
+    Stmt kloop = wg ? pipeline(ops, K, r, BK, split, slices, stages, computeWg, true)
+                    : pipeline(ops, K, r, BK, split, slices, stages, compute);
+    // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
+    // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
     Expr c = ir::var("w.c");
-    Expr slot = ir::add(accBase, c);
-    Expr gi = ir::add(baseI, ir::add(rowA, times(div(c, 2), 8)));
-    Expr gj = ir::add(
-        baseJ, ir::add(ir::add(times(wn, NT * 8), times(nt, 8)), ir::add(times(t, 2), mod(c, 2))));
+    Expr slot = wg ? ir::add(times(nt, 4), c) : ir::add(accBase, c);
+    Expr gi = ir::add(
+        baseI, ir::add(wg ? ir::add(ir::add(times(wgi, 64), times(mod(warp, 4), 16)), g) : rowA,
+                       times(div(c, 2), 8)));
+    Expr gj = ir::add(baseJ, ir::add(wg ? times(nt, 8) : ir::add(times(wn, NT * 8), times(nt, 8)),
+                                     ir::add(times(t, 2), mod(c, 2))));
     decompose(I, r, gi);
     decompose(J, r, gj);
     Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
     out = ir::ifThen(ir::binary(BinOp::And, lt(gi, extI), lt(gj, extJ)), out);
     auto cells = [&](Stmt body) {
-      return ir::forLoop(
-          "w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled,
-          ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled,
-                      ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body)));
+      body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(wg ? BN / 8 : NT), ForKind::Unrolled,
+                         ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
+      return wg ? body : ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled, body);
     };
-    Stmt body = ir::allocate("acc", vt_, MT * NT * 4,
+    Stmt body = ir::allocate("acc", vt_, wg ? BN / 2 : MT * NT * 4,
                              ir::block({cells(ir::store("acc", slot, num(0))), kloop, cells(out)}));
     f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
     auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
-    gpuNote_ = "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (" +
-               names(I) + ") x (" + names(J) + "), 8 warps of 64x32, shared-memory slices of " +
-               std::to_string(BK) + " along (" + names(K) + ")" +
-               (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-               stagingNote(st, ops, stages);
+    gpuNote_ =
+        std::string(wg ? "GPU tensor cores (wgmma m64n128k16 bf16, sm_90a, f32 accumulators): "
+                         "tile 128x128 over ("
+                       : "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile "
+                         "128x128 over (") +
+        names(I) + ") x (" + names(J) + (wg ? "), 2 warpgroups of 64x128" : "), 8 warps of 64x32") +
+        ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
+        (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages);
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;

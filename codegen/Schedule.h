@@ -43,6 +43,7 @@ struct Target {
   // threads per block.
   bool gpu = false;
   int gpuBlock = 256;
+  int gpuArch = 0; // compute capability x 10 of the code (90: warpgroup tensor-core tiles)
   // Contraction tiles split their reduction (split-K) until there are about this many blocks
   // (two per SM of an H100).
   std::int64_t gpuBlocksWanted = 264;

@@ -15,7 +15,7 @@ namespace einjit::runtime {
 namespace {
 
 // Bump when the generated CUDA changes meaning for the same source (part of every key).
-constexpr const char* kCudaCodegenVersion = "einjit-cuda-2";
+constexpr const char* kCudaCodegenVersion = "einjit-cuda-3";
 
 struct CudaEngine {
   std::mutex mu;
@@ -55,9 +55,28 @@ bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codege
 
 } // namespace
 
-codegen::Target cudaTarget() {
+int codeArch(int device) {
+  int arch = 90; // without a GPU: the H100's
+  if (cuda::available()) {
+    const cuda::DeviceInfo& info = cuda::deviceInfo(device);
+    arch = info.major * 10 + info.minor;
+  }
+  // EINJIT_CUDA_ARCH=80 (or sm_80): the code an older architecture would get, on a newer GPU
+  // (tests run the mma.sync tiles on an H100 that way).
+  if (const char* env = std::getenv("EINJIT_CUDA_ARCH")) {
+    std::string s = env;
+    if (s.rfind("sm_", 0) == 0) s = s.substr(3);
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (end && *end == '\0' && v >= 50 && v <= arch) arch = static_cast<int>(v);
+  }
+  return arch;
+}
+
+codegen::Target cudaTarget(int arch) {
   codegen::Target t;
   t.gpu = true;
+  t.gpuArch = arch;
   t.tile = false;
   t.threads = 1;
   t.vectorBytes = 4;
@@ -73,9 +92,10 @@ codegen::Target cudaTarget() {
 }
 
 CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                         const codegen::Strides& strides, const codegen::Aligned16& aligned) {
+                         const codegen::Strides& strides, const codegen::Aligned16& aligned,
+                         int arch) {
   CudaProgram out;
-  out.lowered = codegen::lower(p, b, strides, cudaTarget(), aligned);
+  out.lowered = codegen::lower(p, b, strides, cudaTarget(arch), aligned);
   codegen::CudaOptions opt;
   opt.index32 = fitsIndex32(p, b, strides);
   opt.params = static_cast<int>(p.params.size());
@@ -87,7 +107,7 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
                                                 const codegen::Strides& strides,
                                                 const codegen::Aligned16& aligned, int device) {
   auto prep = std::make_shared<PreparedCuda>();
-  prep->program = generateCuda(p, b, strides, aligned);
+  prep->program = generateCuda(p, b, strides, aligned, codeArch(device));
   const cuda::DeviceInfo& info = cuda::deviceInfo(device);
   const int arch = info.major * 10 + info.minor;
   const std::string key = std::string(kCudaCodegenVersion) + " nvrtc " + nvrtc::version() +
@@ -108,7 +128,8 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
   std::string image = e.disk.read(key);
   prep->origin = "disk cache";
   if (image.empty()) {
-    nvrtc::Compiled c = nvrtc::compile(prep->program.cuda.source, arch);
+    nvrtc::Compiled c =
+        nvrtc::compile(prep->program.cuda.source, arch, prep->program.cuda.archSpecific);
     image = std::move(c.image);
     prep->target = c.target;
     prep->origin = "compiled";

@@ -14,7 +14,11 @@
 
 namespace einjit::runtime {
 
-codegen::Target cudaTarget();
+// The architecture whose code a device gets (compute capability x 10): the device's, or 90
+// (H100) without a GPU, or EINJIT_CUDA_ARCH when that names an older one. 90 selects the
+// warpgroup tensor-core tiles (wgmma, sm_90a); others the mma.sync tiles.
+int codeArch(int device);
+codegen::Target cudaTarget(int arch);
 
 // Lowered program and its CUDA source; no GPU or NVRTC needed.
 struct CudaProgram {
@@ -22,7 +26,8 @@ struct CudaProgram {
   codegen::CudaSource cuda;
 };
 CudaProgram generateCuda(const dsl::Program& p, const dsl::BoundProgram& b,
-                         const codegen::Strides& strides, const codegen::Aligned16& aligned);
+                         const codegen::Strides& strides, const codegen::Aligned16& aligned,
+                         int arch);
 
 struct PreparedCuda {
   CudaProgram program;

@@ -532,7 +532,8 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   if (impl_->options.device.kind == Device::Kind::cuda) {
 #if EINJIT_HAVE_CUDA
     runtime::CudaProgram cp =
-        runtime::generateCuda(p, bound, stridesOf(p, bound, tensors), alignedOnDevice(p, tensors));
+        runtime::generateCuda(p, bound, stridesOf(p, bound, tensors), alignedOnDevice(p, tensors),
+                              runtime::codeArch(impl_->options.device.index));
     std::string out = "# target: CUDA (" + impl_->options.device.name() + ")\n";
     for (std::size_t k = 0; k < p.stmts.size(); ++k)
       out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";

@@ -92,13 +92,17 @@ std::string version() {
   return std::to_string(a.major) + "." + std::to_string(a.minor);
 }
 
-Compiled compile(const std::string& source, int arch, const std::string& name) {
+Compiled compile(const std::string& source, int arch, bool archSpecific, const std::string& name) {
   Api& a = ready();
   auto t0 = std::chrono::steady_clock::now();
   Compiled out;
   // A cubin when NVRTC knows the architecture; otherwise PTX for the newest one it knows.
   out.cubin = std::find(a.archs.begin(), a.archs.end(), arch) != a.archs.end();
   int target = arch;
+  if (!out.cubin && archSpecific)
+    throw Error("NVRTC " + version() + " cannot compile for compute capability " +
+                std::to_string(arch / 10) + "." + std::to_string(arch % 10) +
+                " (the generated code uses its own instructions)");
   if (!out.cubin) {
     target = 0;
     for (int x : a.archs)
@@ -107,7 +111,8 @@ Compiled compile(const std::string& source, int arch, const std::string& name) {
       throw Error("NVRTC " + version() + " cannot compile for compute capability " +
                   std::to_string(arch / 10) + "." + std::to_string(arch % 10));
   }
-  out.target = (out.cubin ? "sm_" : "compute_") + std::to_string(target);
+  out.target =
+      (out.cubin ? "sm_" : "compute_") + std::to_string(target) + (archSpecific ? "a" : "");
   nvrtcProgram prog = nullptr;
   check(a.nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr),
         "nvrtcCreateProgram");

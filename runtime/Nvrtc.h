@@ -14,12 +14,15 @@ std::string version(); // "13.0"
 struct Compiled {
   std::string image; // cubin or PTX (NUL-terminated text)
   bool cubin = false;
-  std::string target; // "sm_90" or "compute_90"
+  std::string target; // "sm_90", "sm_90a" or "compute_90"
   std::string log;
   double ms = 0;
 };
 
 // arch: compute capability as major*10+minor (90 for sm_90).
-Compiled compile(const std::string& source, int arch, const std::string& name = "einjit.cu");
+// archSpecific: the source uses the architecture's own feature set (wgmma on sm_90): compiled
+// for "sm_90a" (or "compute_90a"), which runs on that architecture only.
+Compiled compile(const std::string& source, int arch, bool archSpecific = false,
+                 const std::string& name = "einjit.cu");
 
 } // namespace einjit::runtime::nvrtc

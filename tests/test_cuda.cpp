@@ -34,9 +34,10 @@ bool gpu() {
   return false;
 }
 
-// Generates the CUDA C of one call and compiles it with NVRTC for sm_90.
-void compileCall(const Kernel& k, const std::map<std::string, Tensor>& tensors,
-                 const std::map<std::string, double>& scalars, DType dtype) {
+// The lowered program and CUDA C of one call, for code architecture `arch` (no GPU needed).
+einjit::runtime::CudaProgram cudaFor(const Kernel& k, const std::map<std::string, Tensor>& tensors,
+                                     const std::map<std::string, double>& scalars, DType dtype,
+                                     int arch) {
   const auto& p = k.program();
   std::vector<einjit::dsl::ArgSpec> specs;
   std::vector<std::vector<std::int64_t>> strides;
@@ -49,12 +50,22 @@ void compileCall(const Kernel& k, const std::map<std::string, Tensor>& tensors,
   for (const auto& prm : p.params) sc.push_back(scalars.at(prm.name));
   auto bound = einjit::dsl::bind(p, specs, sc, dtype);
   // Fresh tensors are 16-byte aligned on the device (asynchronous tile copies where possible).
-  auto cp = einjit::runtime::generateCuda(p, bound, einjit::runtime::callStrides(p, bound, strides),
-                                          einjit::codegen::Aligned16(p.tensors.size(), true));
-  REQUIRE(!cp.cuda.kernels.empty() == !cp.lowered.funcs.empty());
-  auto c = einjit::runtime::nvrtc::compile(cp.cuda.source, 90);
-  CHECK(c.cubin);
-  CHECK(!c.image.empty());
+  return einjit::runtime::generateCuda(p, bound, einjit::runtime::callStrides(p, bound, strides),
+                                       einjit::codegen::Aligned16(p.tensors.size(), true), arch);
+}
+
+// Generates the CUDA C of one call and compiles it with NVRTC for sm_90; bf16 contractions
+// differ by architecture (wgmma on sm_90a, mma.sync tiles before), so bf16 for sm_80 too.
+void compileCall(const Kernel& k, const std::map<std::string, Tensor>& tensors,
+                 const std::map<std::string, double>& scalars, DType dtype) {
+  for (int arch : dtype == DType::bf16 ? std::vector<int>{80, 90} : std::vector<int>{90}) {
+    auto cp = cudaFor(k, tensors, scalars, dtype, arch);
+    REQUIRE(!cp.cuda.kernels.empty() == !cp.lowered.funcs.empty());
+    auto c = einjit::runtime::nvrtc::compile(cp.cuda.source, arch, cp.cuda.archSpecific);
+    CHECK(c.cubin);
+    CHECK(!c.image.empty());
+    if (cp.cuda.archSpecific) CHECK(c.target == "sm_90a");
+  }
 }
 
 std::vector<Arg> args(const std::vector<Tensor>& ts) { return {ts.begin(), ts.end()}; }
@@ -139,12 +150,30 @@ TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU
     auto in = randomArgs(ref.program(), row.shapes, DType::bf16, 5);
     compileCall(einjit::compile(row.program, on(Device::cuda(), DType::bf16)), in, {}, DType::bf16);
   }
-  // Two bf16 reads: the tensor-core tile.
+  // Two bf16 reads: the tensor-core tile, warpgroups on sm_90 (both operand layouts: A
+  // k-major, B row-major), mma.sync before.
   Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::bf16));
-  std::string text = mm.explain(
-      {Tensor::random({256, 256}, DType::bf16), Tensor::random({256, 256}, DType::bf16)});
+  const std::map<std::string, Tensor> ab = {{"A", Tensor::random({256, 256}, DType::bf16)},
+                                            {"B", Tensor::random({256, 256}, DType::bf16)}};
+  auto wg = cudaFor(mm, ab, {}, DType::bf16, 90);
+  CHECK(wg.cuda.archSpecific);
+  CHECK(wg.lowered.notes[0].find("wgmma m64n128k16") != std::string::npos);
+  CHECK(wg.cuda.source.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") !=
+        std::string::npos);
+  CHECK(wg.cuda.source.find("p, 1, 1, 0, 1;") != std::string::npos); // A k-major, B transposed
+  CHECK(wg.cuda.source.find("fence.proxy.async.shared::cta") != std::string::npos);
+  CHECK(wg.cuda.source.find("ldmatrix") == std::string::npos);
+  auto old = cudaFor(mm, ab, {}, DType::bf16, 80);
+  CHECK(!old.cuda.archSpecific);
+  CHECK(old.lowered.notes[0].find("mma.sync m16n8k16") != std::string::npos);
+  CHECK(old.cuda.source.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") !=
+        std::string::npos);
+  CHECK(old.cuda.source.find("wgmma") == std::string::npos);
+  // explain shows the code of the device's architecture (without a GPU: sm_90).
+  std::string text = mm.explain({ab.at("A"), ab.at("B")});
   CHECK(text.find("tensor cores") != std::string::npos);
-  CHECK(text.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+  CHECK(text.find(einjit::runtime::codeArch(0) == 90 ? "wgmma.mma_async" : "mma.sync.aligned") !=
+        std::string::npos);
 }
 
 TEST_CASE("cuda: bf16 on the GPU (tensor cores), forward and gradient, against the interpreter") {
@@ -244,15 +273,22 @@ TEST_CASE("cuda: scatters add atomically, one thread per element (no GPU needed)
     Kernel emb = einjit::compile(kEmbeddingGrad, on(Device::cuda(), dt));
     std::vector<Tensor> in = {Tensor::zeros({4, 70}, dt), tok, Tensor::random({6, 70}, dt)};
     const std::string text = emb.explain(args(in));
-    CHECK(text.find("one GPU thread per element of (b,d), atomic adds into dE") !=
+    CHECK(text.find("one GPU thread per element of (b,d), atomic adds into") != std::string::npos);
+    // bf16: the adds go to an f32 copy (rounded once at the end, as the interpreter does).
+    CHECK(text.find(dt == DType::bf16 ? "atomicAdd(&b_s0_dwide[" : "atomicAdd(&b_dE[") !=
           std::string::npos);
-    CHECK(text.find(dt == DType::bf16 ? "ej_scatter_bf16(&b_dE[" : "atomicAdd(&b_dE[") !=
-          std::string::npos);
+    if (dt == DType::bf16) {
+      CHECK(text.find("an f32 copy of dE, rounded to bf16 once") != std::string::npos);
+      CHECK(text.find("ej_s0_widen") != std::string::npos);
+      CHECK(text.find("ej_s0_narrow") != std::string::npos);
+    }
     compileCall(emb, byName(emb, args(in)), {}, dt);
     Kernel ola = einjit::compile(kOverlapAdd, on(Device::cuda(), dt));
     std::vector<Tensor> in2 = {Tensor::zeros({41}, dt), Tensor::random({20}, dt),
                                Tensor::random({3}, dt)};
-    CHECK(ola.explain(args(in2)).find("atomic adds into y") != std::string::npos);
+    CHECK(ola.explain(args(in2)).find(dt == DType::bf16
+                                          ? "atomic adds into an f32 copy of y"
+                                          : "atomic adds into y") != std::string::npos);
     compileCall(ola, byName(ola, args(in2)), {}, dt);
   }
 }

@@ -28,6 +28,12 @@ if [ $tests = 1 ]; then
   status=$?
   grep -E "MESSAGE|tests passed|tests failed|Total Test" "$out/tests.log" | sort | uniq -c | sort -rn | head -12
   grep -B2 -A20 "ERROR:" "$out/tests.log" | head -80
+  # The CUDA tests again with the code an sm_80 GPU gets (mma.sync tiles instead of wgmma).
+  (cd "$root/build-gpu" && EINJIT_CUDA_ARCH=80 ./tests/test_cuda >"$out/tests-sm80.log" 2>&1)
+  s80=$?
+  echo "test_cuda with EINJIT_CUDA_ARCH=80: $(grep -E '^\[doctest\] (test cases|Status)' "$out/tests-sm80.log" | tr '\n' ' ')"
+  grep -B2 -A20 "ERROR:" "$out/tests-sm80.log" | head -40
+  [ $s80 = 0 ] || status=1
 fi
 if [ $bench = 1 ]; then
   reps=3
