@@ -47,16 +47,16 @@ const std::map<std::string, std::string>& helpers() {
        "    const unsigned b = ej_bf16(cur + v);\n"
        "    old = atomicCAS(w, seen, (seen & ~(0xffffu << s)) | (b << s));\n"
        "  } while (old != seen);\n}\n"},
-      // A wgmma shared-memory matrix descriptor, no swizzling: the start address, the byte
-      // offsets between core matrices along the reduction (lbo) and along rows (sbo), each
-      // in 16-byte units (PTX ISA, "Matrix Descriptor Format").
+      // A wgmma shared-memory matrix descriptor: the start address, the two byte offsets (see
+      // ir::Wgmma), each in 16-byte units, and the swizzle mode (0 none, 1 128-byte) (PTX ISA,
+      // "Matrix Descriptor Format").
       {"ej_wgmma_desc",
        "__device__ __forceinline__ unsigned long long ej_wgmma_desc(const void* p, unsigned lbo, "
-       "unsigned sbo) {\n"
+       "unsigned sbo, unsigned long long mode) {\n"
        "  const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
        "  return (unsigned long long)((a & 0x3ffffu) >> 4) | ((unsigned long long)(lbo >> 4) << "
        "16) |\n"
-       "         ((unsigned long long)(sbo >> 4) << 32);\n}\n"},
+       "         ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);\n}\n"},
       {"ej_check",
        "__device__ __forceinline__ long long ej_check(long long i, long long e, int* status) {\n"
        "  if (i < 0 || i >= e) { *(volatile int*)status = 1; return i < 0 ? 0 : e - 1; }\n"
@@ -103,6 +103,8 @@ public:
     }
     written_.clear();
     collectStores(f_.body);
+    swizzled_.clear();
+    collectSwizzled(f_.body);
     // Shared buffers are all live at once in the tiles; past 48 KiB they go dynamic.
     const std::int64_t sharedTotal = sharedBytes(f_.body);
     dynamicShared_ = sharedTotal > 48 * 1024;
@@ -119,7 +121,7 @@ public:
     for (int i = 0; i < opt_.params; ++i) sig << "const double ej_p" << i << ", ";
     sig << "int* __restrict__ ej_status)";
     out << sig.str() << " {\n";
-    if (dynamicShared_) out << "  extern __shared__ __align__(128) unsigned char ej_smem[];\n";
+    if (dynamicShared_) out << "  extern __shared__ __align__(1024) unsigned char ej_smem[];\n";
     stmt(f_.body, 1, out);
     out << "}\n\n";
     return launch;
@@ -131,14 +133,31 @@ private:
   const CudaOptions& opt_;
   std::set<std::string>& used_;
   std::set<std::string> written_;
+  std::set<std::string> swizzled_; // shared buffers read by 128-byte swizzled wgmma operands
   std::set<std::string> locals_;
   int gpuBlockDims_ = 0, gpuThreadDims_ = 0;
   int tmp_ = 0;
   bool dynamicShared_ = false;
   std::int64_t sharedOffset_ = 0; // bytes of ej_smem handed out so far (16-byte multiples)
 
-  // The bytes of every shared buffer in a statement tree, each rounded up to 16.
-  static std::int64_t sharedBytes(const Stmt& s) {
+  void collectSwizzled(const Stmt& s) {
+    struct V : Visitor {
+      std::set<std::string>& out;
+      explicit V(std::set<std::string>& o) : out(o) {}
+      void visitWgmma(const Wgmma& n) override {
+        for (const WgmmaOperand* o : {&n.a, &n.b})
+          if (o->swizzle128) out.insert(o->buffer);
+      }
+    } v(swizzled_);
+    v.visit(s);
+  }
+  // Bytes a shared buffer takes: rounded up to 16; a swizzled one also keeps 1024 in hand to
+  // start 1024-byte aligned.
+  std::int64_t sharedSize(const Allocate& n) const {
+    return (n.size * typeBytes(n.elem) + 15) / 16 * 16 + (swizzled_.count(n.buffer) ? 1024 : 0);
+  }
+  // The bytes of every shared buffer in a statement tree (sharedSize).
+  std::int64_t sharedBytes(const Stmt& s) const {
     if (!s) return 0;
     switch (s->kind) {
     case NodeKind::For: return sharedBytes(static_cast<const For&>(*s).body);
@@ -153,7 +172,7 @@ private:
     }
     case NodeKind::Allocate: {
       const auto& n = static_cast<const Allocate&>(*s);
-      const std::int64_t own = n.shared ? (n.size * typeBytes(n.elem) + 15) / 16 * 16 : 0;
+      const std::int64_t own = n.shared ? sharedSize(n) : 0;
       return own + sharedBytes(n.body);
     }
     default: return 0;
@@ -316,6 +335,7 @@ private:
     case BinOp::FloorDiv: return fn(use("ej_fdiv"));
     case BinOp::CeilDiv: return fn(use("ej_cdiv"));
     case BinOp::EMod: return fn(use("ej_emod"));
+    case BinOp::Xor: return infix("^");
     case BinOp::Lt: return infix("<");
     case BinOp::Le: return infix("<=");
     case BinOp::Gt: return infix(">");
@@ -402,14 +422,17 @@ private:
       indent(out, d + 1);
       const bool shadow = locals_.count(n.buffer) > 0;
       locals_.insert(n.buffer);
+      const bool swizzled = swizzled_.count(n.buffer) > 0;
       if (n.shared && dynamicShared_) {
         const std::string t = typeText(n.elem, true);
-        out << t << "* const " << ident("l_", n.buffer) << " = (" << t << "*)(ej_smem + "
-            << sharedOffset_ << ");\n";
-        sharedOffset_ += (n.size * typeBytes(n.elem) + 15) / 16 * 16;
+        const std::int64_t at = swizzled ? (sharedOffset_ + 1023) / 1024 * 1024 : sharedOffset_;
+        out << t << "* const " << ident("l_", n.buffer) << " = (" << t << "*)(ej_smem + " << at
+            << ");\n";
+        sharedOffset_ += sharedSize(n);
       } else {
-        out << (n.shared ? "__shared__ __align__(16) " : "") << typeText(n.elem, true) << " "
-            << ident("l_", n.buffer) << "[" << n.size << "];\n";
+        out << (n.shared ? (swizzled ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ")
+                         : "")
+            << typeText(n.elem, true) << " " << ident("l_", n.buffer) << "[" << n.size << "];\n";
       }
       stmt(n.body, d + 1, out);
       if (!shadow) locals_.erase(n.buffer);
@@ -529,10 +552,9 @@ private:
       out << text << "\n";
     };
     auto desc = [&](const WgmmaOperand& o) {
-      // lbo: between core matrices along the reduction; sbo: along rows (bytes).
       return use("ej_wgmma_desc") + "(&" + bufferRef(o.buffer) + "[" + expr(o.base) + " + " + k +
-             " * " + std::to_string(o.kStep) + "], " + std::to_string(o.kCore * 2) + "u, " +
-             std::to_string(o.mnCore * 2) + "u)";
+             " * " + std::to_string(o.kStep) + "], " + std::to_string(o.lbo) + "u, " +
+             std::to_string(o.sbo) + "u, " + (o.swizzle128 ? "1ull" : "0ull") + ")";
     };
     indent(out, d);
     out << "{\n";

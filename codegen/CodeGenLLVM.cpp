@@ -314,6 +314,7 @@ private:
         return b_.CreateSub(q, b_.CreateZExt(b_.CreateICmpSLT(r, constLike(r, 0)), q->getType()));
       return b_.CreateAdd(q, b_.CreateZExt(b_.CreateICmpSGT(r, constLike(r, 0)), q->getType()));
     }
+    case BinOp::Xor: return b_.CreateXor(a, c);
     case BinOp::EMod: {
       llvm::Value* r = b_.CreateSRem(a, c);
       return b_.CreateSelect(b_.CreateICmpSLT(r, constLike(r, 0)), b_.CreateAdd(r, c), r);

@@ -43,6 +43,7 @@ std::string_view binOpName(BinOp op) {
   case BinOp::FloorDiv: return "fdiv";
   case BinOp::CeilDiv: return "cdiv";
   case BinOp::EMod: return "emod";
+  case BinOp::Xor: return "^";
   case BinOp::Lt: return "<";
   case BinOp::Le: return "<=";
   case BinOp::Gt: return ">";
@@ -119,6 +120,7 @@ std::int64_t foldInt(BinOp op, std::int64_t a, std::int64_t b, bool* ok) {
   case BinOp::EMod:
     if (b > 0) return ((a % b) + b) % b;
     break;
+  case BinOp::Xor: return a ^ b;
   default: break;
   }
   *ok = false;

@@ -59,6 +59,7 @@ enum class BinOp : std::uint8_t {
   FloorDiv,
   CeilDiv,
   EMod,
+  Xor, // integers: bitwise exclusive or (GPU shared-memory swizzles)
   Lt,
   Le,
   Gt,
@@ -209,17 +210,20 @@ struct Mma : StmtNode {
 // Steps of 16 along the reduction of a warpgroup's 64 x n block of tensor-core products,
 // wgmma.mma_async m64nNk16 (bf16 x bf16 + f32 accumulators, sm_90a), the 128 threads of the
 // warpgroup running it (fence, `steps` products, commit, wait for all). The operands are read
-// by the tensor cores from bf16 shared buffers laid out in core matrices of 8 x 8 elements
-// (128 contiguous bytes, 16-byte aligned): element (r, k) of the step-s block of A (r < 64,
-// k < 16; of B: r < n) at base + s * kStep + (r / 8) * mnCore + (k / 8) * kCore + (kMajor ?
-// (r % 8) * 8 + k % 8 : (k % 8) * 8 + r % 8). The products accumulate into acc[accBase + i],
-// i = 4 * j + c: row 16 * (warp % 4) + g + 8 * (c / 2), column 8 * j + 2 * t + c % 2 (g = lane
-// / 4, t = lane % 4).
+// by the tensor cores from bf16 shared buffers through matrix descriptors (PTX ISA "Matrix
+// Descriptor Format"): step s of an operand starts at element base + s * kStep; lbo and sbo
+// are the descriptor's byte offsets (measured on an H100, tools/probe/wgmma_layout.cu:
+// unswizzled, lbo between 8 x 8 core matrices along the reduction and sbo along rows, for
+// either major; 128-byte swizzle, k-major: sbo between 8-row atoms, lbo unused; mn-major: lbo
+// between 64-wide atoms, sbo between groups of 8 along the reduction). Swizzled buffers start
+// 1024-byte aligned. The products accumulate into acc[accBase + i], i = 4 * j + c: row 16 *
+// (warp % 4) + g + 8 * (c / 2), column 8 * j + 2 * t + c % 2 (g = lane / 4, t = lane % 4).
 struct WgmmaOperand {
   std::string buffer;
   Expr base;
-  std::int64_t kStep = 0, mnCore = 0, kCore = 0; // elements
-  bool kMajor = true;
+  std::int64_t kStep = 0;        // elements
+  std::int64_t lbo = 0, sbo = 0; // bytes
+  bool kMajor = true, swizzle128 = false;
 };
 struct Wgmma : StmtNode {
   WgmmaOperand a, b;

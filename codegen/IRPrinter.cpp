@@ -108,9 +108,9 @@ public:
     case NodeKind::Wgmma: {
       const auto& n = static_cast<const Wgmma&>(*s);
       auto opnd = [&](const WgmmaOperand& o) {
-        return o.buffer + "[" + expr(o.base) + " + s*" + std::to_string(o.kStep) + ", cores " +
-               std::to_string(o.mnCore) + "/" + std::to_string(o.kCore) +
-               (o.kMajor ? ", k-major]" : ", mn-major]");
+        return o.buffer + "[" + expr(o.base) + " + s*" + std::to_string(o.kStep) + ", lbo " +
+               std::to_string(o.lbo) + ", sbo " + std::to_string(o.sbo) +
+               (o.swizzle128 ? ", swizzle 128" : "") + (o.kMajor ? ", k-major]" : ", mn-major]");
       };
       out << pad << "wgmma.m64n" << n.n << "k16 x " << n.steps << " " << n.acc << "["
           << expr(n.accBase) << "...] += " << opnd(n.a) << " x " << opnd(n.b) << "\n";

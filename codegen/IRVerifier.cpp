@@ -38,7 +38,8 @@ public:
   }
   void visitBinary(const Binary& n) override {
     if (n.a->type != n.b->type) fail("binary operands of different types");
-    bool intOnly = n.op == BinOp::FloorDiv || n.op == BinOp::CeilDiv || n.op == BinOp::EMod;
+    bool intOnly = n.op == BinOp::FloorDiv || n.op == BinOp::CeilDiv || n.op == BinOp::EMod ||
+                   n.op == BinOp::Xor;
     if (intOnly && n.a->type != Type::i64)
       fail("integer operator on " + std::string(typeName(n.a->type)));
     Visitor::visitBinary(n);

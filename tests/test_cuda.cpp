@@ -162,6 +162,8 @@ TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU
         std::string::npos);
   CHECK(wg.cuda.source.find("p, 1, 1, 0, 1;") != std::string::npos); // A k-major, B transposed
   CHECK(wg.cuda.source.find("fence.proxy.async.shared::cta") != std::string::npos);
+  CHECK(wg.cuda.source.find("u, 1ull)") != std::string::npos); // 128-byte swizzled operands
+  CHECK(wg.cuda.source.find("__align__(1024)") != std::string::npos);
   CHECK(wg.cuda.source.find("ldmatrix") == std::string::npos);
   auto old = cudaFor(mm, ab, {}, DType::bf16, 80);
   CHECK(!old.cuda.archSpecific);

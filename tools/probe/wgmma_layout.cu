@@ -12,10 +12,10 @@
 
 constexpr int M = 64, N = 128, K = 64;
 
-__device__ inline uint64_t desc(const void* p, uint32_t lbo, uint32_t sbo) {
+__device__ inline uint64_t desc(const void* p, uint32_t lbo, uint32_t sbo, int swz = 0) {
   uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
-         ((uint64_t)((sbo >> 4) & 0x3FFF) << 32);
+         ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | ((uint64_t)swz << 62);
 }
 
 template <int TA, int TB>
@@ -24,16 +24,21 @@ __device__ inline void mma(float* d, uint64_t da, uint64_t db, int scale) {
 }
 
 // element (mn, k) of an operand with W rows: K-major or MN-major core matrices (8x8, 128 B).
+// major 2/3: K-major/MN-major with the 128-byte swizzle (16-byte chunk c of 128-byte row r of
+// a 1024-byte atom stored at chunk c ^ r; K = 64 elements is one row of a K-major operand).
 __host__ __device__ inline int slot(int major, int W, int mn, int k) {
+  if (major == 2) return mn * 64 + (((k / 8) ^ (mn % 8)) * 8) + k % 8;
+  if (major == 3)
+    return (k / 8) * (W * 8) + (mn / 64) * 512 + (k % 8) * 64 + ((((mn % 64) / 8) ^ (k % 8)) * 8) + mn % 8;
   if (major == 0) return (mn / 8) * (K / 8) * 64 + (k / 8) * 64 + (mn % 8) * 8 + k % 8;
   return (k / 8) * (W / 8) * 64 + (mn / 8) * 64 + (k % 8) * 8 + mn % 8;
 }
 
 template <int TA, int TB>
 __global__ void probe(const __nv_bfloat16* ga, const __nv_bfloat16* gb, float* out, int lboA,
-                      int sboA, int lboB, int sboB, int kstepA, int kstepB) {
-  __shared__ alignas(128) __nv_bfloat16 sa[M * K];
-  __shared__ alignas(128) __nv_bfloat16 sb[N * K];
+                      int sboA, int lboB, int sboB, int kstepA, int kstepB, int swzA, int swzB) {
+  __shared__ alignas(1024) __nv_bfloat16 sa[M * K];
+  __shared__ alignas(1024) __nv_bfloat16 sb[N * K];
   for (int i = threadIdx.x; i < M * K; i += 128) sa[i] = ga[i];
   for (int i = threadIdx.x; i < N * K; i += 128) sb[i] = gb[i];
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -42,7 +47,7 @@ __global__ void probe(const __nv_bfloat16* ga, const __nv_bfloat16* gb, float* o
   for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
   for (int ks = 0; ks < K / 16; ++ks)
-    mma<TA, TB>(d, desc(sa + ks * kstepA, lboA, sboA), desc(sb + ks * kstepB, lboB, sboB), ks > 0);
+    mma<TA, TB>(d, desc(sa + ks * kstepA, lboA, sboA, swzA), desc(sb + ks * kstepB, lboB, sboB, swzB), ks > 0);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   int t = threadIdx.x, w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
@@ -85,15 +90,16 @@ __global__ void __launch_bounds__(256) speed(float* out, int iters, int majorA, 
 static float bf(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
 template <int TA, int TB>
-void run(const char* name, int lboA, int sboA, int lboB, int sboB, int kstepA, int kstepB) {
+void run(const char* name, int lboA, int sboA, int lboB, int sboB, int kstepA, int kstepB, int LA = TA,
+         int LB = TB) {
   std::vector<float> A(M * K), B(N * K);
   for (auto& x : A) x = bf((rand() % 17 - 8) / 8.f);
   for (auto& x : B) x = bf((rand() % 13 - 6) / 8.f);
   std::vector<__nv_bfloat16> la(M * K), lb(N * K);
   for (int m = 0; m < M; ++m)
-    for (int k = 0; k < K; ++k) la[slot(TA, M, m, k)] = __float2bfloat16(A[m * K + k]);
+    for (int k = 0; k < K; ++k) la[slot(LA, M, m, k)] = __float2bfloat16(A[m * K + k]);
   for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) lb[slot(TB, N, n, k)] = __float2bfloat16(B[n * K + k]);
+    for (int k = 0; k < K; ++k) lb[slot(LB, N, n, k)] = __float2bfloat16(B[n * K + k]);
   __nv_bfloat16 *da, *db;
   float* dout;
   cudaMalloc(&da, la.size() * 2);
@@ -102,7 +108,7 @@ void run(const char* name, int lboA, int sboA, int lboB, int sboB, int kstepA, i
   cudaMemcpy(da, la.data(), la.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db, lb.data(), lb.size() * 2, cudaMemcpyHostToDevice);
   cudaMemset(dout, 0xff, M * N * 4);
-  probe<TA, TB><<<1, 128>>>(da, db, dout, lboA, sboA, lboB, sboB, kstepA, kstepB);
+  probe<TA, TB><<<1, 128>>>(da, db, dout, lboA, sboA, lboB, sboB, kstepA, kstepB, LA >= 2, LB >= 2);
   cudaError_t e = cudaDeviceSynchronize();
   std::vector<float> o(M * N);
   cudaMemcpy(o.data(), dout, M * N * 4, cudaMemcpyDeviceToHost);
@@ -144,6 +150,11 @@ int main() {
   // MN-major: 128 B apart along MN, W/8*128 B apart along K; a k16 step is 2 K-groups.
   run<1, 0>("A MN: LBO=Kdir SBO=MNdir", kA, 128, 128, kK, 2 * kA / 2, 128);
   run<0, 1>("B MN: LBO=Kdir SBO=MNdir", 128, kK, kB, 128, 128, 2 * kB / 2);
+  // 128-byte swizzle: K-major SBO = 1024 (8-row atoms), LBO unused, a k16 step 32 bytes along
+  // the row; MN-major: atoms of 64 (MN) x 8 (K), both readings of LBO/SBO tried.
+  run<0, 0>("SW128 A K, B K", 16, 1024, 16, 1024, 16, 16, 2, 2);
+  run<1, 1>("SW128 A MN, B MN: LBO=MNatom SBO=Kgroup", 1024, M * 16, 1024, N * 16, 2 * M * 8, 2 * N * 8, 3, 3);
+  run<1, 1>("SW128 A MN, B MN: LBO=Kgroup SBO=MNatom", M * 16, 1024, N * 16, 1024, 2 * M * 8, 2 * N * 8, 3, 3);
   time<0, 0>("speed A K, B K");
   time<0, 1>("speed A K, B MN");
   time<1, 1>("speed A MN, B MN");
