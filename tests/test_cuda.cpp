@@ -604,6 +604,60 @@ TEST_CASE("cuda: tiles with asynchronous copies and with register staging equal 
 
 namespace {
 
+// bf16 contractions large enough for the warpgroup tile on sm_90 (both tile dimensions
+// filled, two slices or more, copied asynchronously: rows whole 16-byte vectors): every
+// operand layout, edges, a batch and split-K. Their gradients are contractions of the same
+// sizes.
+const std::vector<std::pair<const char*, std::map<std::string, Shape>>> kWarpgroupTiles = {
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {300, 264}}, {"B", {264, 200}}}},
+    {"C[i,k] := A[j,i] * B[j,k]", {{"A", {264, 296}}, {"B", {264, 200}}}},
+    {"C[i,k] := A[i,j] * B[k,j]", {{"A", {300, 264}}, {"B", {200, 264}}}},
+    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {264, 296}}, {"B", {200, 264}}}},
+    {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {2, 136, 200}}, {"B", {2, 200, 144}}}},
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {128, 2048}}, {"B", {2048, 136}}}}, // split-K
+};
+
+} // namespace
+
+TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no GPU needed)") {
+  for (const auto& [program, shapes] : kWarpgroupTiles) {
+    INFO(std::string(program));
+    Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
+    std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
+    auto cp = cudaFor(k, byName(k, args(in)), {}, DType::bf16, 90);
+    CHECK(cp.lowered.notes[0].find("wgmma m64n128k16") != std::string::npos);
+    CHECK(cp.lowered.notes[0].find("by 16-byte asynchronous copies") != std::string::npos);
+    CHECK(cp.cuda.archSpecific);
+    if (shapes.at("A").back() == 2048)
+      CHECK(cp.lowered.notes[0].find("split-K") != std::string::npos);
+    compileCall(k, byName(k, args(in)), {}, DType::bf16);
+  }
+  // Below a full tile, or a single slice, the mma.sync tile (measured faster there).
+  Kernel small = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::bf16));
+  const std::map<std::string, Tensor> thin = {{"A", Tensor::random({64, 512}, DType::bf16)},
+                                              {"B", Tensor::random({512, 300}, DType::bf16)}};
+  CHECK(cudaFor(small, thin, {}, DType::bf16, 90).lowered.notes[0].find("mma.sync") !=
+        std::string::npos);
+}
+
+TEST_CASE("cuda: bf16 warpgroup tiles equal the interpreter, forward and gradient") {
+  if (!gpu()) return;
+  for (const auto& [program, shapes] : kWarpgroupTiles) {
+    INFO(std::string(program));
+    try {
+      Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
+      std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
+      const bool sm90 = einjit::runtime::codeArch(0) == 90;
+      CHECK((k.explain(args(in)).find("wgmma.mma_async") != std::string::npos) == sm90);
+      compareProgram(program, shapes, {}, {}, DType::bf16, 37, Device::cuda());
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+}
+
+namespace {
+
 std::vector<Arg> convertedArgs(const std::vector<Arg>& args, DType dt) {
   std::vector<Arg> out;
   for (const Arg& a : args) out.push_back(a.isTensor() ? Arg(converted(a.tensor(), dt)) : a);
