@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <random>
 
 using einjit::Device;
 using einjit::DType;
@@ -238,6 +239,37 @@ void BM_Case(benchmark::State& state) {
 }
 BENCHMARK(BM_Case)
     ->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(kMinTime);
+
+// --- a scatter: an embedding's gradient, atomic adds (PyTorch peer: index_add_) -------------
+
+// dE[tok[b], d] += dy[b, d]: 16384 tokens drawn uniformly from a 32768-row table of width 1024.
+// "GFLOP/s" counts the adds (16384 x 1024 per call). bf16 adds into an f32 copy of dE, widened
+// before and rounded after (three kernels; the table's 32 M elements dominate the time).
+void BM_Scatter(benchmark::State& state) {
+  const DType dt = dtypeArg(state.range(0));
+  const std::int64_t V = 32768, D = 1024, Bt = 16384;
+  Kernel k = einjit::compile("dE[tok[b], d] += dy[b, d]", onGpu(dt));
+  std::mt19937_64 rng(3);
+  std::vector<std::map<std::string, Tensor>> sets(2);
+  std::uint64_t seed = 1;
+  for (auto& set : sets) {
+    std::vector<double> toks(static_cast<std::size_t>(Bt));
+    for (double& t : toks) t = static_cast<double>(rng() % static_cast<std::uint64_t>(V));
+    set["tok"] = Tensor::fromValues({Bt}, toks, DType::i64).cuda();
+    set["dy"] = Tensor::random({Bt, D}, dt, seed++).cuda();
+    set["dE"] = Tensor::zeros({V, D}, dt).cuda();
+  }
+  timeOnGpu(
+      state, sets.size(), [&](std::size_t s) { k.call(sets[s]); },
+      static_cast<double>(Bt) * static_cast<double>(D));
+  state.SetLabel("embedding_grad" + suffix(dt));
+}
+BENCHMARK(BM_Scatter)
+    ->Arg(0)
+    ->Arg(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(kMinTime);

@@ -110,6 +110,15 @@ def cases():
                    lambda w, dy, s=s, shape=(N, C, H, H): torch.nn.grad.conv2d_input(shape, w, dy, stride=s))
             yield (f"{tag}_wgrad", dt, flops, (lambda x=x, dy=dy: (x(), dy())),
                    lambda x, dy, s=s, shape=(O, C, KS, KS): torch.nn.grad.conv2d_weight(x, shape, dy, stride=s))
+    # An embedding's gradient dE[tok[b], d] += dy[b, d] (index_add_, atomic adds); "flops" are
+    # the adds. 16384 tokens uniform over a 32768 x 1024 table.
+    for dt in ("f32", "bf16"):
+        d = DTYPES[dt]
+        V, D, Bt = 32768, 1024, 16384
+        yield ("embedding_grad", dt, Bt * D,
+               (lambda d=d: (torch.zeros(V, D, device="cuda", dtype=d),
+                             torch.randint(0, V, (Bt,), device="cuda"), rn(Bt, D, dtype=d))),
+               lambda E, t, g: E.index_add_(0, t.long(), g))
     # Linear layer y[b,o] = sum_i x[b,i] w[o,i], fp32 only; fwd+bwd adds dX = dY W, dW = dY^T X.
     Bt, Ii, Oo = 4096, 784, 1024
     f = 2 * Bt * Ii * Oo
@@ -128,7 +137,8 @@ def run_case(name, dt, flops, make, op, warmup, reps):
     k = max(1, math.ceil(ROTATE_BYTES / nbytes(first)))
     sets = [first] + [make() for _ in range(k - 1)]
     with torch.no_grad():
-        outs = as_tuple(op(*first))
+        # On copies: an in-place op (index_add_) must leave `first` as it was for the reference.
+        outs = as_tuple(op(*[t.clone() for t in first]))
         torch.cuda.synchronize()
         rel = rel_error(op, first, outs)
         del outs

@@ -61,7 +61,7 @@ private:
   bool checked_ = false;
   bool trustPlain_ = false;
   bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
-  std::string wide_;    // ... into this f32 copy of a bf16 output (emitWideScatter)
+  std::string wide_;    // ... into this f32 copy of a bf16 output (beginWideScatter)
   // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
   // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
   struct PhaseSub {
@@ -1120,9 +1120,9 @@ private:
     Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
     Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
     if (s.core && s.vector > 0 && fastN % 8 == 0) {
-      // Vectors into core matrices: 8 consecutive threads copy 128 contiguous bytes of one
-      // row, a warp 4 rows (whole 128-byte lines: the copies' rate is bounded by the lines
-      // a warp touches), then the next 128 bytes of the rows.
+      // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
+      // row (whole lines of global memory; the swizzle puts their 8 chunks in distinct
+      // banks), a warp 4 rows, then the next 128 bytes of the rows.
       const std::int64_t slowN = s.kFast ? s.BW : BK;
       Expr lo = ir::binary(BinOp::Mod, e, ir::intImm(8)),
            rest = ir::binary(BinOp::Div, e, ir::intImm(8));
@@ -1778,9 +1778,10 @@ private:
   // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
   // On sm_90 (target gpuArch 90) the same tile runs on the warpgroup instructions instead: 2
-  // warpgroups of 64 x 128, wgmma.mma_async reading both operands from shared memory laid out
-  // in core matrices (Staged::core, no padding), 4 steps of k16 per slice; the barrier before
-  // each slice orders the copies before the tensor cores' reads (fence.proxy.async).
+  // warpgroups of 64 x 128, wgmma.mma_async reading both operands from shared memory in the
+  // 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16 per slice; the
+  // barrier before each slice orders the copies before the tensor cores' reads
+  // (fence.proxy.async).
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
@@ -1873,7 +1874,7 @@ private:
       o.kMajor = sg.rowMajor;
       o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(first, ir::intImm(0)));
       // 128-byte swizzle: k-major rows in 8-row atoms of 1024 bytes, a step 16 elements along
-      // the row; k-major: 64-wide atoms 1024 bytes apart, 8 k apart by 2 stride bytes.
+      // the row; mn-major: 64-wide atoms 1024 bytes apart, groups of 8 k 2 stride bytes apart.
       o.swizzle128 = true;
       o.lbo = sg.rowMajor ? 16 : 1024;
       o.sbo = sg.rowMajor ? 1024 : 2 * sg.stride;
