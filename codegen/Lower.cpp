@@ -1818,7 +1818,8 @@ private:
     // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
     // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
     // elements at a time along the contiguous direction when it can be, else through registers
-    // (consecutive threads then store consecutive elements of a shared row).
+    // (consecutive threads then store consecutive elements of a shared row). The warpgroup
+    // tile keeps the same majors in the swizzled layouts of Staged::core.
     auto layout = [S, BK, &wg](Staged& sg) {
       sg.rowMajor = sg.kFast;
       sg.core = wg;
