@@ -619,6 +619,28 @@ const std::vector<std::pair<const char*, std::map<std::string, Shape>>> kWarpgro
 
 } // namespace
 
+TEST_CASE("cuda: the IR's integer xor (the swizzles) folds, prints, emits '^', integers only") {
+  namespace ir = einjit::codegen::ir;
+  std::int64_t v = 0;
+  CHECK(ir::isConst(ir::binary(ir::BinOp::Xor, ir::intImm(5), ir::intImm(3)), &v));
+  CHECK(v == 6);
+  ir::Func f;
+  f.name = "x";
+  f.buffers = {{"out", ir::Type::i64}, {"in", ir::Type::f32}};
+  f.body = ir::forLoop(
+      "i", ir::intImm(0), ir::intImm(8), ir::ForKind::Serial,
+      ir::store("out", ir::var("i"), ir::binary(ir::BinOp::Xor, ir::var("i"), ir::intImm(3))));
+  ir::verify(f);
+  CHECK(ir::print(f).find("^ 3") != std::string::npos);
+  CHECK(einjit::codegen::emitCUDA({f}, "t_").source.find("(v_i ^ ") != std::string::npos);
+  ir::Func g = f;
+  g.buffers = {{"out", ir::Type::f32}, {"in", ir::Type::f32}};
+  ir::Expr x = ir::load(ir::Type::f32, "in", ir::var("i"));
+  g.body = ir::forLoop("i", ir::intImm(0), ir::intImm(8), ir::ForKind::Serial,
+                       ir::store("out", ir::var("i"), ir::binary(ir::BinOp::Xor, x, x)));
+  CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
+}
+
 TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no GPU needed)") {
   for (const auto& [program, shapes] : kWarpgroupTiles) {
     INFO(std::string(program));
