@@ -201,6 +201,44 @@ TEST_CASE("cuda: a compile error carries NVRTC's log and the numbered source") {
   }
 }
 
+TEST_CASE("cuda: code for an architecture's own instructions compiles for exactly that one") {
+  const std::string src = "extern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }";
+  auto c = einjit::runtime::nvrtc::compile(src, 90, true);
+  CHECK(c.cubin);
+  CHECK(c.target == "sm_90a");
+  // An architecture NVRTC does not know: PTX for an older one, unless the code needs its own.
+  auto ptx = einjit::runtime::nvrtc::compile(src, 91, false);
+  CHECK(!ptx.cubin);
+  CHECK(ptx.target == "compute_90");
+  try {
+    einjit::runtime::nvrtc::compile(src, 91, true);
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    CHECK(std::string(e.what()).find("cannot compile for compute capability 9.1") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("cuda: EINJIT_CUDA_ARCH selects an older code architecture, never a newer one") {
+  const char* had = std::getenv("EINJIT_CUDA_ARCH");
+  const std::string saved = had ? had : "";
+  unsetenv("EINJIT_CUDA_ARCH");
+  const int own = einjit::runtime::codeArch(0); // the device's, 90 without a GPU
+  auto with = [](const char* v) {
+    setenv("EINJIT_CUDA_ARCH", v, 1);
+    return einjit::runtime::codeArch(0);
+  };
+  CHECK(with("sm_80") == std::min(80, own));
+  CHECK(with("75") == std::min(75, own));
+  CHECK(with("1000") == own);
+  CHECK(with("sm_8x") == own);
+  CHECK(with("") == own);
+  if (had)
+    setenv("EINJIT_CUDA_ARCH", saved.c_str(), 1);
+  else
+    unsetenv("EINJIT_CUDA_ARCH");
+}
+
 TEST_CASE("cuda: explain --cuda prints the kernels and their launch shapes (no GPU needed)") {
   Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
                              on(Device::cuda(), DType::f32));
