@@ -2,6 +2,8 @@
 
 #include "einjit/Error.h"
 
+#include <limits>
+
 namespace einjit::codegen::ir {
 
 bool isFloat(Type t) { return t == Type::f32 || t == Type::f64; }
@@ -121,6 +123,11 @@ std::int64_t foldInt(BinOp op, std::int64_t a, std::int64_t b, bool* ok) {
     if (b > 0) return ((a % b) + b) % b;
     break;
   case BinOp::Xor: return a ^ b;
+  case BinOp::Div: // truncating, as C and LLVM's sdiv/srem
+  case BinOp::Mod:
+    if (b != 0 && !(a == std::numeric_limits<std::int64_t>::min() && b == -1))
+      return op == BinOp::Div ? a / b : a % b;
+    break;
   default: break;
   }
   *ok = false;

@@ -271,10 +271,9 @@ private:
     Type et = elemType(st.output);
     Expr val = v;
     Stmt s;
-    if (atomic_ && !wide_.empty())
-      s = ir::atomicAdd(wide_, off, ir::cast(Type::f32, v));
-    else if (atomic_)
-      s = ir::atomicAdd(name, off, ir::cast(et == Type::bf16 ? Type::f32 : et, v));
+    if (atomic_) // a bf16 output's adds are f32 (into its wide copy, when it has one)
+      s = ir::atomicAdd(wide_.empty() ? name : wide_, off,
+                        ir::cast(et == Type::bf16 ? Type::f32 : et, v));
     else if (st.assign == Assign::Accumulate)
       val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
     if (!s) s = ir::store(name, off, ir::cast(et, val));
@@ -370,11 +369,8 @@ private:
   // interpreter, instead of once per add. Returns the copy's name.
   std::string beginWideScatter(const Statement& st, const std::string& base) {
     const auto t = static_cast<std::size_t>(st.output);
-    std::int64_t span = 1;
-    for (std::size_t d = 0; d < b_.tensors[t].shape.size(); ++d)
-      span += std::max<std::int64_t>(b_.tensors[t].shape[d] - 1, 0) * strides_[t][d];
     const std::string wide = base + ".wide";
-    out_.scratch.push_back({wide, Type::f32, span});
+    out_.scratch.push_back({wide, Type::f32, spanElements(b_.tensors[t].shape, strides_[t])});
     eachElement(st.output, base + "_widen", [&](const Expr& off) {
       return ir::store(wide, off,
                        ir::cast(Type::f32, ir::load(Type::bf16, bufferName(st.output), off)));

@@ -123,6 +123,14 @@ void overrideSplitPolicy(const SplitPolicy* policy) {
     splitOverride.reset();
 }
 
+std::int64_t spanElements(const std::vector<std::int64_t>& shape,
+                          const std::vector<std::int64_t>& strides) {
+  std::int64_t span = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    span += std::max<std::int64_t>(shape[d] - 1, 0) * strides[d];
+  return span;
+}
+
 bool readsOwnOutput(const Statement& st) {
   bool reads = false;
   auto see = [&](const CExpr& r) { reads = reads || r.tensor == st.output; };

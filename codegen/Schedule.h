@@ -82,6 +82,10 @@ struct StatementSchedule {
 // Strides (in elements) of every tensor of the call, by tensor id.
 using Strides = std::vector<std::vector<std::int64_t>>;
 
+// Elements from a tensor's first to one past its last (its largest offset + 1; 1 when empty).
+std::int64_t spanElements(const std::vector<std::int64_t>& shape,
+                          const std::vector<std::int64_t>& strides);
+
 // Distinct output index tuples write distinct elements and no element is read by another
 // iteration: the statement's output elements may be computed in parallel, in any order (no
 // scatter, no read of its own output, an injective left-hand side).
