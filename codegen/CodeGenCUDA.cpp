@@ -518,32 +518,38 @@ private:
     case NodeKind::CopyAsync: {
       // The source address is only formed when the copy reads (src-size 0 fills zeros).
       const auto& n = static_cast<const CopyAsync&>(*s);
-      const std::string c = "ej_c" + std::to_string(tmp_++);
+      const std::string c = n.cond ? "ej_c" + std::to_string(tmp_++) : "";
+      const std::string src = "&" + bufferRef(n.src) + "[" + expr(n.srcIndex) + "]";
       indent(out, d);
-      out << "{ const bool " << c << " = " << expr(n.cond) << ";\n";
-      indent(out, d + 1);
+      out << "{ ";
+      if (n.cond) out << "const bool " << c << " = " << expr(n.cond) << "; ";
       out << "asm volatile(\"cp.async." << (n.bytes == 16 ? "cg" : "ca")
-          << ".shared.global [%0], [%1], " << n.bytes << ", %2;\" :: \"r\"((unsigned)"
-          << "__cvta_generic_to_shared(&" << bufferRef(n.dst) << "[" << expr(n.dstIndex)
-          << "])), \"l\"(" << c << " ? &" << bufferRef(n.src) << "[" << expr(n.srcIndex)
-          << "] : " << bufferRef(n.src) << "), \"r\"(" << c << " ? " << n.bytes
-          << " : 0) : \"memory\"); }\n";
+          << ".shared.global [%0], [%1], " << n.bytes << (n.cond ? ", %2" : "")
+          << ";\" :: \"r\"((unsigned)__cvta_generic_to_shared(&" << bufferRef(n.dst) << "["
+          << expr(n.dstIndex) << "])), \"l\"("
+          << (n.cond ? c + " ? " + src + " : " + bufferRef(n.src) : src) << ")";
+      if (n.cond) out << ", \"r\"(" << c << " ? " << n.bytes << " : 0)";
+      out << " : \"memory\"); }\n";
       break;
     }
     case NodeKind::AsyncCommit:
       indent(out, d);
       out << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
       break;
-    case NodeKind::AsyncWait:
+    case NodeKind::AsyncWait: {
+      const auto& w = static_cast<const AsyncWait&>(*s);
       indent(out, d);
-      out << "asm volatile(\"cp.async.wait_group " << static_cast<const AsyncWait&>(*s).pending
+      out << "asm volatile(\""
+          << (w.products ? "wgmma.wait_group.sync.aligned " : "cp.async.wait_group ") << w.pending
           << ";\" ::: \"memory\");\n";
       break;
+    }
     default: throw InternalError("cuda codegen: expression node as a statement");
     }
   }
 
-  // fence; `steps` x wgmma.mma_async (descriptors advanced by kStep elements); commit; wait.
+  // fence; `steps` x wgmma.mma_async (descriptors advanced by kStep elements); commit; wait
+  // until `pending` groups remain.
   void wgmma(const Wgmma& n, int d, std::ostringstream& out) {
     const std::string id = std::to_string(tmp_++), k = "ej_k" + id;
     const int regs = n.n / 2;
@@ -579,7 +585,8 @@ private:
     line("    : \"l\"(ej_da), \"l\"(ej_db), \"r\"(1));");
     line("}");
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    line("asm volatile(\"wgmma.wait_group.sync.aligned " + std::to_string(n.pending) +
+         ";\" ::: \"memory\");");
     indent(out, d);
     out << "}\n";
   }

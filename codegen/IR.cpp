@@ -211,10 +211,14 @@ Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, b
   return std::make_shared<Allocate>(buffer, t, size, std::move(body), shared);
 }
 Stmt barrier(bool asyncProxy) { return std::make_shared<Barrier>(asyncProxy); }
-Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase) {
+Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase,
+           int pending) {
   if (n < 8 || n > 256 || n % 8 != 0 || steps < 1)
     throw InternalError("ir: a warpgroup product is m64nNk16 with N in 8..256 (multiples of 8)");
-  return std::make_shared<Wgmma>(std::move(a), std::move(b), n, steps, acc, std::move(accBase));
+  if (pending < 0 || pending > 7)
+    throw InternalError("ir: a warpgroup keeps 0..7 groups of products in flight");
+  return std::make_shared<Wgmma>(std::move(a), std::move(b), n, steps, acc, std::move(accBase),
+                                 pending);
 }
 Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase) {
   if (mt < 1 || nt < 1) throw InternalError("ir: an empty warp tile of tensor-core products");
@@ -228,7 +232,10 @@ Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Ex
                                      std::move(cond));
 }
 Stmt asyncCommit() { return std::make_shared<AsyncCommit>(); }
-Stmt asyncWait(int pending) { return std::make_shared<AsyncWait>(pending); }
+Stmt asyncWait(int pending, bool products) {
+  if (pending < 0 || pending > 7) throw InternalError("ir: an asynchronous wait for 0..7 groups");
+  return std::make_shared<AsyncWait>(pending, products);
+}
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -306,7 +313,7 @@ void Visitor::visitMma(const Mma& n) {
 void Visitor::visitCopyAsync(const CopyAsync& n) {
   visit(n.dstIndex);
   visit(n.srcIndex);
-  visit(n.cond);
+  if (n.cond) visit(n.cond);
 }
 void Visitor::visitAsyncCommit(const AsyncCommit&) {}
 void Visitor::visitAsyncWait(const AsyncWait&) {}
@@ -408,7 +415,7 @@ Stmt Mutator::mutateWgmma(const Stmt& self, const Wgmma& n) {
   Expr c = mutate(n.accBase);
   return a.base == n.a.base && b.base == n.b.base && c == n.accBase
              ? self
-             : wgmma(std::move(a), std::move(b), n.n, n.steps, n.acc, c);
+             : wgmma(std::move(a), std::move(b), n.n, n.steps, n.acc, c, n.pending);
 }
 Stmt Mutator::mutateMma(const Stmt& self, const Mma& n) {
   MmaOperand a = n.a, b = n.b;
@@ -420,7 +427,7 @@ Stmt Mutator::mutateMma(const Stmt& self, const Mma& n) {
              : mma(std::move(a), std::move(b), n.mt, n.nt, n.acc, c);
 }
 Stmt Mutator::mutateCopyAsync(const Stmt& self, const CopyAsync& n) {
-  Expr d = mutate(n.dstIndex), s = mutate(n.srcIndex), c = mutate(n.cond);
+  Expr d = mutate(n.dstIndex), s = mutate(n.srcIndex), c = n.cond ? mutate(n.cond) : n.cond;
   return d == n.dstIndex && s == n.srcIndex && c == n.cond
              ? self
              : copyAsync(n.dst, d, n.src, s, n.bytes, c);

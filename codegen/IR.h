@@ -209,7 +209,10 @@ struct Mma : StmtNode {
 };
 // Steps of 16 along the reduction of a warpgroup's 64 x n block of tensor-core products,
 // wgmma.mma_async m64nNk16 (bf16 x bf16 + f32 accumulators, sm_90a), the 128 threads of the
-// warpgroup running it (fence, `steps` products, commit, wait for all). The operands are read
+// warpgroup running it (fence, `steps` products, commit, then wait until at most `pending` of
+// the warpgroup's groups of products are in flight: 0 waits for all; with 1 the products of
+// this call still run when it returns, so their accumulators and operands must not be touched
+// until a later wait, an AsyncWait with `products`, says so). The operands are read
 // by the tensor cores from bf16 shared buffers through matrix descriptors (PTX ISA "Matrix
 // Descriptor Format"): step s of an operand starts at element base + s * kStep; lbo and sbo
 // are the descriptor's byte offsets (measured on an H100, tools/probe/wgmma_layout.cu:
@@ -227,15 +230,16 @@ struct WgmmaOperand {
 };
 struct Wgmma : StmtNode {
   WgmmaOperand a, b;
-  int n, steps;
+  int n, steps, pending;
   std::string acc;
   Expr accBase;
-  Wgmma(WgmmaOperand a_, WgmmaOperand b_, int n_, int s, std::string c, Expr cb)
-      : StmtNode(NodeKind::Wgmma), a(std::move(a_)), b(std::move(b_)), n(n_), steps(s),
+  Wgmma(WgmmaOperand a_, WgmmaOperand b_, int n_, int s, std::string c, Expr cb, int p)
+      : StmtNode(NodeKind::Wgmma), a(std::move(a_)), b(std::move(b_)), n(n_), steps(s), pending(p),
         acc(std::move(c)), accBase(std::move(cb)) {}
 };
 // cp.async: `bytes` (4, 8 or 16) bytes from src[srcIndex] to the shared buffer dst[dstIndex],
-// both addresses aligned to `bytes`; zeros instead when cond is false (src is not read then).
+// both addresses aligned to `bytes`; zeros instead when cond is false (src is not read then);
+// a null cond always copies.
 struct CopyAsync : StmtNode {
   std::string dst, src;
   Expr dstIndex, srcIndex, cond;
@@ -248,11 +252,13 @@ struct CopyAsync : StmtNode {
 struct AsyncCommit : StmtNode {
   AsyncCommit() : StmtNode(NodeKind::AsyncCommit) {}
 };
-// Waits until at most `pending` of this thread's committed groups are still in flight (a
-// Barrier after it publishes the copies to the block).
+// Waits until at most `pending` of this thread's committed groups of copies are still in
+// flight (a Barrier after it publishes the copies to the block); with `products`, of its
+// warpgroup's groups of tensor-core products instead (Wgmma, wgmma.wait_group).
 struct AsyncWait : StmtNode {
   int pending;
-  explicit AsyncWait(int n) : StmtNode(NodeKind::AsyncWait), pending(n) {}
+  bool products;
+  AsyncWait(int n, bool p) : StmtNode(NodeKind::AsyncWait), pending(n), products(p) {}
 };
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
@@ -277,13 +283,14 @@ Stmt atomicAdd(const std::string& buffer, Expr index, Expr value); // see Store
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
 Stmt barrier(bool asyncProxy = false);
-Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase);
+Stmt wgmma(WgmmaOperand a, WgmmaOperand b, int n, int steps, const std::string& acc, Expr accBase,
+           int pending = 0);
 Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Expr accBase);
 
 Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
                int bytes, Expr cond);
 Stmt asyncCommit();
-Stmt asyncWait(int pending);
+Stmt asyncWait(int pending, bool products = false);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

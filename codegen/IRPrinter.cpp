@@ -113,7 +113,9 @@ public:
                (o.swizzle128 ? ", swizzle 128" : "") + (o.kMajor ? ", k-major]" : ", mn-major]");
       };
       out << pad << "wgmma.m64n" << n.n << "k16 x " << n.steps << " " << n.acc << "["
-          << expr(n.accBase) << "...] += " << opnd(n.a) << " x " << opnd(n.b) << "\n";
+          << expr(n.accBase) << "...] += " << opnd(n.a) << " x " << opnd(n.b)
+          << (n.pending ? ", " + std::to_string(n.pending) + " left in flight" : std::string())
+          << "\n";
       return;
     }
     case NodeKind::Mma: {
@@ -129,12 +131,14 @@ public:
     case NodeKind::CopyAsync: {
       const auto& n = static_cast<const CopyAsync&>(*s);
       out << pad << "copy.async." << n.bytes << " " << n.dst << "[" << expr(n.dstIndex) << "] <- "
-          << expr(n.cond) << " ? " << n.src << "[" << expr(n.srcIndex) << "] : 0\n";
+          << (n.cond ? expr(n.cond) + " ? " : std::string()) << n.src << "[" << expr(n.srcIndex)
+          << "]" << (n.cond ? " : 0" : "") << "\n";
       return;
     }
     case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;
     case NodeKind::AsyncWait:
-      out << pad << "async.wait " << static_cast<const AsyncWait&>(*s).pending << "\n";
+      out << pad << (static_cast<const AsyncWait&>(*s).products ? "wgmma.wait " : "async.wait ")
+          << static_cast<const AsyncWait&>(*s).pending << "\n";
       return;
     default: out << pad << "<expr>\n";
     }

@@ -91,7 +91,7 @@ public:
     Visitor::visitWgmma(n);
   }
   void visitCopyAsync(const CopyAsync& n) override {
-    expectType(n.cond, Type::i1, "copy condition");
+    if (n.cond) expectType(n.cond, Type::i1, "copy condition");
     auto d = buffers_.find(n.dst), s = buffers_.find(n.src);
     if (d == buffers_.end() || s == buffers_.end())
       fail("asynchronous copy between undeclared buffers '" + n.src + "' and '" + n.dst + "'");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 
@@ -1136,15 +1138,22 @@ private:
   }
 
   // Sets the group's and the reduction's indices for row w and position kk of `slice`; returns
-  // whether the element lies inside the operand's box.
+  // whether the element lies inside the operand's box, or null where it always does: the
+  // tiles (base = tile * BW, w < BW) and slices divide the extents exactly.
   Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                     std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
     const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
     Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
     decompose(s.group, r, gw);
     decompose(K, r, gk);
-    return ir::binary(BinOp::And, ir::binary(BinOp::Lt, gw, ir::intImm(ext)),
-                      ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+    Expr inside;
+    if (ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
+    if (extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+    return inside;
+  }
+  // a && b, either possibly null (true).
+  static Expr both(const Expr& a, const Expr& b) {
+    return !a ? b : !b ? a : ir::binary(BinOp::And, a, b);
   }
 
   // Starts the staging of `slice` into stage `stage`: asynchronous copies, or loads into
@@ -1154,7 +1163,7 @@ private:
     Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
     stagePos(s, BK, rep, &w, &kk, &valid);
     Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
-    for (std::size_t v : s.masks) inside = ir::binary(BinOp::And, inside, maskCondition(v));
+    for (std::size_t v : s.masks) inside = both(inside, maskCondition(v));
     Stmt one;
     if (s.vector > 0) {
       Expr unusedInside;
@@ -1171,8 +1180,9 @@ private:
       Expr v = value(*s.fs[0]);
       for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
       trustPlain_ = false;
-      one = ir::ifThen(inside, ir::store(s.buf + ".v", rep, ir::cast(s.elem, v)),
-                       ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
+      one = ir::store(s.buf + ".v", rep, ir::cast(s.elem, v));
+      if (inside)
+        one = ir::ifThen(inside, one, ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
     }
     return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
                        guarded(valid, one));
@@ -1202,10 +1212,16 @@ private:
   // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
   // of slice k.o + stages - 1 are issued into the slot slice k.o - 1 used, and the operands
   // staged through registers load slice k.o + 1, stored after the products; one barrier per
-  // slice.
+  // slice. With `inFlight` (asynchronous warpgroup products that `compute` leaves running),
+  // the copies run inFlight slices less ahead, and the products are waited for after the loop.
   Stmt pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K, const Ranges& r,
                 std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
-                const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false) {
+                const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false,
+                int inFlight = 0) {
+    // Copies run `dist` slices ahead: the slot they fill was last read by the products of
+    // slice k.o - 1 - inFlight, finished by every thread before the barrier.
+    const int dist = stages - 1 - inFlight;
+    if (dist < 1) throw InternalError("lower: a pipeline with no slice ahead");
     Expr lo, hi;
     sliceBounds(split, slices, &lo, &hi);
     Expr ko = ir::var("k.o");
@@ -1226,7 +1242,7 @@ private:
     auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
     Stmt commit = async ? ir::asyncCommit() : nullptr;
     std::vector<Stmt> prologue;
-    for (int q = 0; q + 1 < stages; ++q) {
+    for (int q = 0; q < dist; ++q) {
       Stmt load = issue(plus(lo, q), ir::intImm(q));
       prologue.push_back(q == 0 ? load : ir::ifThen(below(plus(lo, q)), load));
       prologue.push_back(commit);
@@ -1234,16 +1250,17 @@ private:
     prologue.push_back(put(ir::intImm(0)));
     Expr from = ir::sub(ko, lo);
     Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
-    Expr ahead = plus(ko, stages - 1);
+    Expr ahead = plus(ko, dist);
     const bool registers =
         std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
     Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
     Stmt body = ir::block(
-        {async ? ir::asyncWait(stages - 2) : nullptr, ir::barrier(asyncProxy),
-         ir::ifThen(below(ahead), issue(ahead, ir::binary(BinOp::Mod, plus(from, stages - 1),
-                                                          ir::intImm(stages)))),
+        {async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
+         ir::ifThen(below(ahead),
+                    issue(ahead, ir::binary(BinOp::Mod, plus(from, dist), ir::intImm(stages)))),
          commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
-    Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body)});
+    Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body),
+                           inFlight ? ir::asyncWait(0, true) : nullptr});
     for (const Staged& s : ops)
       if (s.vector == 0) loop = ir::allocate(s.buf + ".v", s.elem, stageReps(s, BK), loop);
     for (const Staged& s : ops)
@@ -1768,16 +1785,32 @@ private:
     return true;
   }
 
+  // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
+  // products it leaves running while the next slice is issued. Measured on the H100 (session
+  // 8, bf16 4096^3 NN, tools/probe/diag): 128 x 256 with 4 slices (192 KiB, one block per SM)
+  // and one group in flight 0.248 ms; the same with 3 slices 0.317; 128 x 128 with 3 slices
+  // (2 blocks per SM) 0.277 with none in flight, 0.298 with one. The wide tile where there are
+  // enough of them for one per SM (Target::gpuBlocksWanted / 2); else 128 x 128.
+  struct WarpgroupShape {
+    std::int64_t BN = 128;
+    int stages = 3, inFlight = 0;
+  };
+  WarpgroupShape warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const {
+    if (extJ >= 256 && tilesI * ((extJ + 255) / 256) * extB >= target_.gpuBlocksWanted / 2)
+      return {256, 4, 1};
+    return {};
+  }
+
   // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
   // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
   // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
   // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
-  // On sm_90 (target gpuArch 90) the same tile runs on the warpgroup instructions instead: 2
-  // warpgroups of 64 x 128, wgmma.mma_async reading both operands from shared memory in the
-  // 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16 per slice; the
-  // barrier before each slice orders the copies before the tensor cores' reads
-  // (fence.proxy.async).
+  // On sm_90 (target gpuArch 90) the tile runs on the warpgroup instructions instead: 128 x BN
+  // (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both
+  // operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding),
+  // 4 steps of k16 per slice; the barrier before each slice orders the copies before the
+  // tensor cores' reads (fence.proxy.async).
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
@@ -1786,11 +1819,42 @@ private:
     bool wg = target_.gpuArch == 90;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-    // 128 x 128 with 3 slices in flight (96 KiB, 2 blocks per SM) measured fastest on the H100:
-    // bf16 4096^3 0.308 ms; 128 x 256 (one block per SM) 0.386 ms with 3 slices, 0.395 with 4.
-    const std::int64_t BM = 128, BN = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
-    const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+    const std::int64_t BM = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t slices = (extK + BK - 1) / BK;
+    // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
+    // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
+    // elements at a time along the contiguous direction when it can be, else through registers
+    // (consecutive threads then store consecutive elements of a shared row). The warpgroup
+    // tile keeps the same majors in the swizzled layouts of Staged::core.
+    auto layout = [S, BK, &wg](Staged& sg) {
+      sg.rowMajor = sg.kFast;
+      sg.core = wg;
+      if (wg)
+        sg.stride = sg.rowMajor ? BK : sg.BW * 8;
+      else
+        sg.stride = sg.rowMajor ? S : sg.BW + 8;
+    };
+    auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
+                     std::int64_t BW, const std::string& buf,
+                     const std::vector<std::size_t>& masks) {
+      return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
+    };
+    // The warpgroup tile where it measured faster on the H100 (session 7): both operands
+    // copied asynchronously, both tile dimensions filled and the reduction at least two
+    // slices. Otherwise the mma.sync tile: with an operand staged through registers (a
+    // convolution's im2col reads, masked ranges; 2-byte stores into the swizzled layout) the
+    // warpgroup tile ran 5-35% slower (conv bf16 stride-2 forward 0.181 -> 0.243 ms), and on
+    // the 1x1 convolution's half-filled tiles or single slice 3-14% slower.
+    auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
+                      const std::vector<std::size_t>& masks) {
+      return stage(fct, group, ir::intImm(0), BM, "", masks).vector > 0;
+    };
+    if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || extI < BM || extJ < 128 ||
+               extK < 2 * BK))
+      wg = false;
+    const std::int64_t tilesI = (extI + BM - 1) / BM;
+    const WarpgroupShape shape = wg ? warpgroupShape(tilesI, extJ, extB) : WarpgroupShape{};
+    const std::int64_t BN = shape.BN, tilesJ = (extJ + BN - 1) / BN;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
     const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name);
@@ -1811,37 +1875,8 @@ private:
     Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
     Expr wm = div(warp, 4), wn = mod(warp, 4);
     Expr baseI = times(ti, BM), baseJ = times(tj, BN);
-    // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
-    // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
-    // elements at a time along the contiguous direction when it can be, else through registers
-    // (consecutive threads then store consecutive elements of a shared row). The warpgroup
-    // tile keeps the same majors in the swizzled layouts of Staged::core.
-    auto layout = [S, BK, &wg](Staged& sg) {
-      sg.rowMajor = sg.kFast;
-      sg.core = wg;
-      if (wg)
-        sg.stride = sg.rowMajor ? BK : sg.BW * 8;
-      else
-        sg.stride = sg.rowMajor ? S : sg.BW + 8;
-    };
-    auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
-                     std::int64_t BW, const std::string& buf,
-                     const std::vector<std::size_t>& masks) {
-      return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
-    };
     std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
                                stage(rf, J, baseJ, BN, "tile.B", maskR)};
-    // The warpgroup tile where it measured faster on the H100 (session 7): both operands
-    // copied asynchronously, both tile dimensions filled and the reduction at least two
-    // slices. Otherwise the mma.sync tile: with an operand staged through registers (a
-    // convolution's im2col reads, masked ranges; 2-byte stores into the swizzled layout) the
-    // warpgroup tile ran 5-35% slower (conv bf16 stride-2 forward 0.181 -> 0.243 ms), and on
-    // the 1x1 convolution's half-filled tiles or single slice 3-14% slower.
-    if (wg &&
-        (ops[0].vector == 0 || ops[1].vector == 0 || extI < BM || extJ < BN || extK < 2 * BK)) {
-      wg = false;
-      ops = {stage(lf, I, baseI, BM, "tile.A", maskL), stage(rf, J, baseJ, BN, "tile.B", maskR)};
-    }
     Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
     Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
     Expr accBase = times(ir::add(times(mt, NT), nt), 4);
@@ -1881,11 +1916,12 @@ private:
     auto computeWg = [&](const Expr& stg) {
       return ir::wgmma(coreOperand(ops[0], stg, times(wgi, 64)),
                        coreOperand(ops[1], stg, ir::intImm(0)), static_cast<int>(BN),
-                       static_cast<int>(BK / 16), "acc", ir::intImm(0));
+                       static_cast<int>(BK / 16), "acc", ir::intImm(0), shape.inFlight);
     };
-    const int stages = stagesFor(ops);
-    Stmt kloop = wg ? pipeline(ops, K, r, BK, split, slices, stages, computeWg, true)
-                    : pipeline(ops, K, r, BK, split, slices, stages, compute);
+    const int stages = wg ? shape.stages : stagesFor(ops);
+    Stmt kloop =
+        wg ? pipeline(ops, K, r, BK, split, slices, stages, computeWg, true, shape.inFlight)
+           : pipeline(ops, K, r, BK, split, slices, stages, compute);
     // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
     // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
     Expr c = ir::var("w.c");
@@ -1918,7 +1954,8 @@ private:
         names(I) + ") x (" + names(J) +
         (wg ? "), 2 warpgroups of 64x" + n : std::string("), 8 warps of 64x32")) +
         ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
-        (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages);
+        (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
+        (shape.inFlight ? ", the products of one slice running while the next is issued" : "");
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;

@@ -165,6 +165,27 @@ TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU
   CHECK(wg.cuda.source.find("u, 1ull)") != std::string::npos); // 128-byte swizzled operands
   CHECK(wg.cuda.source.find("__align__(1024)") != std::string::npos);
   CHECK(wg.cuda.source.find("ldmatrix") == std::string::npos);
+  // Tiles and slices divide 256: every copy is unconditional (no src-size operand); all of a
+  // slice's products are waited for before the next slice is issued.
+  CHECK(wg.cuda.source.find("cp.async.cg.shared.global [%0], [%1], 16;") != std::string::npos);
+  CHECK(wg.cuda.source.find("16, %2;") == std::string::npos);
+  CHECK(wg.cuda.source.find("wgmma.wait_group.sync.aligned 0;") != std::string::npos);
+  CHECK(wg.cuda.source.find("wgmma.wait_group.sync.aligned 1;") == std::string::npos);
+  // Enough 128 x 256 tiles for every SM (18 x 9): the wide tile, 4 slices, copies 2 slices
+  // ahead (waiting for all but the latest group), one slice's products left running and all
+  // of them waited for after the loop.
+  const std::map<std::string, Tensor> big = {{"A", Tensor::random({2304, 256}, DType::bf16)},
+                                             {"B", Tensor::random({256, 2304}, DType::bf16)}};
+  auto wide = cudaFor(mm, big, {}, DType::bf16, 90);
+  CHECK(wide.lowered.notes[0].find("tile 128x256") != std::string::npos);
+  CHECK(wide.cuda.source.find("m64n256k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(wide.cuda.source.find("cp.async.wait_group 1;") != std::string::npos);
+  CHECK(wide.cuda.source.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos);
+  CHECK(wide.cuda.source.find("wgmma.wait_group.sync.aligned 0;") != std::string::npos);
+  // An edge along the rows: those copies read only inside the operand (src-size 0 outside).
+  const std::map<std::string, Tensor> edge = {{"A", Tensor::random({300, 256}, DType::bf16)},
+                                              {"B", Tensor::random({256, 256}, DType::bf16)}};
+  CHECK(cudaFor(mm, edge, {}, DType::bf16, 90).cuda.source.find("16, %2;") != std::string::npos);
   auto old = cudaFor(mm, ab, {}, DType::bf16, 80);
   CHECK(!old.cuda.archSpecific);
   CHECK(old.lowered.notes[0].find("mma.sync m16n8k16") != std::string::npos);
@@ -645,14 +666,21 @@ namespace {
 // bf16 contractions large enough for the warpgroup tile on sm_90 (both tile dimensions
 // filled, two slices or more, copied asynchronously: rows whole 16-byte vectors): every
 // operand layout, edges, a batch and split-K. Their gradients are contractions of the same
-// sizes.
-const std::vector<std::pair<const char*, std::map<std::string, Shape>>> kWarpgroupTiles = {
-    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {300, 264}}, {"B", {264, 200}}}},
-    {"C[i,k] := A[j,i] * B[j,k]", {{"A", {264, 296}}, {"B", {264, 200}}}},
-    {"C[i,k] := A[i,j] * B[k,j]", {{"A", {300, 264}}, {"B", {200, 264}}}},
-    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {264, 296}}, {"B", {200, 264}}}},
-    {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {2, 136, 200}}, {"B", {2, 200, 144}}}},
-    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {128, 2048}}, {"B", {2048, 136}}}}, // split-K
+// sizes. `width`: the tile's columns (256 where there are tiles for every SM: 2 x 2 x 33 =
+// 132 for the forward product and its gradient for B).
+struct WarpgroupCase {
+  const char* program;
+  std::map<std::string, Shape> shapes;
+  int width;
+};
+const std::vector<WarpgroupCase> kWarpgroupTiles = {
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {300, 264}}, {"B", {264, 200}}}, 128},
+    {"C[i,k] := A[j,i] * B[j,k]", {{"A", {264, 296}}, {"B", {264, 200}}}, 128},
+    {"C[i,k] := A[i,j] * B[k,j]", {{"A", {300, 264}}, {"B", {200, 264}}}, 128},
+    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {264, 296}}, {"B", {200, 264}}}, 128},
+    {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {2, 136, 200}}, {"B", {2, 200, 144}}}, 128},
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {128, 2048}}, {"B", {2048, 136}}}, 128}, // split-K
+    {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {33, 129, 136}}, {"B", {33, 136, 264}}}, 256},
 };
 
 } // namespace
@@ -680,13 +708,17 @@ TEST_CASE("cuda: the IR's integer xor (the swizzles) folds, prints, emits '^', i
 }
 
 TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no GPU needed)") {
-  for (const auto& [program, shapes] : kWarpgroupTiles) {
+  for (const auto& [program, shapes, width] : kWarpgroupTiles) {
     INFO(std::string(program));
     Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
     std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
     auto cp = cudaFor(k, byName(k, args(in)), {}, DType::bf16, 90);
-    CHECK(cp.lowered.notes[0].find("wgmma m64n128k16") != std::string::npos);
-    CHECK(cp.lowered.notes[0].find("by 16-byte asynchronous copies") != std::string::npos);
+    const std::string& note = cp.lowered.notes[0];
+    CHECK(note.find("wgmma m64n" + std::to_string(width) + "k16") != std::string::npos);
+    CHECK(note.find("by 16-byte asynchronous copies") != std::string::npos);
+    // The wide tile keeps 4 slices and one slice's products running.
+    CHECK((note.find("4 slices in flight") != std::string::npos) == (width == 256));
+    CHECK((note.find("products of one slice running") != std::string::npos) == (width == 256));
     CHECK(cp.cuda.archSpecific);
     if (shapes.at("A").back() == 2048)
       CHECK(cp.lowered.notes[0].find("split-K") != std::string::npos);
@@ -702,8 +734,8 @@ TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no 
 
 TEST_CASE("cuda: bf16 warpgroup tiles equal the interpreter, forward and gradient") {
   if (!gpu()) return;
-  for (const auto& [program, shapes] : kWarpgroupTiles) {
-    INFO(std::string(program));
+  for (const auto& [program, shapes, width] : kWarpgroupTiles) {
+    INFO(std::string(program) << ", tile width " << width);
     try {
       Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
       std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
