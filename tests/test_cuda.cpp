@@ -141,6 +141,25 @@ TEST_CASE("cuda: NVRTC compiles every table statement, forward and gradient (no 
   CHECK(compiled >= 400);
 }
 
+TEST_CASE("cuda: NVRTC compiles the benchmark's bf16 convolution gradients (no GPU needed)") {
+  // NVRTC 13.0 overflowed the 8 MiB main-thread stack on the input gradient's kernel (its
+  // register-staged, masked tensor-core tile at N = 32, C = 64, 56 x 56); einjit compiles on
+  // a thread with a larger stack. This test crashes without that.
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  Kernel conv = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda()));
+  const std::map<std::string, Tensor> t = {{"x", Tensor::zeros({32, 64, 56, 56}, DType::bf16)},
+                                           {"k", Tensor::zeros({64, 64, 3, 3}, DType::bf16)},
+                                           {"dy", Tensor::zeros({32, 64, 54, 54}, DType::bf16)}};
+  for (const char* wrt : {"x", "k"}) {
+    INFO("gradient for " << wrt);
+    Kernel g = conv.gradient({wrt});
+    std::map<std::string, Tensor> in;
+    for (const auto& n : g.tensorArguments()) in[n] = t.at(n);
+    compileCall(g, in, {}, DType::bf16);
+  }
+}
+
 TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU needed)") {
   std::string why;
   REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
