@@ -922,7 +922,8 @@ private:
   // --- GPU contraction tiles -------------------------------------------------------------------
   std::string gpuNote_;
 
-  // Split-K for tiles: with fewer tiles than Target::gpuBlocksWanted and a long reduction, the
+  // Split-K for tiles: with fewer tiles than `wanted` (Target::gpuBlocksWanted; a quarter of it
+  // for the warpgroup tiles, which fill an SM with one or two blocks) and a long reduction, the
   // reduction's slices are cut into `splits` contiguous ranges (a power of two, at least 8
   // slices each), one block per (tile, range); each block leaves its tile's partial sums in
   // scratch[range * elements + o], and a second kernel adds them in range order
@@ -933,10 +934,9 @@ private:
     std::string partial;       // scratch buffer, when splits > 1
   };
   TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
-                      const std::string& name) {
+                      const std::string& name, std::int64_t wanted) {
     TileSplit t;
-    while (tiles * t.splits < target_.gpuBlocksWanted && slices / (2 * t.splits) >= 8)
-      t.splits *= 2;
+    while (tiles * t.splits < wanted && slices / (2 * t.splits) >= 8) t.splits *= 2;
     t.perSplit = (slices + t.splits - 1) / t.splits;
     t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
     t.elements = extentOfGroup(outputIndices(st), r);
@@ -1139,16 +1139,20 @@ private:
 
   // Sets the group's and the reduction's indices for row w and position kk of `slice`; returns
   // whether the element lies inside the operand's box, or null where it always does: the
-  // tiles (base = tile * BW, w < BW) and slices divide the extents exactly.
+  // tiles (base = tile * BW, w < BW) and slices divide the extents exactly (unmasked operands).
   Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                     std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
     const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
     Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
     decompose(s.group, r, gw);
     decompose(K, r, gk);
+    // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in
+    // CUDA 13.0 (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the
+    // bf16 convolution input gradient of bench/ (session 8); with them it compiles every time.
+    const bool keep = !s.masks.empty();
     Expr inside;
-    if (ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
-    if (extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+    if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
+    if (keep || extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
     return inside;
   }
   // a && b, either possibly null (true).
@@ -1695,7 +1699,8 @@ private:
     const std::int64_t slices = (extK + BK - 1) / BK;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
-    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name);
+    const TileSplit split =
+        tileSplit(st, r, tilesI * tilesJ * extB, slices, name, target_.gpuBlocksWanted);
     ir::Func f = newFunc(name);
     Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
@@ -1789,16 +1794,21 @@ private:
   // products it leaves running while the next slice is issued. Measured on the H100 (session
   // 8, bf16 4096^3 NN, tools/probe/diag): 128 x 256 with 4 slices (192 KiB, one block per SM)
   // and one group in flight 0.248 ms; the same with 3 slices 0.317; 128 x 128 with 3 slices
-  // (2 blocks per SM) 0.277 with none in flight, 0.298 with one. The wide tile where there are
-  // enough of them for one per SM (Target::gpuBlocksWanted / 2); else 128 x 128.
+  // (2 blocks per SM) 0.277 with none in flight, 0.298 with one. The widest tile of which
+  // there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x 64 with 4
+  // slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
+  // gpuBlocksWanted) leaves whole at 1024^3: 128 tiles of 16 slices, 0.013-0.014 ms, against
+  // 0.022 for 128 x 128 split in two and 0.017 for it unsplit (bench_cuda, 4 layouts).
   struct WarpgroupShape {
     std::int64_t BN = 128;
     int stages = 3, inFlight = 0;
   };
   WarpgroupShape warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const {
-    if (extJ >= 256 && tilesI * ((extJ + 255) / 256) * extB >= target_.gpuBlocksWanted / 2)
-      return {256, 4, 1};
-    return {};
+    const std::int64_t sms = target_.gpuBlocksWanted / 2;
+    auto tiles = [&](std::int64_t bn) { return tilesI * ((extJ + bn - 1) / bn) * extB; };
+    if (extJ >= 256 && tiles(256) >= sms) return {256, 4, 1};
+    if (tiles(128) >= sms) return {128, 3, 0};
+    return {64, 4, 0};
   }
 
   // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
@@ -1857,7 +1867,8 @@ private:
     const std::int64_t BN = shape.BN, tilesJ = (extJ + BN - 1) / BN;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
-    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name);
+    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name,
+                                      wg ? target_.gpuBlocksWanted / 4 : target_.gpuBlocksWanted);
     ir::Func f = newFunc(name);
     auto div = [](Expr a, std::int64_t b) {
       return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));

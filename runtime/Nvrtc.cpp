@@ -5,12 +5,9 @@
 
 #include <dlfcn.h>
 #include <nvrtc.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
-#include <functional>
 #include <vector>
 
 namespace einjit::runtime::nvrtc {
@@ -95,45 +92,6 @@ std::string version() {
   return std::to_string(a.major) + "." + std::to_string(a.minor);
 }
 
-namespace {
-
-// Runs f on a thread with a 256 MiB stack. NVRTC's optimizer recurses deeply on large
-// unrolled kernels: the bf16 convolution input gradient of bench/ (N = 32, C = 64, 56 x 56)
-// overflowed the 8 MiB main-thread stack inside nvrtcCompileProgram (session 8, NVRTC 13.0;
-// it compiled with an unlimited stack). The stack is reserved, not committed.
-void onLargeStack(const std::function<void()>& f) {
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) throw InternalError("nvrtc: pthread_attr_init failed");
-  struct Attr {
-    pthread_attr_t* a;
-    ~Attr() { pthread_attr_destroy(a); }
-  } attrGuard{&attr};
-  if (pthread_attr_setstacksize(&attr, std::size_t{256} << 20) != 0)
-    throw InternalError("nvrtc: pthread_attr_setstacksize failed");
-  struct Job {
-    const std::function<void()>* f;
-    std::exception_ptr error;
-  } job{&f, nullptr};
-  auto run = [](void* p) -> void* {
-    auto* j = static_cast<Job*>(p);
-    try {
-      (*j->f)();
-    } catch (...) {
-      j->error = std::current_exception();
-    }
-    return nullptr;
-  };
-  pthread_t t;
-  if (pthread_create(&t, &attr, run, &job) != 0) {
-    f(); // no thread to be had: the caller's stack
-    return;
-  }
-  pthread_join(t, nullptr);
-  if (job.error) std::rethrow_exception(job.error);
-}
-
-} // namespace
-
 Compiled compile(const std::string& source, int arch, bool archSpecific, const std::string& name) {
   Api& a = ready();
   auto t0 = std::chrono::steady_clock::now();
@@ -165,8 +123,7 @@ Compiled compile(const std::string& source, int arch, bool archSpecific, const s
   } guard{a, &prog};
   const std::string archOpt = "--gpu-architecture=" + out.target;
   const char* opts[] = {archOpt.c_str(), "--std=c++17", "-default-device"};
-  nvrtcResult r = NVRTC_SUCCESS;
-  onLargeStack([&] { r = a.nvrtcCompileProgram(prog, 3, opts); });
+  nvrtcResult r = a.nvrtcCompileProgram(prog, 3, opts);
   std::size_t logSize = 0;
   a.nvrtcGetProgramLogSize(prog, &logSize);
   if (logSize > 1) {
