@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 
@@ -715,7 +713,6 @@ private:
     Stmt body = elementBody(st, bs, r, false);
     if (!body) return;
     Expr guard;
-    auto both = [](Expr a, Expr b) { return a ? ir::binary(BinOp::And, a, b) : b; };
     if (total % block != 0) guard = ir::binary(BinOp::Lt, t, ir::intImm(total));
     for (std::size_t v = 0; v < nOut; ++v) {
       if (!bs.dependent[v]) continue;
@@ -1057,6 +1054,12 @@ private:
     // Dependent reduction indices (a solved gradient's ranges) whose range this operand checks:
     // the tile runs over their hulls, and an element outside its range stages as 0.
     std::vector<std::size_t> masks;
+    // A register-staged single read whose offset splits into a part of the row (and of the
+    // batch) plus a part of the reduction (affine, proven in bounds): each thread's reduction
+    // position is the same in every pass of a slice, so the reduction part is computed once a
+    // slice, and the rows' parts are read from this shared table (BW 32-bit offsets, filled
+    // once per block) instead of decomposing every element's indices. Empty when not so.
+    std::string rowTable;
     Expr slot(const Expr& w, const Expr& kk) const {
       if (core) {
         auto div = [](const Expr& e, std::int64_t d) {
@@ -1097,6 +1100,9 @@ private:
     sg.elem = elem;
     sg.kFast = unitAlongAny(fs, K);
     sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K : group, r, elem) : 0;
+    if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
+        separableRead(fs))
+      sg.rowTable = buf + ".rows";
     layout(sg);
     sg.stageElems = sg.core ? BW * BK : (sg.rowMajor ? BW : BK) * sg.stride;
     return sg;
@@ -1117,6 +1123,13 @@ private:
     const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
     Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
     Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
+    if (256 % fastN == 0) {
+      // The same position along the fast direction in every pass (Staged::rowTable).
+      Expr thr = ir::var("gpu.thread");
+      fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
+      slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
+                     ir::mul(rep, ir::intImm(256 / fastN)));
+    }
     if (s.core && s.vector > 0 && fastN % 8 == 0) {
       // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
       // row (whole lines of global memory; the swizzle puts their 8 chunks in distinct
@@ -1166,6 +1179,22 @@ private:
                   std::int64_t BK, const Expr& slice, const Expr& stage) {
     Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
     stagePos(s, BK, rep, &w, &kk, &valid);
+    if (!s.rowTable.empty()) {
+      const CExpr& f = *s.fs[0];
+      const std::int64_t extK = extentOfGroup(K, r);
+      Expr gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+      decompose(K, r, gk);
+      Expr off = ir::add(ir::cast(Type::i64, ir::load(Type::i32, s.rowTable, w)),
+                         offsetPart(f, inGroup(K), false));
+      Expr v =
+          ir::cast(s.elem, ir::cast(vt_, ir::load(elemType(f.tensor), bufferName(f.tensor), off)));
+      Stmt one = ir::store(s.buf + ".v", rep, v);
+      if (extK % BK != 0)
+        one = ir::ifThen(ir::binary(BinOp::Lt, gk, ir::intImm(extK)), one,
+                         ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
+      return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)),
+                         ForKind::Unrolled, guarded(valid, one));
+    }
     Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
     for (std::size_t v : s.masks) inside = both(inside, maskCondition(v));
     Stmt one;
@@ -1246,6 +1275,9 @@ private:
     auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
     Stmt commit = async ? ir::asyncCommit() : nullptr;
     std::vector<Stmt> prologue;
+    for (const Staged& s : ops)
+      if (!s.rowTable.empty()) prologue.push_back(fillRowTable(s, K, r));
+    if (!prologue.empty()) prologue.push_back(ir::barrier());
     for (int q = 0; q < dist; ++q) {
       Stmt load = issue(plus(lo, q), ir::intImm(q));
       prologue.push_back(q == 0 ? load : ir::ifThen(below(plus(lo, q)), load));
@@ -1269,6 +1301,8 @@ private:
       if (s.vector == 0) loop = ir::allocate(s.buf + ".v", s.elem, stageReps(s, BK), loop);
     for (const Staged& s : ops)
       loop = ir::allocate(s.buf, s.elem, stages * s.stageElems, loop, true);
+    for (const Staged& s : ops)
+      if (!s.rowTable.empty()) loop = ir::allocate(s.rowTable, Type::i32, s.BW, loop, true);
     return loop;
   }
   static std::int64_t sharedBytes(const std::vector<Staged>& ops) {
@@ -1339,6 +1373,57 @@ private:
     for (const CExpr* f : fs)
       if (unitAlong(*f, K.back())) return true;
     return false;
+  }
+
+  // A single read with affine subscripts proven in bounds (no gather, pad or fold) in a tensor
+  // whose offsets fit in 32 bits: Staged::rowTable.
+  bool separableRead(const std::vector<const CExpr*>& fs) const {
+    if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return false;
+    const CExpr& f = *fs[0];
+    const auto t = static_cast<std::size_t>(f.tensor);
+    std::int64_t span = 1;
+    for (std::size_t d = 0; d < f.subs.size(); ++d) {
+      const Subscript& sub = f.subs[d];
+      if (sub.gather) return false;
+      const Interval iv = interval(sub, b_.eval(p_, sub.constant));
+      if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(f.tensor, d)) return false;
+      span += (extentOf(f.tensor, d) - 1) * std::abs(strides_[t][d]);
+    }
+    return span < (std::int64_t{1} << 31);
+  }
+  // The part of read f's offset that the indices in `of` contribute (with the constants when
+  // `constants`), from the current index expressions.
+  Expr offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const {
+    Expr off = ir::intImm(0);
+    const auto& stride = strides_[static_cast<std::size_t>(f.tensor)];
+    for (std::size_t d = 0; d < f.subs.size(); ++d) {
+      const Subscript& sub = f.subs[d];
+      Expr idx = ir::intImm(constants ? b_.eval(p_, sub.constant) : 0);
+      for (std::size_t v = 0; v < sub.coef.size(); ++v)
+        if (sub.coef[v] != 0 && of[v])
+          idx = ir::add(idx, ir::mul(ir::intImm(sub.coef[v]), varExpr_[v]));
+      off = ir::add(off, ir::mul(idx, ir::intImm(stride[d])));
+    }
+    return off;
+  }
+  std::vector<bool> inGroup(const std::vector<std::size_t>& g) const {
+    std::vector<bool> in(varExpr_.size(), false);
+    for (std::size_t v : g) in[v] = true;
+    return in;
+  }
+  // Fills a row table (Staged::rowTable): entry w holds the row part of the offset of row
+  // base + w, 0 for rows past the extent (their products only reach cells never stored).
+  Stmt fillRowTable(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r) {
+    const std::int64_t ext = extentOfGroup(s.group, r);
+    Expr w = ir::var("gpu.thread"), gw = ir::add(s.base, w);
+    decompose(s.group, r, gw);
+    std::vector<bool> rest = inGroup(K);
+    rest.flip();
+    Expr off = offsetPart(*s.fs[0], rest, true);
+    if (ext % s.BW != 0)
+      off = ir::select(ir::binary(BinOp::Lt, gw, ir::intImm(ext)), off, ir::intImm(0));
+    Stmt fill = ir::store(s.rowTable, w, ir::cast(Type::i32, off));
+    return s.BW < 256 ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill) : fill;
   }
 
   // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
@@ -1710,7 +1795,6 @@ private:
     Expr tx = ir::binary(BinOp::Mod, thr, ir::intImm(16)),
          ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
     if (!B.empty()) decompose(B, r, bt);
-    auto both = [](Expr a, Expr b) { return ir::binary(BinOp::And, std::move(a), std::move(b)); };
     // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
     // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
     // the row when the operand is contiguous there, else padded by one when consecutive

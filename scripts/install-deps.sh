@@ -11,6 +11,7 @@ packages=(
   libbenchmark-dev     # Google Benchmark
   libopenblas-dev      # benchmark peer
   libdnnl-dev          # oneDNN, benchmark peer
+  ocl-icd-opencl-dev   # dnnl-config.cmake finds OpenCL (a Recommends of libdnnl-dev)
   clang-format
 )
 sudo=""
