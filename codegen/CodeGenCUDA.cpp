@@ -313,7 +313,8 @@ private:
       return "(" + v + " != 0)";
     }
     if (to == Type::i1) return "(" + v + " != 0)";
-    if (to == Type::i64) return "((long long)" + v + ")";
+    // i64 is int in index32 mode; wider sources (i64 tensors) stay long long, checked as such.
+    if (to == Type::i64) return from == Type::i32 && opt_.index32 ? v : "((long long)" + v + ")";
     return "((" + typeText(to) + ")" + v + ")";
   }
 

@@ -1060,6 +1060,13 @@ private:
     // slice, and the rows' parts are read from this shared table (BW 32-bit offsets, filled
     // once per block) instead of decomposing every element's indices. Empty when not so.
     std::string rowTable;
+    // Otherwise, for a register-staged operand: the indices that vary from pass to pass (the
+    // row's with consecutive threads along k, else the reduction's) are read from shared
+    // tables, one per index (buf.t<index>: its value at each row of the tile, or at each
+    // position of the whole reduction), filled once per block, instead of being decomposed
+    // (divisions and remainders) for every element: None, Rows or Reduction.
+    enum class Tables : std::uint8_t { None, Rows, Reduction } tables = Tables::None;
+    std::string table(std::size_t v) const { return buf + ".t" + std::to_string(v); }
     Expr slot(const Expr& w, const Expr& kk) const {
       if (core) {
         auto div = [](const Expr& e, std::int64_t d) {
@@ -1103,6 +1110,23 @@ private:
     if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
         separableRead(fs))
       sg.rowTable = buf + ".rows";
+    else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
+      // Tables pay where the decomposition divides by other than powers of two (shifts and
+      // masks): an index after the first whose extent is not one (f32 stride-2 input gradient:
+      // tables over a reduction of extents 128 x 2 x 2 took 0.447 -> 0.563 ms).
+      const std::int64_t padded = (extentOfGroup(K, r) + BK - 1) / BK * BK;
+      auto dividing = [&](const std::vector<std::size_t>& g) {
+        return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
+          const std::int64_t e = r[v].second - r[v].first;
+          return e > 1 && (e & (e - 1)) != 0;
+        });
+      };
+      if (sg.kFast && dividing(group) && BW <= 256)
+        sg.tables = Staged::Tables::Rows;
+      else if (!sg.kFast && dividing(K) &&
+               static_cast<std::int64_t>(K.size()) * padded * 4 <= 32 * 1024)
+        sg.tables = Staged::Tables::Reduction;
+    }
     layout(sg);
     sg.stageElems = sg.core ? BW * BK : (sg.rowMajor ? BW : BK) * sg.stride;
     return sg;
@@ -1157,8 +1181,18 @@ private:
                     std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
     const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
     Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
-    decompose(s.group, r, gw);
-    decompose(K, r, gk);
+    auto fromTables = [&](const std::vector<std::size_t>& g, const Expr& at) {
+      for (std::size_t v : g)
+        varExpr_[v] = ir::cast(Type::i64, ir::load(Type::i32, s.table(v), at));
+    };
+    if (s.tables == Staged::Tables::Rows)
+      fromTables(s.group, w);
+    else
+      decompose(s.group, r, gw);
+    if (s.tables == Staged::Tables::Reduction)
+      fromTables(K, gk);
+    else
+      decompose(K, r, gk);
     // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in
     // CUDA 13.0 (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the
     // bf16 convolution input gradient of bench/ (session 8); with them it compiles every time.
@@ -1276,7 +1310,10 @@ private:
     Stmt commit = async ? ir::asyncCommit() : nullptr;
     std::vector<Stmt> prologue;
     for (const Staged& s : ops)
-      if (!s.rowTable.empty()) prologue.push_back(fillRowTable(s, K, r));
+      if (!s.rowTable.empty())
+        prologue.push_back(fillRowTable(s, K, r));
+      else if (s.tables != Staged::Tables::None)
+        prologue.push_back(fillTables(s, K, r, BK));
     if (!prologue.empty()) prologue.push_back(ir::barrier());
     for (int q = 0; q < dist; ++q) {
       Stmt load = issue(plus(lo, q), ir::intImm(q));
@@ -1302,7 +1339,12 @@ private:
     for (const Staged& s : ops)
       loop = ir::allocate(s.buf, s.elem, stages * s.stageElems, loop, true);
     for (const Staged& s : ops)
-      if (!s.rowTable.empty()) loop = ir::allocate(s.rowTable, Type::i32, s.BW, loop, true);
+      if (!s.rowTable.empty()) {
+        loop = ir::allocate(s.rowTable, Type::i32, s.BW, loop, true);
+      } else if (s.tables != Staged::Tables::None) {
+        for (std::size_t v : s.tables == Staged::Tables::Rows ? s.group : K)
+          loop = ir::allocate(s.table(v), Type::i32, tableEntries(s, K, r, BK), loop, true);
+      }
     return loop;
   }
   static std::int64_t sharedBytes(const std::vector<Staged>& ops) {
@@ -1424,6 +1466,28 @@ private:
       off = ir::select(ir::binary(BinOp::Lt, gw, ir::intImm(ext)), off, ir::intImm(0));
     Stmt fill = ir::store(s.rowTable, w, ir::cast(Type::i32, off));
     return s.BW < 256 ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill) : fill;
+  }
+
+  // Fills the index tables of a register-staged operand (Staged::tables): per row of the tile,
+  // or per position of the reduction padded to whole slices.
+  Stmt fillTables(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                  std::int64_t BK) {
+    const bool rows = s.tables == Staged::Tables::Rows;
+    const std::vector<std::size_t>& g = rows ? s.group : K;
+    const std::int64_t n = rows ? s.BW : (extentOfGroup(K, r) + BK - 1) / BK * BK;
+    Expr t = ir::var("gpu.thread"), e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(256)));
+    decompose(g, r, rows ? ir::add(s.base, e) : e);
+    std::vector<Stmt> stores;
+    for (std::size_t v : g)
+      stores.push_back(ir::store(s.table(v), e, ir::cast(Type::i32, varExpr_[v])));
+    Stmt body = ir::block(stores);
+    if (n % 256 != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
+    return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + 255) / 256), ForKind::Serial,
+                       body);
+  }
+  static std::int64_t tableEntries(const Staged& s, const std::vector<std::size_t>& K,
+                                   const Ranges& r, std::int64_t BK) {
+    return s.tables == Staged::Tables::Rows ? s.BW : (extentOfGroup(K, r) + BK - 1) / BK * BK;
   }
 
   // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
