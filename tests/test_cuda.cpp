@@ -518,6 +518,16 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
         CHECK(text.find(std::to_string(c.stride * c.stride) + " residue phases (u = " +
                         std::to_string(c.stride) + "q + r, h = q + m") != std::string::npos);
       if (c.k[0] == 512 && dt == DType::f32) CHECK(text.find("split-K") != std::string::npos);
+      // Stride 1: the masked operand's dividing indices (the reduction's (o,a,b)) come from
+      // shared tables, the weights' row offsets from a table. (The phases' reductions divide
+      // by powers of two, and their weights are not unit-stride along them.)
+      if (c.stride == 1) {
+        CHECK(text.find("(reduction indices from tables)") != std::string::npos);
+        CHECK(text.find("(row offsets from a table)") != std::string::npos);
+      }
+      // bf16 phases: the masked operand's rows (n, q_u, q_v) from tables.
+      if (c.stride > 1 && dt == DType::bf16 && c.k[0] != 512)
+        CHECK(text.find("(row indices from tables)") != std::string::npos);
       // The masked operand reads without bounds checks (its ranges were solved from them).
       CHECK(text.find("ej_check") == std::string::npos);
       compileCall(dgrad, byName(dgrad, args(in)), {}, dt);
@@ -654,6 +664,9 @@ TEST_CASE("cuda: tiles copy aligned operands 16 bytes at a time, others through 
         const std::string text = k.explain(args(moved));
         CHECK((text.find("asynchronous") != std::string::npos) == (pad == 8 && !conv));
         CHECK((text.find("through registers") != std::string::npos) == (pad == 1 || conv));
+        // The convolution's input is a single affine read proven in bounds: its rows' offsets
+        // come from a shared table, the reduction's part is computed once a slice.
+        if (conv) CHECK(text.find("(row offsets from a table)") != std::string::npos);
       }
     }
 }
