@@ -105,6 +105,13 @@ private:
     return r;
   }
 
+  // Whether subscript d of read e stays inside its dimension over the current ranges.
+  bool subscriptInBounds(const CExpr& e, std::size_t d) const {
+    const Subscript& sub = e.subs[d];
+    const Interval iv = interval(sub, b_.eval(p_, sub.constant));
+    return iv.known && iv.lo >= 0 && iv.hi < extentOf(e.tensor, d);
+  }
+
   // The element offset of an access; `inside` collects the conditions of padded dimensions;
   // `dropped` is set when a padded or folded dimension has extent 0 (nothing is read/written).
   Expr offset(const CExpr& acc, Expr* inside, bool* dropped) {
@@ -1114,7 +1121,6 @@ private:
       // Tables pay where the decomposition divides by other than powers of two (shifts and
       // masks): an index after the first whose extent is not one (f32 stride-2 input gradient:
       // tables over a reduction of extents 128 x 2 x 2 took 0.447 -> 0.563 ms).
-      const std::int64_t padded = (extentOfGroup(K, r) + BK - 1) / BK * BK;
       auto dividing = [&](const std::vector<std::size_t>& g) {
         return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
           const std::int64_t e = r[v].second - r[v].first;
@@ -1127,7 +1133,7 @@ private:
       if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
         sg.tables = Staged::Tables::Rows;
       else if (!sg.kFast && dividing(K) &&
-               static_cast<std::int64_t>(K.size()) * padded * 4 <= 32 * 1024)
+               static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <= 32 * 1024)
         sg.tables = Staged::Tables::Reduction;
     }
     layout(sg);
@@ -1151,7 +1157,7 @@ private:
     Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
     Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
     if (256 % fastN == 0) {
-      // The same position along the fast direction in every pass (Staged::rowTable).
+      // The same position along the fast direction in every pass (Staged::rowTable, tables).
       Expr thr = ir::var("gpu.thread");
       fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
       slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
@@ -1216,24 +1222,17 @@ private:
                   std::int64_t BK, const Expr& slice, const Expr& stage) {
     Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
     stagePos(s, BK, rep, &w, &kk, &valid);
-    if (!s.rowTable.empty()) {
-      const CExpr& f = *s.fs[0];
+    Expr inside;
+    if (s.rowTable.empty()) {
+      inside = stageIndices(s, K, r, BK, slice, w, kk);
+      for (std::size_t v : s.masks) inside = both(inside, maskCondition(v));
+    } else {
+      // Only the reduction's indices: the row part of the offset is in the table.
       const std::int64_t extK = extentOfGroup(K, r);
       Expr gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
       decompose(K, r, gk);
-      Expr off = ir::add(ir::cast(Type::i64, ir::load(Type::i32, s.rowTable, w)),
-                         offsetPart(f, inGroup(K), false));
-      Expr v =
-          ir::cast(s.elem, ir::cast(vt_, ir::load(elemType(f.tensor), bufferName(f.tensor), off)));
-      Stmt one = ir::store(s.buf + ".v", rep, v);
-      if (extK % BK != 0)
-        one = ir::ifThen(ir::binary(BinOp::Lt, gk, ir::intImm(extK)), one,
-                         ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
-      return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)),
-                         ForKind::Unrolled, guarded(valid, one));
+      if (extK % BK != 0) inside = ir::binary(BinOp::Lt, gk, ir::intImm(extK));
     }
-    Expr inside = stageIndices(s, K, r, BK, slice, w, kk);
-    for (std::size_t v : s.masks) inside = both(inside, maskCondition(v));
     Stmt one;
     if (s.vector > 0) {
       Expr unusedInside;
@@ -1244,12 +1243,21 @@ private:
       const int bytes = s.vector * typeBytes(s.elem);
       one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
     } else {
-      // Inside its ranges every plain subscript of a masked operand is in bounds (the ranges
-      // were solved from them): no check.
-      trustPlain_ = !s.masks.empty();
-      Expr v = value(*s.fs[0]);
-      for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
-      trustPlain_ = false;
+      Expr v;
+      if (!s.rowTable.empty()) {
+        const CExpr& f = *s.fs[0];
+        Expr off = ir::add(ir::cast(Type::i64, ir::load(Type::i32, s.rowTable, w)),
+                           offsetPart(f, inGroup(K), false));
+        v = ir::cast(vt_, ir::load(elemType(f.tensor), bufferName(f.tensor), off));
+      } else {
+        // Inside its ranges every plain subscript of a masked operand is in bounds (the
+        // ranges were solved from them): no check.
+        trustPlain_ = !s.masks.empty();
+        v = value(*s.fs[0]);
+        for (std::size_t q = 1; q < s.fs.size(); ++q)
+          v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
+        trustPlain_ = false;
+      }
       one = ir::store(s.buf + ".v", rep, ir::cast(s.elem, v));
       if (inside)
         one = ir::ifThen(inside, one, ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
@@ -1394,9 +1402,8 @@ private:
     for (std::size_t d = 0; d < f.subs.size(); ++d) {
       const Subscript& sub = f.subs[d];
       if (sub.gather) return 0;
+      if (!subscriptInBounds(f, d)) return 0;
       const std::int64_t c = b_.eval(p_, sub.constant);
-      const Interval iv = interval(sub, c);
-      if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(f.tensor, d)) return 0;
       first += c * stv[d];
       for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
         coef[v] += sub.coef[v] * stv[d];
@@ -1435,8 +1442,7 @@ private:
     for (std::size_t d = 0; d < f.subs.size(); ++d) {
       const Subscript& sub = f.subs[d];
       if (sub.gather) return false;
-      const Interval iv = interval(sub, b_.eval(p_, sub.constant));
-      if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(f.tensor, d)) return false;
+      if (!subscriptInBounds(f, d)) return false;
       span += (extentOf(f.tensor, d) - 1) * std::abs(strides_[t][d]);
     }
     return span < (std::int64_t{1} << 31);
@@ -1482,7 +1488,7 @@ private:
                   std::int64_t BK) {
     const bool rows = s.tables == Staged::Tables::Rows;
     const std::vector<std::size_t>& g = rows ? s.group : K;
-    const std::int64_t n = rows ? s.BW : (extentOfGroup(K, r) + BK - 1) / BK * BK;
+    const std::int64_t n = tableEntries(s, K, r, BK);
     Expr t = ir::var("gpu.thread"), e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(256)));
     decompose(g, r, rows ? ir::add(s.base, e) : e);
     std::vector<Stmt> stores;
@@ -1495,7 +1501,12 @@ private:
   }
   static std::int64_t tableEntries(const Staged& s, const std::vector<std::size_t>& K,
                                    const Ranges& r, std::int64_t BK) {
-    return s.tables == Staged::Tables::Rows ? s.BW : (extentOfGroup(K, r) + BK - 1) / BK * BK;
+    return s.tables == Staged::Tables::Rows ? s.BW : wholeSlices(K, r, BK);
+  }
+  // The reduction's extent rounded up to whole slices.
+  static std::int64_t wholeSlices(const std::vector<std::size_t>& K, const Ranges& r,
+                                  std::int64_t BK) {
+    return (extentOfGroup(K, r) + BK - 1) / BK * BK;
   }
 
   // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
@@ -1753,10 +1764,8 @@ private:
     std::function<bool(const CExpr&)> ok = [&](const CExpr& e) {
       if (e.kind == CKind::Read)
         for (std::size_t d = 0; d < e.subs.size(); ++d) {
-          const Subscript& sub = e.subs[d];
-          if (sub.mode != IndexMode::Plain) continue;
-          const Interval iv = interval(sub, b_.eval(p_, sub.constant));
-          if (!iv.known || iv.lo < 0 || iv.hi >= extentOf(e.tensor, d)) return false;
+          if (e.subs[d].mode != IndexMode::Plain) continue;
+          if (!subscriptInBounds(e, d)) return false;
         }
       for (const auto& a : e.args)
         if (!ok(*a)) return false;
