@@ -105,9 +105,12 @@ public:
     collectStores(f_.body);
     swizzled_.clear();
     collectSwizzled(f_.body);
-    // Shared buffers are all live at once in the tiles; past 48 KiB they go dynamic.
+    // A shared buffer lives for its Allocate's body: buffers nested in one another are live at
+    // once, a block's statements one after another (a tile's epilogue reuses the bytes of its
+    // slices; the lowering puts a barrier between). Dynamic shared memory, where that reuse is
+    // real, when the buffers together would pass the 48 KiB of static shared memory.
     const std::int64_t sharedTotal = sharedBytes(f_.body);
-    dynamicShared_ = sharedTotal > 48 * 1024;
+    dynamicShared_ = sharedBytes(f_.body, true) > 48 * 1024;
     sharedOffset_ = 0;
     if (dynamicShared_) launch.sharedBytes = sharedTotal;
     std::ostringstream sig;
@@ -156,24 +159,26 @@ private:
   std::int64_t sharedSize(const Allocate& n) const {
     return (n.size * typeBytes(n.elem) + 15) / 16 * 16 + (swizzled_.count(n.buffer) ? 1024 : 0);
   }
-  // The bytes of every shared buffer in a statement tree (sharedSize).
-  std::int64_t sharedBytes(const Stmt& s) const {
+  // The bytes of shared memory a statement tree needs (sharedSize): the most live at once, or
+  // with `all` the sum of every buffer.
+  std::int64_t sharedBytes(const Stmt& s, bool all = false) const {
     if (!s) return 0;
+    auto join = [all](std::int64_t a, std::int64_t b) { return all ? a + b : std::max(a, b); };
     switch (s->kind) {
-    case NodeKind::For: return sharedBytes(static_cast<const For&>(*s).body);
+    case NodeKind::For: return sharedBytes(static_cast<const For&>(*s).body, all);
     case NodeKind::Block: {
       std::int64_t n = 0;
-      for (const Stmt& x : static_cast<const Block&>(*s).stmts) n += sharedBytes(x);
+      for (const Stmt& x : static_cast<const Block&>(*s).stmts) n = join(n, sharedBytes(x, all));
       return n;
     }
     case NodeKind::IfThen: {
       const auto& n = static_cast<const IfThen&>(*s);
-      return sharedBytes(n.then) + sharedBytes(n.otherwise);
+      return join(sharedBytes(n.then, all), sharedBytes(n.otherwise, all));
     }
     case NodeKind::Allocate: {
       const auto& n = static_cast<const Allocate&>(*s);
       const std::int64_t own = n.shared ? sharedSize(n) : 0;
-      return own + sharedBytes(n.body);
+      return own + sharedBytes(n.body, all);
     }
     default: return 0;
     }
@@ -424,18 +429,20 @@ private:
       const bool shadow = locals_.count(n.buffer) > 0;
       locals_.insert(n.buffer);
       const bool swizzled = swizzled_.count(n.buffer) > 0;
+      const std::int64_t offsetBefore = sharedOffset_;
       if (n.shared && dynamicShared_) {
         const std::string t = typeText(n.elem, true);
         const std::int64_t at = swizzled ? (sharedOffset_ + 1023) / 1024 * 1024 : sharedOffset_;
         out << t << "* const " << ident("l_", n.buffer) << " = (" << t << "*)(ej_smem + " << at
             << ");\n";
-        sharedOffset_ += sharedSize(n);
+        sharedOffset_ = at + sharedSize(n) - (swizzled ? 1024 : 0);
       } else {
         out << (n.shared ? (swizzled ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ")
                          : "")
             << typeText(n.elem, true) << " " << ident("l_", n.buffer) << "[" << n.size << "];\n";
       }
       stmt(n.body, d + 1, out);
+      sharedOffset_ = offsetBefore; // the buffer's bytes are free again after its body
       if (!shadow) locals_.erase(n.buffer);
       indent(out, d);
       out << "}\n";
