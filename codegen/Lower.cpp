@@ -1996,8 +1996,8 @@ private:
     auto at = [P](const Expr& row, const Expr& col) {
       return ir::add(ir::mul(row, ir::intImm(P)), col);
     };
-    Stmt put = cells(
-        ir::store(buf, fastI ? at(f.lj, f.li) : at(f.li, f.lj), ir::load(vt_, "acc", slot)));
+    Stmt put =
+        cells(ir::store(buf, fastI ? at(f.lj, f.li) : at(f.li, f.lj), ir::load(vt_, "acc", slot)));
     const std::int64_t per = threads / BF;
     Expr thr = ir::var("gpu.thread");
     Expr col = ir::binary(BinOp::Mod, thr, ir::intImm(BF));
@@ -2011,8 +2011,9 @@ private:
                             storeCell(st, r, split, ir::load(vt_, buf, at(row, col))));
     Stmt drain =
         ir::forLoop("e.row", ir::intImm(0), ir::intImm(BS / per), ForKind::Unrolled, store);
-    return ir::block({ir::asyncWait(0), ir::barrier(),
-                      ir::allocate(buf, vt_, BS * P, ir::block({put, ir::barrier(), drain}), true)});
+    return ir::block(
+        {ir::asyncWait(0), ir::barrier(),
+         ir::allocate(buf, vt_, BS * P, ir::block({put, ir::barrier(), drain}), true)});
   }
 
   // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
@@ -2054,7 +2055,7 @@ private:
     bool wg = target_.gpuArch == 90;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-    const std::int64_t BM = 128, BK = 64, S = BK + 8, MT = 4, NT = 4;
+    const std::int64_t BK = 64, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t slices = (extK + BK - 1) / BK;
     // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
     // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
@@ -2082,14 +2083,17 @@ private:
     // the 1x1 convolution's half-filled tiles or single slice 3-14% slower.
     auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
                       const std::vector<std::size_t>& masks) {
-      return stage(fct, group, ir::intImm(0), BM, "", masks).vector > 0;
+      return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
     };
-    if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || extI < BM || extJ < 128 ||
+    if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || extI < 128 || extJ < 128 ||
                extK < 2 * BK))
       wg = false;
-    const std::int64_t tilesI = (extI + BM - 1) / BM;
+    // The mma.sync tile's 8 warps: 2 x 4 of 64 x 32 (128 x 128), or 1 x 8 (64 x 256) when I
+    // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
+    const std::int64_t WM = !wg && extI <= 64 && extJ >= 256 ? 1 : 2, WN = 8 / WM;
+    const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
     const WarpgroupShape shape = wg ? warpgroupShape(tilesI, extJ, extB) : WarpgroupShape{};
-    const std::int64_t BN = shape.BN, tilesJ = (extJ + BN - 1) / BN;
+    const std::int64_t BN = wg ? shape.BN : WN * NT * 8, tilesJ = (extJ + BN - 1) / BN;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
     const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name,
@@ -2106,7 +2110,7 @@ private:
     Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
     if (!B.empty()) decompose(B, r, bt);
     Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
-    Expr wm = div(warp, 4), wn = mod(warp, 4);
+    Expr wm = div(warp, WN), wn = mod(warp, WN);
     Expr baseI = times(ti, BM), baseJ = times(tj, BN);
     std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
                                stage(rf, J, baseJ, BN, "tile.B", maskR)};
@@ -2178,10 +2182,11 @@ private:
         (wg ? "GPU tensor cores (wgmma m64n" + n +
                   "k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled operands): tile 128x" + n +
                   " over ("
-            : std::string("GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): "
-                          "tile 128x128 over (")) +
+            : "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile " +
+                  std::to_string(BM) + "x" + n + " over (") +
         names(I) + ") x (" + names(J) +
-        (wg ? "), 2 warpgroups of 64x" + n : std::string("), 8 warps of 64x32")) +
+        (wg ? "), 2 warpgroups of 64x" + n
+            : "), 8 warps (" + std::to_string(WM) + "x" + std::to_string(WN) + ") of 64x32") +
         ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
         (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
         (shape.inFlight ? ", the products of one slice running while the next is issued" : "");

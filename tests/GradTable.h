@@ -140,6 +140,8 @@ inline const std::vector<GradRow> kBf16Rows = {
     {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]", {{"x", {13, 40}}}},
     {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:3, b in 0:3", {{"x", {17, 19}}}},
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {40, 3001}}, {"B", {3001, 50}}}}, // split-K
+    // at most 64 rows: the GPU's 64 x 256 tile, split along the reduction
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {50, 1100}}, {"B", {1100, 260}}}},
 };
 
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so

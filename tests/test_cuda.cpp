@@ -218,6 +218,20 @@ TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU
   CHECK(old.cuda.source.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") !=
         std::string::npos);
   CHECK(old.cuda.source.find("wgmma") == std::string::npos);
+  // At most 64 rows (a convolution's 48 output channels) and enough columns: the mma.sync
+  // tile of 64 x 256, on either architecture (its input is staged through registers).
+  Kernel conv =
+      einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda(), DType::bf16));
+  const std::map<std::string, Tensor> xk = {{"x", Tensor::random({2, 8, 20, 20}, DType::bf16)},
+                                            {"k", Tensor::random({48, 8, 3, 3}, DType::bf16)}};
+  for (int arch : {80, 90}) {
+    const std::string note = cudaFor(conv, xk, {}, DType::bf16, arch).lowered.notes[0];
+    CHECK(note.find("tile 64x256 over (o) x (n,h,w), 8 warps (1x8) of 64x32") != std::string::npos);
+  }
+  // The tensor-core tiles end through shared memory: accumulators into a padded f32 tile, then
+  // rows written by consecutive threads.
+  CHECK(old.cuda.source.find("float* const l_tile_dC") != std::string::npos);
+  CHECK(wide.cuda.source.find("float* const l_tile_dC") != std::string::npos);
   // explain shows the code of the device's architecture (without a GPU: sm_90).
   std::string text = mm.explain({ab.at("A"), ab.at("B")});
   CHECK(text.find("tensor cores") != std::string::npos);
