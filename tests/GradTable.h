@@ -142,6 +142,10 @@ inline const std::vector<GradRow> kBf16Rows = {
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {40, 3001}}, {"B", {3001, 50}}}}, // split-K
     // at most 64 rows: the GPU's 64 x 256 tile, split along the reduction
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {50, 1100}}, {"B", {1100, 260}}}},
+    // 64 channels: slices of the reduction within one filter tap (GPU)
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 64, 12, 11}}, {"k", {64, 64, 3, 3}}}},
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+     {{"x", {2, 64, 13, 11}}, {"k", {64, 64, 3, 3}}}},
 };
 
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so

@@ -502,6 +502,8 @@ struct ConvCase {
 };
 const ConvCase kConvGrads[] = {
     {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 5, 21, 19}, {12, 5, 3, 3}},
+    // 64 output channels: the reduction reordered to (a,b,o), a slice within one filter tap.
+    {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 8, 20, 19}, {64, 8, 3, 3}},
     {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {16, 12, 3, 3}},
     {3, "y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {2, 16, 25, 22}, {16, 16, 4, 4}},
     // Few outputs per phase, a long reduction: split-K inside each phase.
@@ -535,7 +537,15 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
       // Stride 1: the masked operand's dividing indices (the reduction's (o,a,b)) come from
       // shared tables, the weights' row offsets from a table. (The phases' reductions divide
       // by powers of two, and their weights are not unit-stride along them.)
-      if (c.stride == 1) {
+      // Where the slice length (64 bf16, 16 f32) divides o, the reduction runs as (a,b,o): a
+      // slice lies in one tap, its masks and offsets the same for a thread's whole slice.
+      const std::int64_t slice = dt == DType::bf16 ? 64 : 16;
+      if (c.stride == 1 && c.k[0] % slice == 0) {
+        CHECK(text.find("slices of " + std::to_string(slice) + " along (a,b,o)") !=
+              std::string::npos);
+        CHECK(text.find("(reduction indices from tables)") == std::string::npos);
+      } else if (c.stride == 1) {
+        CHECK(text.find("along (o,a,b)") != std::string::npos);
         CHECK(text.find("(reduction indices from tables)") != std::string::npos);
         CHECK(text.find("(row offsets from a table)") != std::string::npos);
       }
