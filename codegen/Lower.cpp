@@ -2014,46 +2014,40 @@ private:
   };
 
   // The end of a tensor-core tile, through shared memory (the slices' buffers are free by
-  // then): every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN tile
-  // of rows along the output's slow direction, padded by 4 (at most two lanes of a warp on a
-  // bank); then the block writes the tile out a row at a time, consecutive threads taking
-  // consecutive columns. A warp's stores then fill whole 32-byte sectors along the output's
-  // unit-stride index (the fragments' own layout spreads a warp over 8 rows, 8 bytes in each,
-  // and measured 4 L2 writes per output sector on the H100: bf16 1x1 convolution forward), and
-  // a thread's column, so its indices along the fast group, is decomposed once.
+  // then): every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32
+  // tile, rows padded by 4 (at most two lanes of a warp on a bank); then the block writes the
+  // tile out a row at a time, consecutive threads taking consecutive columns. J holds the
+  // output's fastest-varying index (emitGpuTiled's column index), so a warp's stores fill
+  // whole 32-byte sectors (the fragments' own layout spreads a warp over 8 rows, 8 bytes in
+  // each, and measured 4 L2 writes per output sector on the H100: bf16 1x1 convolution
+  // forward), and a thread's column, so its indices along J, is decomposed once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot) {
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
-    const std::size_t last = static_cast<std::size_t>(st.numOutputVars()) - 1;
-    // Rows along J unless the output's last index is I's (a transposed product).
-    const bool fastI = !I.empty() && I.back() == last;
-    const std::int64_t BF = fastI ? f.BM : f.BN, BS = fastI ? f.BN : f.BM, P = BF + 4;
-    const std::int64_t threads = target_.gpuBlock;
-    if (BF > threads || threads % BF != 0 || BS % (threads / BF) != 0)
+    const std::int64_t P = f.BN + 4, threads = target_.gpuBlock, per = threads / f.BN;
+    if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
       throw InternalError("lower: a tile epilogue that does not divide among the threads");
     const std::string buf = "tile.C";
     auto at = [P](const Expr& row, const Expr& col) {
       return ir::add(ir::mul(row, ir::intImm(P)), col);
     };
-    Stmt put =
-        cells(ir::store(buf, fastI ? at(f.lj, f.li) : at(f.li, f.lj), ir::load(vt_, "acc", slot)));
-    const std::int64_t per = threads / BF;
+    Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
     Expr thr = ir::var("gpu.thread");
-    Expr col = ir::binary(BinOp::Mod, thr, ir::intImm(BF));
-    Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(BF)),
+    Expr col = ir::binary(BinOp::Mod, thr, ir::intImm(f.BN));
+    Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(f.BN)),
                        ir::mul(ir::var("e.row"), ir::intImm(per)));
-    Expr gi = ir::add(f.baseI, fastI ? col : row), gj = ir::add(f.baseJ, fastI ? row : col);
+    Expr gi = ir::add(f.baseI, row), gj = ir::add(f.baseJ, col);
     decompose(I, r, gi);
     decompose(J, r, gj);
     Stmt store = ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
                                  ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
                             storeCell(st, r, split, ir::load(vt_, buf, at(row, col))));
     Stmt drain =
-        ir::forLoop("e.row", ir::intImm(0), ir::intImm(BS / per), ForKind::Unrolled, store);
+        ir::forLoop("e.row", ir::intImm(0), ir::intImm(f.BM / per), ForKind::Unrolled, store);
     return ir::block(
         {ir::asyncWait(0), ir::barrier(),
-         ir::allocate(buf, vt_, BS * P, ir::block({put, ir::barrier(), drain}), true)});
+         ir::allocate(buf, vt_, f.BM * P, ir::block({put, ir::barrier(), drain}), true)});
   }
 
   // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
