@@ -1022,12 +1022,16 @@ private:
   // value = lo + (g / div) % ext for each index of a group, the last one varying fastest
   // (g >= 0, so truncating division and remainder are exact).
   // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in
-  // 32 bits (g stays below twice the extent): a 64-bit division by a constant takes several
-  // times the instructions.
+  // 32 bits (g runs at most a tile or a block of threads past the extent, far inside 2^31): a
+  // 64-bit division by a constant takes several times the instructions (stride-2 bf16 weight
+  // gradient 0.416 -> 0.227 ms on the H100, session 10).
   void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g) {
+    constexpr std::int64_t kNarrow = std::int64_t{1} << 30;
     std::int64_t total = 1;
-    for (std::size_t v : group) total *= std::max<std::int64_t>(r[v].second - r[v].first, 1);
-    const bool narrow = target_.gpu && group.size() > 1 && total < (std::int64_t{1} << 30);
+    for (std::size_t v : group) // saturating at 2^30: no overflow
+      total =
+          std::min(kNarrow, total * std::clamp<std::int64_t>(r[v].second - r[v].first, 1, kNarrow));
+    const bool narrow = target_.gpu && group.size() > 1 && total < kNarrow;
     auto c = [narrow](std::int64_t x) {
       return narrow ? ir::cast(Type::i32, ir::intImm(x)) : ir::intImm(x);
     };
