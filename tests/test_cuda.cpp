@@ -231,6 +231,11 @@ TEST_CASE("cuda: bf16 programs and their gradients compile through NVRTC (no GPU
   // The tensor-core tiles end through shared memory: accumulators into a padded f32 tile, then
   // rows written by consecutive threads.
   CHECK(old.cuda.source.find("float* const l_tile_dC") != std::string::npos);
+  // ... in the bytes the slices used (a shared buffer lives for its Allocate's body): the
+  // launch asks for 2 slices of A (128 rows of 64 + 8 bf16) and B (64 rows of 128 + 8 bf16),
+  // 36864 + 34816 bytes, which the 128 x (128 + 4) f32 epilogue tile (67584) fits into.
+  CHECK(old.cuda.source.find("l_tile_dC = (float*)(ej_smem + 0);") != std::string::npos);
+  CHECK(old.cuda.kernels.at(0).sharedBytes == 36864 + 34816);
   CHECK(wide.cuda.source.find("float* const l_tile_dC") != std::string::npos);
   // explain shows the code of the device's architecture (without a GPU: sm_90).
   std::string text = mm.explain({ab.at("A"), ab.at("B")});
