@@ -11,8 +11,10 @@ Needs a CUDA GPU and PyTorch; never run in CI. Method, per case:
     (k * bytes >= ROTATE_BYTES) and the calls cycle through them, so inputs never sit in L2;
   * correctness: rel = ||out - ref|| / ||ref|| against the same op computed in float64 on the GPU
     from the upcast inputs (null when that would need more than REF_LIMIT_BYTES);
-  * timing: CUDA events around each call; warm-up calls first (they also absorb cuDNN's algorithm
-    search, cudnn.benchmark = True), then the median of the timed calls.
+  * timing: warm-up calls first (they also absorb cuDNN's algorithm search, cudnn.benchmark =
+    True), then CUDA events around batches of about 20 ms of calls (as bench_cuda times einjit;
+    until session 10 each call was timed alone, which also counted the CPU's issue gaps), and
+    the median over the batches of the time per call.
 fp32 peers are true fp32: TF32 is switched off for cuBLAS and cuDNN (legacy flags only; mixing
 them with the newer fp32_precision API makes recent PyTorch raise).
 """
@@ -57,20 +59,31 @@ def rel_error(op, args, outs):
 
 
 def median_ms(op, sets, warmup, reps):
-    """Median wall time (ms, CUDA events) of op over reps calls, cycling through the input sets."""
+    """Median time per call (ms, CUDA events) of op over `reps` batches of calls, cycling
+    through the input sets: each batch is timed between two events and divided by its length,
+    about 20 ms of calls as bench_cuda times einjit (events around single calls also count any
+    gap while the CPU issues the next call, which inflates short kernels)."""
     k = len(sets)
     for i in range(warmup):
         op(*sets[i % k])
     torch.cuda.synchronize()
+    one_s, one_e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    one_s.record()
+    op(*sets[warmup % k])
+    one_e.record()
+    torch.cuda.synchronize()
+    batch = int(min(200, max(1, 20.0 / max(one_s.elapsed_time(one_e), 1e-3))))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    n = warmup + 1
     for i in range(reps):
-        args = sets[(warmup + i) % k]
         starts[i].record()
-        op(*args)
+        for _ in range(batch):
+            op(*sets[n % k])
+            n += 1
         ends[i].record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return statistics.median(s.elapsed_time(e) / batch for s, e in zip(starts, ends))
 
 
 def cases():
