@@ -142,6 +142,8 @@ inline const std::vector<GradRow> kBf16Rows = {
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {40, 3001}}, {"B", {3001, 50}}}}, // split-K
     // at most 64 rows: the GPU's 64 x 256 tile, split along the reduction
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {50, 1100}}, {"B", {1100, 260}}}},
+    // ... with a batch index: one 64 x 256 tile row per b (GPU)
+    {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {40, 70, 2}}, {"B", {2, 300, 70}}}},
     // 64 channels: slices of the reduction within one filter tap (GPU)
     {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 64, 12, 11}}, {"k", {64, 64, 3, 3}}}},
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
