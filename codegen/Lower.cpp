@@ -1234,6 +1234,8 @@ private:
   // (slices of 16) 0.376 -> 0.266, 0.489 -> 0.495, 0.308 -> 0.261. Unmasked
   // tiles keep their order: a forward convolution's filter (o, c, a, b) is contiguous along
   // (c, a, b) and copied by vectors, which (a, b, c) would lose (0.057 -> 0.169 ms at C=256).
+  // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
+  static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
   static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
     std::stable_partition(K.begin(), K.end(),
                           [&](std::size_t v) { return (r[v].second - r[v].first) % BK != 0; });
@@ -1903,18 +1905,17 @@ private:
          static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536))
       return false;
     // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
-    if (b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 && L[0]->kind == CKind::Read &&
-        R[0]->kind == CKind::Read && extK >= 16) {
-      if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, 64);
-      return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
-    }
-    if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, 16);
+    const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&
+                     L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
+    if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
+    if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
     auto tileFor = [](std::int64_t ext) {
       std::int64_t t = 8;
       while (t > 1 && 16 * t / 2 >= ext) t /= 2;
       return t;
     };
-    const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN, BK = 16;
+    const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN,
+                       BK = kTileSlice;
     const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
     const std::int64_t slices = (extK + BK - 1) / BK;
     setRanges(st, r);
@@ -2093,7 +2094,7 @@ private:
     bool wg = target_.gpuArch == 90;
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                        extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-    const std::int64_t BK = 64, S = BK + 8, MT = 4, NT = 4;
+    const std::int64_t BK = kMmaSlice, S = BK + 8, MT = 4, NT = 4;
     const std::int64_t slices = (extK + BK - 1) / BK;
     // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
     // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
