@@ -20,14 +20,14 @@
 
 namespace einjit::codegen {
 
-// A buffer of partial results, uninitialised; each call needs its own.
+// A buffer of partial results or of a re-laid-out tensor, uninitialised; each call needs its
+// own.
 struct ScratchBuffer {
   std::string name;
   ir::Type elem;
   std::int64_t elements;
   std::size_t bytes() const {
-    const bool wide = elem == ir::Type::f64 || elem == ir::Type::i64;
-    return static_cast<std::size_t>(elements) * (wide ? 8 : 4);
+    return static_cast<std::size_t>(elements) * static_cast<std::size_t>(ir::typeBytes(elem));
   }
 };
 

@@ -629,6 +629,81 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("cuda: tensors with their unit stride on a batch index go through batch-outermost "
+          "copies around the tile") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  auto launches = [](const einjit::runtime::CudaProgram& cp) {
+    std::string names;
+    for (const auto& k : cp.cuda.kernels) names += (names.empty() ? "" : " ") + k.name;
+    return names;
+  };
+  const std::map<std::string, Tensor> ab = {{"A", Tensor::random({65, 40, 3})},
+                                            {"B", Tensor::random({3, 70, 40})}};
+  // A[i,j,b] and C[i,k,b] move fastest along b: A is transposed into a copy, the tile writes C
+  // into one and it is transposed back; B[b,k,j] is read as it is. ':=' covers C: no copy in.
+  Kernel perm = einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]", on(Device::cuda()));
+  for (int arch : {80, 90}) {
+    auto cp = cudaFor(perm, ab, {}, DType::f32, arch);
+    CHECK(cp.lowered.notes[0].find("A, C copied first to batch-outermost layouts") !=
+          std::string::npos);
+    CHECK(launches(cp) == "ej_s0_relayout_A ej_s0 ej_s0_relayout_back");
+    CHECK(cp.lowered.scratch.size() == 2);
+    CHECK(cp.lowered.scratch.at(0).bytes() == 65 * 40 * 3 * 4);
+  }
+  // bf16: the copies are bf16 too (2 bytes an element).
+  const std::map<std::string, Tensor> ab16 = {{"A", Tensor::random({65, 40, 3}, DType::bf16)},
+                                              {"B", Tensor::random({3, 70, 40}, DType::bf16)}};
+  Kernel perm16 =
+      einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]", on(Device::cuda(), DType::bf16));
+  auto cp16 = cudaFor(perm16, ab16, {}, DType::bf16, 90);
+  CHECK(cp16.lowered.notes[0].find("tensor cores") != std::string::npos);
+  CHECK(cp16.lowered.scratch.at(0).bytes() == 65 * 40 * 3 * 2);
+  // '+=' reads C: it is copied in as well.
+  Kernel acc = einjit::compile("C[i,k,b] += A[i,j,b] * B[b,k,j]", on(Device::cuda()));
+  std::map<std::string, Tensor> abc = ab;
+  abc.emplace("C", Tensor::random({65, 70, 3}));
+  CHECK(launches(cudaFor(acc, abc, {}, DType::f32, 90)) ==
+        "ej_s0_relayout_A ej_s0_relayout_C ej_s0 ej_s0_relayout_back");
+  // Batch indices already outermost: no copies.
+  Kernel bmm = einjit::compile("C[b,i,k] := A[b,i,j] * B[b,j,k]", on(Device::cuda()));
+  const std::map<std::string, Tensor> outer = {{"A", Tensor::random({3, 70, 33})},
+                                               {"B", Tensor::random({3, 33, 90})}};
+  auto plain = cudaFor(bmm, outer, {}, DType::f32, 90);
+  CHECK(launches(plain) == "ej_s0");
+  CHECK(plain.lowered.notes[0].find("batch-outermost") == std::string::npos);
+  if (!gpu()) return;
+  // Against the interpreter: edges in every tiled dimension (17 batch values: two transpose
+  // tiles of 16), two batch indices, gradients (whose outputs and operands move fastest along b).
+  struct Case {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {70, 45, 17}}, {"B", {17, 66, 45}}}},
+      {"C[i,k,b,c] := A[i,j,b,c] * B[c,b,k,j]", {{"A", {33, 20, 3, 5}}, {"B", {5, 3, 40, 20}}}},
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::f32, DType::bf16}) {
+      INFO(std::string(c.program) << " " << dtypeName(dt));
+      try {
+        compareProgram(c.program, c.shapes, {}, {}, dt, 31, Device::cuda());
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+    }
+  // '+=' keeps C's values (copied in, added to, copied back).
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(std::string(dtypeName(dt)));
+    Tensor A = Tensor::random({70, 45, 17}, dt, 1), B = Tensor::random({17, 66, 45}, dt, 2);
+    Tensor C0 = Tensor::random({70, 66, 17}, dt, 3);
+    Tensor Cg = C0.clone(), Cr = C0.clone();
+    einjit::compile("C[i,k,b] += A[i,j,b] * B[b,k,j]", on(Device::cuda(), dt))(Cg, A, B);
+    einjit::compile("C[i,k,b] += A[i,j,b] * B[b,k,j]", on(Device::reference(), dt))(Cr, A, B);
+    CHECK(relativeError(Cg, Cr) <= tolerance(dt));
+  }
+}
+
 namespace {
 
 // The four matmul layouts, batched, and two reduction indices, at sizes that are multiples of
