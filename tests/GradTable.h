@@ -148,6 +148,8 @@ inline const std::vector<GradRow> kBf16Rows = {
     {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 64, 12, 11}}, {"k", {64, 64, 3, 3}}}},
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
      {{"x", {2, 64, 13, 11}}, {"k", {64, 64, 3, 3}}}},
+    // 16 images: the stride-2 weight gradient reduces over copies with n fastest (GPU)
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {16, 8, 11, 9}}, {"k", {8, 8, 3, 3}}}},
 };
 
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so

@@ -630,7 +630,7 @@ TEST_CASE(
 }
 
 TEST_CASE("cuda: tensors with their unit stride on a batch index go through batch-outermost "
-          "copies around the tile") {
+          "copies around the tile; convolution inputs through channel-fast ones") {
   std::string why;
   REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
   auto launches = [](const einjit::runtime::CudaProgram& cp) {
@@ -672,6 +672,38 @@ TEST_CASE("cuda: tensors with their unit stride on a batch index go through batc
   auto plain = cudaFor(bmm, outer, {}, DType::f32, 90);
   CHECK(launches(plain) == "ej_s0");
   CHECK(plain.lowered.notes[0].find("batch-outermost") == std::string::npos);
+  // bf16 convolutions whose input is read 3 elements at a time along (c,a,b): input and filter
+  // copied with c fastest, the reduction run as (a,b,c), both staged by 16-byte copies.
+  Kernel conv =
+      einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda(), DType::bf16));
+  const std::map<std::string, Tensor> xk = {{"x", Tensor::random({4, 64, 20, 20}, DType::bf16)},
+                                            {"k", Tensor::random({64, 64, 3, 3}, DType::bf16)}};
+  auto fwd = cudaFor(conv, xk, {}, DType::bf16, 90);
+  CHECK(fwd.lowered.notes[0].find("slices of 64 along (a,b,c)") != std::string::npos);
+  CHECK(fwd.lowered.notes[0].find("tile.B by 16-byte asynchronous copies; x, k copied first to "
+                                  "layouts with c fastest") != std::string::npos);
+  CHECK(launches(fwd) == "ej_s0_relayout_x ej_s0_relayout_k ej_s0");
+  // f32 tiles keep their inputs; so does a stride-1 weight gradient (runs of 18 along (h,w)).
+  Kernel conv32 = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda()));
+  const std::map<std::string, Tensor> xk32 = {{"x", Tensor::random({4, 64, 20, 20})},
+                                              {"k", Tensor::random({64, 64, 3, 3})}};
+  CHECK(cudaFor(conv32, xk32, {}, DType::f32, 90).lowered.notes[0].find("copied first") ==
+        std::string::npos);
+  const char* wgrad = "dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,h+a,w+b]";
+  std::map<std::string, Tensor> dyx = {{"x", Tensor::random({16, 64, 20, 20}, DType::bf16)},
+                                       {"dy", Tensor::random({16, 64, 18, 18}, DType::bf16)}};
+  Kernel wg1 = einjit::compile(wgrad, on(Device::cuda(), DType::bf16));
+  CHECK(cudaFor(wg1, dyx, {}, DType::bf16, 90).lowered.notes[0].find("copied first") ==
+        std::string::npos);
+  // A stride-2 weight gradient reads x one element at a time along (n,h,w): dy and x are
+  // copied with the image index n fastest and the reduction runs as (h,w,n).
+  Kernel wg2 = einjit::compile("dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,2h+a,2w+b]",
+                               on(Device::cuda(), DType::bf16));
+  dyx["dy"] = Tensor::random({16, 64, 9, 9}, DType::bf16);
+  auto w2 = cudaFor(wg2, dyx, {}, DType::bf16, 90);
+  CHECK(w2.lowered.notes[0].find("along (h,w,n)") != std::string::npos);
+  CHECK(w2.lowered.notes[0].find("dy, x copied first to layouts with n fastest") !=
+        std::string::npos);
   if (!gpu()) return;
   // Against the interpreter: edges in every tiled dimension (17 batch values: two transpose
   // tiles of 16), two batch indices, gradients (whose outputs and operands move fastest along b).
