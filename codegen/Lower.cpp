@@ -492,17 +492,17 @@ private:
     return d >= 0 && batchSubscript(a, static_cast<std::size_t>(d), batch);
   }
 
-  // Dense strides for access a's tensor: batch dimensions outermost, the others in the order of
-  // their strides (the fastest stays fastest).
-  std::vector<std::int64_t> batchOuter(const CExpr& a, const std::vector<bool>& batch) const {
-    const auto t = static_cast<std::size_t>(a.tensor);
-    const auto& shape = b_.tensors[t].shape;
+  // Dense strides for tensor t: its dimensions ordered by outer(d) (true first), then by
+  // their strides (the fastest of each part stays fastest).
+  std::vector<std::int64_t> denseStrides(int t,
+                                         const std::function<bool(std::size_t)>& outer) const {
+    const auto& shape = b_.tensors[static_cast<std::size_t>(t)].shape;
+    const auto& old = strides_[static_cast<std::size_t>(t)];
     std::vector<std::size_t> order(shape.size());
     for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      const bool bx = batchSubscript(a, x, batch), by = batchSubscript(a, y, batch);
-      if (bx != by) return bx;
-      return std::abs(strides_[t][x]) > std::abs(strides_[t][y]);
+      if (outer(x) != outer(y)) return outer(x);
+      return std::abs(old[x]) > std::abs(old[y]);
     });
     std::vector<std::int64_t> str(shape.size(), 0);
     std::int64_t step = 1;
@@ -511,6 +511,20 @@ private:
       step *= std::max<std::int64_t>(shape[order[q]], 1);
     }
     return str;
+  }
+  // Batch dimensions of access a outermost.
+  std::vector<std::int64_t> batchOuter(const CExpr& a, const std::vector<bool>& batch) const {
+    return denseStrides(a.tensor, [&](std::size_t d) { return batchSubscript(a, d, batch); });
+  }
+  // Dimension `last` fastest.
+  std::vector<std::int64_t> withFastest(int t, std::size_t last) const {
+    return denseStrides(t, [last](std::size_t d) { return d != last; });
+  }
+
+  std::int64_t elementsOf(int t) const {
+    std::int64_t count = 1;
+    for (std::int64_t e : b_.tensors[static_cast<std::size_t>(t)].shape) count *= e;
+    return count;
   }
 
   // A GPU function copying tensor t from buffer `from` (strides fs) to buffer `to` (strides ts):
@@ -521,8 +535,7 @@ private:
                     const std::string& to, const std::vector<std::int64_t>& ts,
                     const std::string& name) {
     const auto& shape = b_.tensors[static_cast<std::size_t>(t)].shape;
-    std::int64_t count = 1;
-    for (std::int64_t e : shape) count *= e;
+    const std::int64_t count = elementsOf(t);
     if (count == 0) return;
     const Type et = elemType(t);
     const int ds = fastestDim(shape, fs), dd = fastestDim(shape, ts);
@@ -661,26 +674,6 @@ private:
     }
     return dim;
   }
-  // Dense strides for tensor t with dimension `last` fastest, the others in their stride order.
-  std::vector<std::int64_t> withFastest(int t, std::size_t last) const {
-    const auto& shape = b_.tensors[static_cast<std::size_t>(t)].shape;
-    const auto& old = strides_[static_cast<std::size_t>(t)];
-    std::vector<std::size_t> order;
-    for (std::size_t d = 0; d < shape.size(); ++d)
-      if (d != last) order.push_back(d);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      return std::abs(old[x]) > std::abs(old[y]);
-    });
-    order.push_back(last);
-    std::vector<std::int64_t> str(shape.size(), 0);
-    std::int64_t step = 1;
-    for (std::size_t q = order.size(); q-- > 0;) {
-      str[order[q]] = step;
-      step *= std::max<std::int64_t>(shape[order[q]], 1);
-    }
-    return str;
-  }
-
   // A tensor the tile reads (or writes) from a scratch copy in another layout.
   struct Relaid {
     const CExpr* access;
@@ -732,9 +725,7 @@ private:
     auto redirect = [&](const Relaid& m, bool copyIn) {
       const auto t = static_cast<std::size_t>(m.access->tensor);
       const std::string buf = base + "." + p_.tensors[t].name + ".relaid";
-      std::int64_t count = 1;
-      for (std::int64_t e : b_.tensors[t].shape) count *= e;
-      out_.scratch.push_back({buf, elemType(m.access->tensor), count});
+      out_.scratch.push_back({buf, elemType(m.access->tensor), elementsOf(m.access->tensor)});
       if (copyIn)
         relayoutCopy(m.access->tensor, names_[t], strides_[t], buf, m.strides,
                      base + "_relayout_" + p_.tensors[t].name);
