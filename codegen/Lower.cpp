@@ -1274,21 +1274,26 @@ private:
   // --- GPU contraction tiles -------------------------------------------------------------------
   std::string gpuNote_;
 
-  // Split-K for tiles: with fewer tiles than `wanted` (Target::gpuBlocksWanted; a quarter of it
-  // for the warpgroup tiles, which fill an SM with one or two blocks) and a long reduction, the
-  // reduction's slices are cut into `splits` contiguous ranges (a power of two, at least 8
-  // slices each), one block per (tile, range); each block leaves its tile's partial sums in
-  // scratch[range * elements + o], and a second kernel adds them in range order
-  // (deterministic, like the split reductions).
+  // Split-K for tiles: with fewer tiles than `wanted` and a long reduction, the reduction's
+  // slices are cut into `splits` contiguous ranges (a power of two, each at least
+  // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block
+  // leaves its tile's partial sums in scratch[range * elements + o], and a second kernel adds
+  // them in range order (deterministic, like the split reductions). `wanted`: a quarter of
+  // Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM with one or two blocks;
+  // three quarters (1.5 blocks per SM) for the f32 tiles (two blocks per SM): measured (H100,
+  // session 12) 98 tiles of C=256 convolutions best in 4 ranges (392 blocks: 0.214 ms, 2
+  // ranges 0.261), 224 of the Linear layer's input gradient and 256 of its forward unsplit
+  // (forward 0.211 ms in 2 ranges, 0.171 whole), 56 of its weight gradient in 4 ranges.
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
     std::int64_t elements = 0; // output elements (the stride of a range's partials)
     std::string partial;       // scratch buffer, when splits > 1
   };
   TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
-                      const std::string& name, std::int64_t wanted) {
+                      std::int64_t BK, const std::string& name, std::int64_t wanted) {
     TileSplit t;
-    while (tiles * t.splits < wanted && slices / (2 * t.splits) >= 8) t.splits *= 2;
+    const std::int64_t least = std::max<std::int64_t>(8, kSplitReduction / BK);
+    while (tiles * t.splits < wanted && slices / (2 * t.splits) >= least) t.splits *= 2;
     t.perSplit = (slices + t.splits - 1) / t.splits;
     t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
     t.elements = extentOfGroup(outputIndices(st), r);
@@ -1464,8 +1469,8 @@ private:
   Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
                 const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
                 std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
-                const std::vector<std::size_t>& masks,
-                const std::function<void(Staged&)>& layout) const {
+                const std::vector<std::size_t>& masks, const std::function<void(Staged&)>& layout,
+                bool throughRegisters = false) const {
     Staged sg;
     sg.fs = fs;
     sg.masks = masks;
@@ -1475,7 +1480,9 @@ private:
     sg.buf = buf;
     sg.elem = elem;
     sg.kFast = unitAlongAny(fs, K);
-    sg.vector = masks.empty() ? vectorRead(fs, sg.kFast ? K : group, r, elem) : 0;
+    sg.vector = masks.empty() && !(throughRegisters && sg.kFast)
+                    ? vectorRead(fs, sg.kFast ? K : group, r, elem)
+                    : 0;
     if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
         separableRead(fs))
       sg.rowTable = buf + ".rows";
@@ -1584,6 +1591,11 @@ private:
   // (c, a, b) and copied by vectors, which (a, b, c) would lose (0.057 -> 0.169 ms at C=256).
   // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
   static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
+  // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
+  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3
+  // (64 tiles of 128 x 128) split in 8 ranges of 8 slices took 0.092 ms, in 2 of 32 0.067-0.071
+  // (H100, session 12; cuBLAS 0.060).
+  static constexpr std::int64_t kSplitReduction = 512;
   static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
     std::stable_partition(K.begin(), K.end(),
                           [&](std::size_t v) { return (r[v].second - r[v].first) % BK != 0; });
@@ -2289,7 +2301,7 @@ private:
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
     const TileSplit split =
-        tileSplit(st, r, tilesI * tilesJ * extB, slices, name, target_.gpuBlocksWanted);
+        tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, target_.gpuBlocksWanted * 3 / 4);
     ir::Func f = newFunc(name);
     Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
@@ -2301,28 +2313,41 @@ private:
     if (!B.empty()) decompose(B, r, bt);
     // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
     // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
-    // the row when the operand is contiguous there, else padded by one when consecutive
-    // threads store down a column (no bank conflicts).
+    // the row when the operand is contiguous there, else through registers, rows padded by 4
+    // (consecutive threads store down a column: two on a bank).
+    // When only one operand would be copied row-major, it goes through registers into the
+    // k-major layout instead (ptxas reads a row-major operand 4 k at a time along its rows,
+    // which costs registers). Measured (H100, session 12): 4096^3 A[i,k] * B[k,j] 3.07 ->
+    // 2.92 ms, A[k,i] * B[j,k] 3.33 -> 2.92 ms (cuBLAS 2.66, 2.81); convolutions with a
+    // row-major filter 5-15% faster (1x1 forward 0.160 -> 0.138 ms). With both row-major
+    // (A[i,k] * B[j,k]: 214 registers, one block per SM) moving one is slower (3.41 -> 3.66
+    // ms), both faster at 4096 (3.19) but slower at 1024 (0.067 -> 0.070) and for the 1x1
+    // weight gradient (0.113 -> 0.131): both stay.
     auto layout = [BK](Staged& sg) {
       sg.rowMajor = sg.kFast && sg.vector > 0;
-      sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 1 : 0);
+      sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
     };
     auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
                      const Expr& base, std::int64_t BW, const std::string& buf,
-                     const std::vector<std::size_t>& masks) {
-      return staged(fs, group, K, r, base, BW, BK, buf, vt_, masks, layout);
+                     const std::vector<std::size_t>& masks, bool throughRegisters) {
+      return staged(fs, group, K, r, base, BW, BK, buf, vt_, masks, layout, throughRegisters);
     };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
-    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L", maskL),
-                               stage(R, J, baseJ, BN, "tile.R", maskR)};
+    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L", maskL, false),
+                               stage(R, J, baseJ, BN, "tile.R", maskR, false)};
+    if (ops[0].rowMajor != ops[1].rowMajor) {
+      const bool left = ops[0].rowMajor;
+      ops[left ? 0 : 1] = left ? stage(L, I, baseI, BM, "tile.L", maskL, true)
+                               : stage(R, J, baseJ, BN, "tile.R", maskR, true);
+    }
     const int stages = stagesFor(ops);
     // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
-    // columns cellOf(R, tx, n). From an unpadded k-major operand (rows of a slice contiguous) a
-    // thread takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the
-    // threads of a warp read distinct banks or the same word); otherwise every 16th (from
-    // row-major or padded operands, adjacent threads then hit distinct banks).
+    // columns cellOf(R, tx, n). From a k-major operand (rows of a slice contiguous) a thread
+    // takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the threads
+    // of a warp read distinct banks or the same word); from a row-major one every 16th row
+    // (adjacent threads then hit distinct banks).
     auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
-      if (sg.kFast) return ir::add(th, ir::mul(q, ir::intImm(16)));
+      if (sg.rowMajor) return ir::add(th, ir::mul(q, ir::intImm(16)));
       const std::int64_t V = std::min<std::int64_t>(4, T);
       return ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
                      ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
@@ -2503,7 +2528,7 @@ private:
     const std::int64_t BN = wg ? shape.BN : WN * NT * 8, tilesJ = (extJ + BN - 1) / BN;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
-    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, name,
+    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name,
                                       wg ? target_.gpuBlocksWanted / 4 : target_.gpuBlocksWanted);
     ir::Func f = newFunc(name);
     auto div = [](Expr a, std::int64_t b) {
