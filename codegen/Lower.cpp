@@ -2327,18 +2327,17 @@ private:
       sg.rowMajor = sg.kFast && sg.vector > 0;
       sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
     };
-    auto stage = [&](const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                     const Expr& base, std::int64_t BW, const std::string& buf,
-                     const std::vector<std::size_t>& masks, bool throughRegisters) {
-      return staged(fs, group, K, r, base, BW, BK, buf, vt_, masks, layout, throughRegisters);
-    };
     Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
-    std::vector<Staged> ops = {stage(L, I, baseI, BM, "tile.L", maskL, false),
-                               stage(R, J, baseJ, BN, "tile.R", maskR, false)};
+    auto stage = [&](bool left, bool throughRegisters) {
+      return left
+                 ? staged(L, I, K, r, baseI, BM, BK, "tile.L", vt_, maskL, layout, throughRegisters)
+                 : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout,
+                          throughRegisters);
+    };
+    std::vector<Staged> ops = {stage(true, false), stage(false, false)};
     if (ops[0].rowMajor != ops[1].rowMajor) {
       const bool left = ops[0].rowMajor;
-      ops[left ? 0 : 1] = left ? stage(L, I, baseI, BM, "tile.L", maskL, true)
-                               : stage(R, J, baseJ, BN, "tile.R", maskR, true);
+      ops[left ? 0 : 1] = stage(left, true);
     }
     const int stages = stagesFor(ops);
     // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and

@@ -832,13 +832,13 @@ TEST_CASE("cuda: tiles with asynchronous copies and with register staging equal 
           "interpreter, forward and gradient") {
   if (!gpu()) return;
   for (DType dt : {DType::f32, DType::bf16})
-    for (const auto& [program, shapes, f32, bf16] : kVectorTiles) {
-      INFO(std::string(program) << " " << dtypeName(dt));
+    for (const VectorTile& tile : kVectorTiles) {
+      INFO(std::string(tile.program) << " " << dtypeName(dt));
       try {
-        compareProgram(program, shapes, {}, {}, dt, 31, Device::cuda());
-        Kernel ref = einjit::compile(program, on(Device::reference(), dt));
-        Kernel gpuK = einjit::compile(program, on(Device::cuda(), dt));
-        std::vector<Tensor> in = randomInputs(ref, shapes, dt);
+        compareProgram(tile.program, tile.shapes, {}, {}, dt, 31, Device::cuda());
+        Kernel ref = einjit::compile(tile.program, on(Device::reference(), dt));
+        Kernel gpuK = einjit::compile(tile.program, on(Device::cuda(), dt));
+        std::vector<Tensor> in = randomInputs(ref, tile.shapes, dt);
         const Tensor want = ref.call(args(in))[0];
         for (auto [pad, first] : {std::pair<int, int>{8, 1}, {1, 0}}) {
           std::vector<Tensor> moved;
