@@ -1274,29 +1274,57 @@ private:
   // --- GPU contraction tiles -------------------------------------------------------------------
   std::string gpuNote_;
 
-  // Split-K for tiles: with fewer tiles than `wanted` and a long reduction, the reduction's
-  // slices are cut into `splits` contiguous ranges (a power of two, each at least
+  // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
   // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block
   // leaves its tile's partial sums in scratch[range * elements + o], and a second kernel adds
-  // them in range order (deterministic, like the split reductions). `wanted`: a quarter of
-  // Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM with one or two blocks;
-  // three quarters (1.5 blocks per SM) for the f32 tiles (two blocks per SM): measured (H100,
-  // session 12) 98 tiles of C=256 convolutions best in 4 ranges (392 blocks: 0.214 ms, 2
-  // ranges 0.261), 224 of the Linear layer's input gradient and 256 of its forward unsplit
-  // (forward 0.211 ms in 2 ranges, 0.171 whole), 56 of its weight gradient in 4 ranges.
+  // them in range order (deterministic, like the split reductions).
+  // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
+  //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
+  //   with one or two blocks).
+  // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
+  //   least loads the busiest SM. One f32 tile block runs as fast alone on an SM as beside a
+  //   second (H100, session 13: the Linear layer's weight gradient, 56 tiles, whole 0.387 ms,
+  //   in 4 ranges 0.197 on the two blocks of the busiest SMs), so a split's time is that of the
+  //   slices of the SM given the most blocks, ceil(tiles * s / SMs) * ceil(slices / s), at
+  //   Target::gpuSmFlops, plus the combine pass reading s partials and writing the output at
+  //   Target::gpuBandwidth; an SM given one block counts kLoneBlock times its slices. Measured
+  //   against the doubling rule (H100, session 13): that weight gradient in 7 ranges (392
+  //   blocks, 3 of 37 slices on the busiest SM; tiles of 128 x 112) takes the Linear layer's
+  //   forward + gradients from 0.550 to 0.531 ms; the C=256 forward in 3 ranges
+  //   0.214 -> 0.185, its weight gradient in 7 0.209 -> 0.162, the C=64 weight gradient in 44
+  //   (64 x 96 tiles) 0.295 -> 0.220; the forward (256 tiles) and input gradient (224) of
+  //   the Linear layer stay whole.
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
     std::int64_t elements = 0; // output elements (the stride of a range's partials)
     std::string partial;       // scratch buffer, when splits > 1
   };
   TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
-                      std::int64_t BK, const std::string& name, std::int64_t wanted) {
+                      std::int64_t BK, const std::string& name, std::int64_t wanted,
+                      double cellFlops = 0) {
     TileSplit t;
+    t.elements = extentOfGroup(outputIndices(st), r);
     const std::int64_t least = std::max<std::int64_t>(8, kSplitReduction / BK);
-    while (tiles * t.splits < wanted && slices / (2 * t.splits) >= least) t.splits *= 2;
+    if (cellFlops <= 0) {
+      while (tiles * t.splits < wanted && slices / (2 * t.splits) >= least) t.splits *= 2;
+    } else {
+      const std::int64_t sms = std::max<std::int64_t>(1, target_.gpuBlocksWanted / 2);
+      const double bytes =
+          static_cast<double>(t.elements) * static_cast<double>(ir::typeBytes(vt_));
+      double best = 0;
+      for (std::int64_t s = 1; s == 1 || (s <= slices / least && s <= 1024); ++s) {
+        const std::int64_t per = (slices + s - 1) / s, busiest = (tiles * s + sms - 1) / sms;
+        double time = static_cast<double>(busiest * per) * cellFlops / target_.gpuSmFlops;
+        if (busiest == 1) time *= kLoneBlock;
+        if (s > 1) time += static_cast<double>(s + 1) * bytes / target_.gpuBandwidth;
+        if (s == 1 || time < best) {
+          best = time;
+          t.splits = s;
+        }
+      }
+    }
     t.perSplit = (slices + t.splits - 1) / t.splits;
     t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
-    t.elements = extentOfGroup(outputIndices(st), r);
     if (t.splits > 1) {
       t.partial = name + ".partial";
       out_.scratch.push_back({t.partial, vt_, t.elements * t.splits});
@@ -1591,6 +1619,11 @@ private:
   // (c, a, b) and copied by vectors, which (a, b, c) would lose (0.057 -> 0.169 ms at C=256).
   // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
   static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
+  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the
+  // same slices than one given two (H100, session 13: the C=64 weight gradient's 6 tiles of
+  // 64 x 96 in 22 ranges, one block per SM, 0.237 ms, in 44, two, 0.220; the 1x1 weight
+  // gradient's 2 tiles of 128 x 64 in 64 ranges 0.111, in 128 0.101).
+  static constexpr double kLoneBlock = 1.1;
   // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
   // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3
   // (64 tiles of 128 x 128) split in 8 ranges of 8 slices took 0.092 ms, in 2 of 32 0.067-0.071
@@ -2289,9 +2322,20 @@ private:
                      L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
     if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
     if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
+    // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of
+    // two), or 7 or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the
+    // Linear layer's input features; its gradients 0.219 -> 0.205 ms and 0.217 -> 0.196 ms on
+    // the H100, session 13), 576 = 6 x 96 (a C=64 3x3 filter's (c,a,b)).
     auto tileFor = [](std::int64_t ext) {
       std::int64_t t = 8;
       while (t > 1 && 16 * t / 2 >= ext) t /= 2;
+      if (t == 8) {
+        auto padded = [ext](std::int64_t u) { return (ext + 16 * u - 1) / (16 * u) * (16 * u); };
+        std::int64_t best = 8;
+        for (std::int64_t u : {7, 6})
+          if (padded(u) < padded(best) && 20 * padded(u) <= 19 * padded(8)) best = u;
+        t = best;
+      }
       return t;
     };
     const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN,
@@ -2300,8 +2344,8 @@ private:
     const std::int64_t slices = (extK + BK - 1) / BK;
     setRanges(st, r);
     if (!storeOutput(st, num(0))) return false;
-    const TileSplit split =
-        tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, target_.gpuBlocksWanted * 3 / 4);
+    const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
+                                      2.0 * static_cast<double>(BM * BN * BK));
     ir::Func f = newFunc(name);
     Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
     Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
@@ -2343,13 +2387,20 @@ private:
     // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
     // columns cellOf(R, tx, n). From a k-major operand (rows of a slice contiguous) a thread
     // takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the threads
-    // of a warp read distinct banks or the same word); from a row-major one every 16th row
-    // (adjacent threads then hit distinct banks).
+    // of a warp read distinct banks or the same word), and with T = 6 or 7 a last run of T - 4
+    // after the 16 runs of 4; from a row-major one every 16th row (adjacent threads then hit
+    // distinct banks).
     auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
       if (sg.rowMajor) return ir::add(th, ir::mul(q, ir::intImm(16)));
-      const std::int64_t V = std::min<std::int64_t>(4, T);
-      return ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
-                     ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+      const std::int64_t V = std::min<std::int64_t>(4, T), whole = T / V * V;
+      Expr runs =
+          ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
+                  ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+      if (whole == T) return runs;
+      // The last T - whole cells: one shorter run per thread after the 16-wide runs.
+      Expr rest = ir::add(ir::add(ir::intImm(16 * whole), ir::mul(th, ir::intImm(T - whole))),
+                          ir::sub(q, ir::intImm(whole)));
+      return ir::select(ir::binary(BinOp::Lt, q, ir::intImm(whole)), runs, rest);
     };
     Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
     Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);

@@ -47,6 +47,10 @@ struct Target {
   // Contraction tiles split their reduction (split-K) until there are about this many blocks
   // (two per SM of an H100).
   std::int64_t gpuBlocksWanted = 264;
+  // The f32 tiles' split-K model (H100 figures, measured): one SM's rate through a tile's
+  // products (flop/s; the Linear forward, 38.8 TFLOP/s on 132 SMs) and the memory bandwidth of
+  // the pass that adds the partial sums (bytes/s).
+  double gpuSmFlops = 2.9e11, gpuBandwidth = 2.5e12;
   SplitPolicy split;
 };
 

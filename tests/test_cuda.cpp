@@ -859,6 +859,85 @@ TEST_CASE("cuda: tiles with asynchronous copies and with register staging equal 
 
 namespace {
 
+// f32 tiles 6 or 7 cells wide per thread (96, 112) where that pads an extent 5% less than 128,
+// in the three operand layouts (k-major, through registers into k-major, row-major), at edges
+// (200 = 112 + 88); and split-K in a count that is not a power of two (9 ranges of 35 slices
+// for one 96 x 96 tile: the least-loaded-SM model, ranges of at least 32 slices).
+struct OddTile {
+  const char* program;
+  std::map<std::string, Shape> shapes;
+  const char* note; // in the statement's schedule note
+};
+const std::vector<OddTile> kOddTiles = {
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{"A", {200, 40}}, {"B", {40, 576}}},
+     "tile 112x96 over (i) x (k), 7x6"},
+    {"C[i,k] := A[j,i] * B[k,j]",
+     {{"A", {40, 200}}, {"B", {576, 40}}},
+     "tile 112x96 over (i) x (k), 7x6"},
+    {"C[i,k] := A[i,j] * B[k,j]",
+     {{"A", {200, 40}}, {"B", {576, 40}}},
+     "tile 112x96 over (i) x (k), 7x6"},
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{"A", {70, 5003}}, {"B", {5003, 90}}},
+     "split-K: 9 ranges of 35 slices"},
+};
+
+} // namespace
+
+TEST_CASE("cuda: f32 tiles 112 and 96 wide where they pad less, split-K in any count of ranges "
+          "(the Linear layer's gradients; no GPU needed)") {
+  for (const auto& [program, shapes, note] : kOddTiles) {
+    INFO(std::string(program));
+    Kernel k = einjit::compile(program, on(Device::cuda(), DType::f32));
+    std::vector<Tensor> in = randomInputs(k, shapes, DType::f32);
+    CHECK(k.explain(args(in)).find(note) != std::string::npos);
+    compileCall(k, byName(k, args(in)), {}, DType::f32);
+  }
+  // The Linear layer of bench/ (batch 4096, 784 -> 1024). Its forward: 32 x 8 tiles of 128 x
+  // 128, whole. Its input gradient dx[b,i] (i in 0:784 = 7 x 112): 32 x 7 tiles of 128 x 112,
+  // whole (224 tiles, 64 slices: two blocks on the busiest of 132 SMs either way). Its weight
+  // gradient dw[o,i]: 8 x 7 = 56 tiles, 256 slices of the batch, ranges of at least 32 slices
+  // (s <= 8); the busiest SM holds ceil(56 s / 132) blocks of ceil(256 / s) slices: s = 1..8
+  // give 256 (x 1.1, one block), 128 (x 1.1), 2 x 86, 2 x 64, 3 x 52, 3 x 43, 3 x 37 = 111,
+  // 4 x 32 = 128 slices: 7 ranges (the combine pass, 8 x 3.2 MB, costs less than 17 slices).
+  Kernel fwd = einjit::compile("y[b,o] := x[b,i] * w[o,i]", on(Device::cuda(), DType::f32));
+  Tensor x = Tensor::zeros({4096, 784}), w = Tensor::zeros({1024, 784});
+  Tensor dy = Tensor::zeros({4096, 1024});
+  const std::string f = fwd.explain({x, w});
+  CHECK(f.find("GPU tile 128x128 over (b) x (o), 8x8 per thread") != std::string::npos);
+  CHECK(f.find("split-K") == std::string::npos);
+  std::map<std::string, Tensor> named = {{"x", x}, {"w", w}, {"dy", dy}};
+  auto gradientNote = [&](const std::string& wrt) {
+    Kernel g = fwd.gradient({wrt});
+    std::vector<Arg> a;
+    for (const auto& n : g.tensorArguments()) a.push_back(named.at(n));
+    return g.explain(a);
+  };
+  const std::string gx = gradientNote("x"), gw = gradientNote("w");
+  CHECK(gx.find("GPU tile 128x112 over (b) x (i), 8x7 per thread") != std::string::npos);
+  CHECK(gx.find("split-K") == std::string::npos);
+  CHECK(gw.find("GPU tile 128x112 over (o) x (i), 8x7 per thread") != std::string::npos);
+  CHECK(gw.find("split-K: 7 ranges of 37 slices") != std::string::npos);
+  CHECK(gw.find("ej_s0: 392 block(s)") != std::string::npos);
+}
+
+TEST_CASE("cuda: f32 tiles 112 and 96 wide and 9-range split-K equal the interpreter, forward "
+          "and gradient") {
+  if (!gpu()) return;
+  for (const OddTile& t : kOddTiles)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(std::string(t.program) << " " << dtypeName(dt));
+      try {
+        compareProgram(t.program, t.shapes, {}, {}, dt, 41, Device::cuda());
+      } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << std::string(e.what()));
+      }
+    }
+}
+
+namespace {
+
 // bf16 contractions large enough for the warpgroup tile on sm_90 (both tile dimensions
 // filled, two slices or more, copied asynchronously: rows whole 16-byte vectors): every
 // operand layout, edges, a batch and split-K. Their gradients are contractions of the same
