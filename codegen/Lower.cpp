@@ -1282,18 +1282,20 @@ private:
   //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
   //   with one or two blocks).
   // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
-  //   least loads the busiest SM. One f32 tile block runs as fast alone on an SM as beside a
-  //   second (H100, session 13: the Linear layer's weight gradient, 56 tiles, whole 0.387 ms,
-  //   in 4 ranges 0.197 on the two blocks of the busiest SMs), so a split's time is that of the
-  //   slices of the SM given the most blocks, ceil(tiles * s / SMs) * ceil(slices / s), at
-  //   Target::gpuSmFlops, plus the combine pass reading s partials and writing the output at
-  //   Target::gpuBandwidth; an SM given one block counts kLoneBlock times its slices. Measured
-  //   against the doubling rule (H100, session 13): that weight gradient in 7 ranges (392
-  //   blocks, 3 of 37 slices on the busiest SM; tiles of 128 x 112) takes the Linear layer's
-  //   forward + gradients from 0.550 to 0.531 ms; the C=256 forward in 3 ranges
-  //   0.214 -> 0.185, its weight gradient in 7 0.209 -> 0.162, the C=64 weight gradient in 44
-  //   (64 x 96 tiles) 0.295 -> 0.220; the forward (256 tiles) and input gradient (224) of
-  //   the Linear layer stay whole.
+  //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
+  //   (H100, session 13: the Linear layer's weight gradient, 56 tiles, whole 0.387 ms, in 4
+  //   ranges 0.197 with two blocks on the busiest SMs; smaller tiles lose more alone:
+  //   kLoneBlock), so a split's time is that of the slices of the SM given the most blocks,
+  //   ceil(tiles * s / SMs) * ceil(slices / s) (kLoneBlock times that for one block), at
+  //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
+  //   written, read back by the combine pass, which writes the output (at 8192^3, 4 ranges
+  //   would cut the busiest SM's slices 16384 -> 16000 and took 23.6 -> 24.7 ms).
+  //   Measured against the doubling rule (H100, session 13): the Linear weight gradient in 7
+  //   ranges (392 blocks, 3 of 37 slices on the busiest SM; tiles of 128 x 112) takes the
+  //   layer's forward + gradients from 0.550 to 0.531 ms; the C=256 forward in 3 ranges 0.214
+  //   -> 0.185, its weight gradient in 7 0.209 -> 0.162, the C=64 weight gradient in 44 (64 x
+  //   96 tiles) 0.295 -> 0.220, the stride-2 one in 29 0.347 -> 0.241; the forward (256
+  //   tiles) and input gradient (224) of the Linear layer stay whole.
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
     std::int64_t elements = 0; // output elements (the stride of a range's partials)
@@ -1316,7 +1318,7 @@ private:
         const std::int64_t per = (slices + s - 1) / s, busiest = (tiles * s + sms - 1) / sms;
         double time = static_cast<double>(busiest * per) * cellFlops / target_.gpuSmFlops;
         if (busiest == 1) time *= kLoneBlock;
-        if (s > 1) time += static_cast<double>(s + 1) * bytes / target_.gpuBandwidth;
+        if (s > 1) time += static_cast<double>(2 * s + 1) * bytes / target_.gpuBandwidth;
         if (s == 1 || time < best) {
           best = time;
           t.splits = s;
