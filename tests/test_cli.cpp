@@ -1,4 +1,6 @@
 // The einjit command-line tool, run as a process: output and exit status of each command.
+#include "einjit/einjit.h"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -156,6 +158,30 @@ TEST_CASE("run --check compares the JIT with the interpreter; explain and bench"
   Result g = runCli("gradcheck 'y[i] := x[2i+k] * w[k]' --shape x=11 --shape w=3 --device cpu");
   CHECK(g.status == 0);
   CHECK(has(g.out, "gradcheck: PASS"));
+}
+
+TEST_CASE("run, gradcheck and bench with --device cuda (on a GPU)") {
+  std::string why;
+  if (!einjit::cudaAvailable(&why)) {
+    MESSAGE("skipped: this test needs a CUDA GPU (" << why << ")");
+    return;
+  }
+  Result r = runCli(
+      "run 'C[i,k] := A[i,j] * B[j,k]' --shape A=37x20 --shape B=20x45 --device cuda --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "check: PASS"));
+  Result g = runCli("gradcheck 'y[i] := x[2i+k] * w[k]' --shape x=11 --shape w=3 --device cuda");
+  CHECK(g.status == 0);
+  CHECK(has(g.out, "dx: max relative error"));
+  CHECK(has(g.out, "gradcheck: PASS"));
+  // The Linear layer's shapes at a smaller batch: a GPU tile (112 wide for the 784 features in
+  // the input gradient), timed in batches of queued calls.
+  Result b = runCli("bench 'y[b,o] := x[b,i] * w[o,i]' --shape x=512x784 --shape w=256x784 "
+                    "--device cuda --grad --reps 3");
+  CHECK(b.status == 0);
+  CHECK(has(b.out, "device cuda"));
+  CHECK(has(b.out, "GFLOP/s"));
+  CHECK(has(b.out, "(forward + gradients) / forward"));
 }
 
 TEST_CASE("grad prints the gradient program; gradcheck checks it") {
