@@ -70,6 +70,17 @@ void compileCall(const Kernel& k, const std::map<std::string, Tensor>& tensors,
 
 std::vector<Arg> args(const std::vector<Tensor>& ts) { return {ts.begin(), ts.end()}; }
 
+// compareProgram on the GPU (forward and gradient against the interpreter); an exception is a
+// failed check that names it, and the caller's other cases still run.
+void compareOnGpu(const std::string& program, const std::map<std::string, Shape>& shapes, DType dt,
+                  std::uint64_t seed) {
+  try {
+    compareProgram(program, shapes, {}, {}, dt, seed, Device::cuda());
+  } catch (const std::exception& e) {
+    FAIL_CHECK("threw: " << std::string(e.what()));
+  }
+}
+
 std::map<std::string, Tensor> byName(const Kernel& k, const std::vector<Arg>& args) {
   std::map<std::string, Tensor> m;
   auto names = k.tensorArguments();
@@ -248,11 +259,7 @@ TEST_CASE("cuda: bf16 on the GPU (tensor cores), forward and gradient, against t
   if (!gpu()) return;
   for (const auto& row : kBf16Rows) {
     INFO(std::string(row.program));
-    try {
-      compareProgram(row.program, row.shapes, {}, {}, DType::bf16, 23, Device::cuda());
-    } catch (const std::exception& e) {
-      FAIL_CHECK("threw: " << std::string(e.what()));
-    }
+    compareOnGpu(row.program, row.shapes, DType::bf16, 23);
   }
 }
 
@@ -602,11 +609,7 @@ TEST_CASE(
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::f64}) {
       INFO(std::string(c.program));
-      try {
-        compareProgram(c.program, c.shapes, {}, {}, dt, 21, Device::cuda());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("threw: " << std::string(e.what()));
-      }
+      compareOnGpu(c.program, c.shapes, dt, 21);
     }
   // The schedule is the tiled one for these shapes, split-K where there are few tiles; '+='
   // into a passed-in tensor keeps its values (the combine adds to them).
@@ -719,11 +722,7 @@ TEST_CASE("cuda: tensors with their unit stride on a batch index go through batc
   for (const Case& c : cases)
     for (DType dt : {DType::f32, DType::bf16}) {
       INFO(std::string(c.program) << " " << dtypeName(dt));
-      try {
-        compareProgram(c.program, c.shapes, {}, {}, dt, 31, Device::cuda());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("threw: " << std::string(e.what()));
-      }
+      compareOnGpu(c.program, c.shapes, dt, 31);
     }
   // '+=' keeps C's values (copied in, added to, copied back).
   for (DType dt : {DType::f32, DType::bf16}) {
@@ -928,11 +927,7 @@ TEST_CASE("cuda: f32 tiles 112 and 96 wide and 9-range split-K equal the interpr
   for (const OddTile& t : kOddTiles)
     for (DType dt : {DType::f32, DType::f64}) {
       INFO(std::string(t.program) << " " << dtypeName(dt));
-      try {
-        compareProgram(t.program, t.shapes, {}, {}, dt, 41, Device::cuda());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("threw: " << std::string(e.what()));
-      }
+      compareOnGpu(t.program, t.shapes, dt, 41);
     }
 }
 
