@@ -44,8 +44,8 @@ struct Target {
   bool gpu = false;
   int gpuBlock = 256;
   int gpuArch = 0; // compute capability x 10 of the code (90: warpgroup tensor-core tiles)
-  // Contraction tiles split their reduction (split-K) until there are about this many blocks
-  // (two per SM of an H100).
+  // Two per SM of an H100: the tensor-core tiles split their reduction (split-K) until there
+  // are about a quarter of this many blocks; the f32 tiles' split-K model counts SMs as half.
   std::int64_t gpuBlocksWanted = 264;
   // The f32 tiles' split-K model (H100 figures, measured): one SM's rate through a tile's
   // products (flop/s; the Linear forward, 38.8 TFLOP/s on 132 SMs) and the memory bandwidth of
