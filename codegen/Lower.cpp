@@ -345,12 +345,13 @@ private:
       return;
     }
     if (target_.gpu) {
-      if (independentOutputs(st) && relayoutTiled(st, bs, sched, ranges, base)) {
+      auto tiled = [&] { return emitGpuTiled(st, bs, ranges, base); };
+      auto phases = [&] { return phaseTiles(st, bs, ranges, base); };
+      // A tile over copies in other layouts, a plain one, the same for residue phases.
+      const bool indep = independentOutputs(st);
+      if (indep && (relayoutTiled(st, bs, sched, ranges, base, tiled) || tiled() ||
+                    relayoutTiled(st, bs, sched, ranges, base, phases) || phases())) {
         out_.notes.back() = gpuNote_;
-      } else if (independentOutputs(st) && emitGpuTiled(st, bs, ranges, base)) {
-        out_.notes.back() = gpuNote_;
-      } else if (independentOutputs(st) && phaseTiles(st, bs, ranges, base)) {
-        return;
       } else if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) {
         return;
       } else if (independentOutputs(st)) {
@@ -609,20 +610,26 @@ private:
   // (x[n,c,h+a,w+b]) is contiguous along 3 elements of its reduction (c,a,b) in NCHW, so it is
   // staged through registers 2 bytes at a time; with the channel fastest (NHWC) and the
   // reduction run as (a,b,c), a slice is whole 16-byte vectors along c. A reduction index c
-  // qualifies when the statement has no dependent range, c's extent is at least 16 and a
-  // multiple of 8, both factors are plain reads using c alone in one subscript, and a factor
-  // with a window subscript (two indices of two values or more) reads fewer than 8 elements
-  // contiguously along the reduction (a forward convolution: 3; a stride-2 weight gradient,
-  // whose c is the image index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and
-  // measured slower copied: C=64 0.086 -> 0.118 ms). Factors whose c dimension is not already
+  // qualifies when no output index has a dependent range, c's is not dependent, its extent is at
+  // least 16 and a multiple of 8, both factors are plain reads using c alone in one subscript, and
+  // a factor with a window subscript (two indices of two values or more) reads fewer than 8
+  // elements contiguously along the reduction (a forward convolution: 3; a stride-2 weight
+  // gradient, whose c is the image index n: 1; a stride-1 weight gradient reads 12-54 along (h,w)
+  // and measured slower copied: C=64 0.086 -> 0.118 ms). Factors whose c dimension is not already
   // their fastest are copied with it fastest (the others in their order); kLast_ asks the tile
   // to run c last. Measured on the H100 (session 11, bench_cuda, bf16): forward C=64 0.104 ->
   // 0.080 ms, C=128 stride 2 0.088 -> 0.077, C=256 0.056 -> 0.042; stride-2 weight gradient
   // 0.225 -> 0.152. f32 tiles keep their inputs (an NHWC input measured -21%, -21%, +19%).
+  // Reduction indices with dependent ranges (a solved input gradient's filter taps, masked in
+  // the tile) qualify too, the channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b]
+  // copied with o fastest, the masked operand's 16-byte copies zero-filled outside its ranges
+  // (a vector lies in one tap), residue phases sharing the copies. Measured on the H100
+  // (session 14, bench_cuda, bf16 input gradients): C=64 0.132 -> 0.088 ms, C=128 stride 2
+  // 0.169 -> 0.101, C=256 0.115 -> 0.052.
   int channelIndex(const Statement& st, const BoundStatement& bs, const Ranges& r,
                    const std::vector<const CExpr*>& factors) const {
     if (b_.dtype != DType::bf16 || st.reduce != Reduce::Add || factors.size() != 2) return -1;
-    for (std::size_t v = 0; v < st.vars.size(); ++v)
+    for (std::size_t v = 0; v < static_cast<std::size_t>(st.numOutputVars()); ++v)
       if (bs.dependent[v]) return -1;
     auto extent = [&](std::size_t v) { return r[v].second - r[v].first; };
     // Some windowed factor reads less than a 16-byte vector contiguously along the reduction
@@ -652,7 +659,7 @@ private:
     }
     if (!shortRun) return -1;
     for (std::size_t v = static_cast<std::size_t>(st.numOutputVars()); v < st.vars.size(); ++v) {
-      if (extent(v) < 16 || extent(v) % 8 != 0) continue;
+      if (bs.dependent[v] || extent(v) < 16 || extent(v) % 8 != 0) continue;
       bool ok = true;
       for (const CExpr* f : factors) ok = ok && channelDim(*f, v) != -2;
       if (ok) return static_cast<int>(v);
@@ -680,11 +687,12 @@ private:
     std::vector<std::int64_t> strides;
   };
 
-  // Lowers statement st as a GPU tile over re-laid-out copies of some of its tensors: batch-fast
-  // tensors (and output) batch-outermost, or a convolution's inputs channel-fast (see above).
-  // False (and nothing emitted) when neither applies or no tile does.
+  // Lowers statement st by `emit` (a GPU tile, or residue phases of tiles) over re-laid-out
+  // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
+  // convolution's inputs channel-fast (see above). False (and nothing emitted) when neither
+  // applies or `emit` does not.
   bool relayoutTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
-                     const Ranges& r, const std::string& base) {
+                     const Ranges& r, const std::string& base, const std::function<bool()>& emit) {
     std::vector<const CExpr*> factors;
     flattenProduct(*st.rhs, factors);
     std::vector<Relaid> in;
@@ -737,7 +745,7 @@ private:
     for (const Relaid& m : in) redirect(m, true);
     if (out) redirect(*out, !(st.assign == Assign::Define && coversOutput(st, bs, sched)));
     kLast_ = kLast;
-    bool ok = emitGpuTiled(st, bs, r, base);
+    bool ok = emit();
     kLast_ = -1;
     if (ok && out) {
       const auto t = static_cast<std::size_t>(st.output);
@@ -1510,8 +1518,14 @@ private:
     sg.buf = buf;
     sg.elem = elem;
     sg.kFast = unitAlongAny(fs, K);
-    sg.vector = masks.empty() && !(throughRegisters && sg.kFast)
-                    ? vectorRead(fs, sg.kFast ? K : group, r, elem)
+    // A masked operand is copied by vectors only along the channel index run last (kLast_):
+    // its masks are on other reduction indices, so a vector is wholly inside or outside.
+    const bool vectorMasks =
+        masks.empty() ||
+        (kLast_ >= 0 && sg.kFast && !K.empty() && K.back() == static_cast<std::size_t>(kLast_) &&
+         std::find(masks.begin(), masks.end(), K.back()) == masks.end());
+    sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
+                    ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
                     : 0;
     if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
         separableRead(fs))
@@ -1686,7 +1700,9 @@ private:
       Expr unusedInside;
       bool dropped = false;
       const CExpr& f = *s.fs[0];
+      trustPlain_ = !s.masks.empty(); // in bounds inside its ranges (`inside` checks them)
       Expr src = offset(f, &unusedInside, &dropped);
+      trustPlain_ = false;
       Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
       const int bytes = s.vector * typeBytes(s.elem);
       one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
@@ -1836,8 +1852,9 @@ private:
   // last, each earlier one moving by the extent of those after it: a convolution's weights
   // along (c,a,b)) whose length is a multiple of the vector; every other index of two values or
   // more moves it by whole vectors, and so does its offset at the box's first element.
+  // With trustPlain (a masked operand), plain subscripts count as in bounds (as in offset).
   int vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
-                 const Ranges& r, Type elem) const {
+                 const Ranges& r, Type elem, bool trustPlain = false) const {
     if (along.empty()) return 0;
     if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
     const CExpr& f = *fs[0];
@@ -1850,7 +1867,7 @@ private:
     for (std::size_t d = 0; d < f.subs.size(); ++d) {
       const Subscript& sub = f.subs[d];
       if (sub.gather) return 0;
-      if (!subscriptInBounds(f, d)) return 0;
+      if (!subscriptInBounds(f, d) && !(trustPlain && sub.mode == IndexMode::Plain)) return 0;
       const std::int64_t c = b_.eval(p_, sub.constant);
       first += c * stv[d];
       for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
@@ -2172,7 +2189,7 @@ private:
       what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
               "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
               "q + m";
-    out_.notes.back() = std::to_string(combos) + " residue phases (" + what + "), each: " + notes;
+    gpuNote_ = std::to_string(combos) + " residue phases (" + what + "), each: " + notes;
     return true;
   }
   static std::int64_t divisorOf(const ConcreteBound& b) {

@@ -505,6 +505,12 @@ TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
 
 namespace {
 
+int occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Convolutions whose input gradients have dependent reduction ranges, at odd sizes: stride 1
 // (3x3), stride 2 (3x3), stride 3 (4x4), and stride 2 with split-K.
 struct ConvCase {
@@ -516,7 +522,11 @@ const ConvCase kConvGrads[] = {
     {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 5, 21, 19}, {12, 5, 3, 3}},
     // 64 output channels: the reduction reordered to (a,b,o), a slice within one filter tap.
     {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 8, 20, 19}, {64, 8, 3, 3}},
-    {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {16, 12, 3, 3}},
+    // bf16: dy and k copied with o fastest, both operands by masked 16-byte copies; 128 input
+    // channels: the warpgroup tile on sm_90.
+    {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 128, 9, 11}, {64, 128, 3, 3}},
+    // 20 output channels (not a multiple of 8): bf16 stages dy through registers.
+    {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {20, 12, 3, 3}},
     {3, "y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {2, 16, 25, 22}, {16, 16, 4, 4}},
     // Few outputs per phase, a long reduction: split-K inside each phase (ranges of at least
     // 512 of the reduction).
@@ -562,8 +572,17 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
         CHECK(text.find("(reduction indices from tables)") != std::string::npos);
         CHECK(text.find("(row offsets from a table)") != std::string::npos);
       }
-      // bf16 phases: the masked operand's rows (n, q_u, q_v) from tables.
-      if (c.stride > 1 && dt == DType::bf16 && c.k[0] != 2048)
+      // bf16, o at least 16 and a multiple of 8: dy and k copied once with o fastest (the
+      // reduction (a,b,o), in phases (h,w,o)), both operands staged by 16-byte copies, the
+      // masked one zero-filled outside its ranges.
+      const bool relaid = dt == DType::bf16 && c.k[0] >= 16 && c.k[0] % 8 == 0;
+      CHECK((text.find("tile.A by 16-byte asynchronous copies, tile.B by 16-byte asynchronous "
+                       "copies (over the hull of (") != std::string::npos) == relaid);
+      CHECK((text.find("; dy, k copied first to layouts with o fastest") != std::string::npos) ==
+            relaid);
+      CHECK(occurrences(text, "# launch ej_s0_relayout_dy:") == (relaid ? 1 : 0));
+      // bf16 phases staging dy through registers: its rows (n, q_u, q_v) from tables.
+      if (c.stride > 1 && dt == DType::bf16 && !relaid)
         CHECK(text.find("(row indices from tables)") != std::string::npos);
       // The masked operand reads without bounds checks (its ranges were solved from them).
       CHECK(text.find("ej_check") == std::string::npos);
@@ -763,11 +782,6 @@ const std::vector<VectorTile> kVectorTiles = {
      0,
      1},
 };
-int occurrences(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // A copy of t in a buffer whose rows are `pad` elements longer, starting `first` elements in:
 // (8, 1) gives a pointer that is not 16-byte aligned, (1, 0) a row stride that is not a whole
