@@ -104,6 +104,7 @@ public:
     written_.clear();
     collectStores(f_.body);
     swizzled_.clear();
+    vectored_.clear();
     collectSwizzled(f_.body);
     // A shared buffer lives for its Allocate's body: buffers nested in one another are live at
     // once, a block's statements one after another (a tile's epilogue reuses the bytes of its
@@ -137,6 +138,7 @@ private:
   std::set<std::string>& used_;
   std::set<std::string> written_;
   std::set<std::string> swizzled_; // shared buffers read by 128-byte swizzled wgmma operands
+  std::set<std::string> vectored_; // buffers a CopyVector reads or writes (local ones: aligned)
   std::set<std::string> locals_;
   int gpuBlockDims_ = 0, gpuThreadDims_ = 0;
   int tmp_ = 0;
@@ -146,12 +148,17 @@ private:
   void collectSwizzled(const Stmt& s) {
     struct V : Visitor {
       std::set<std::string>& out;
-      explicit V(std::set<std::string>& o) : out(o) {}
+      std::set<std::string>& vec;
+      V(std::set<std::string>& o, std::set<std::string>& w) : out(o), vec(w) {}
       void visitWgmma(const Wgmma& n) override {
         for (const WgmmaOperand* o : {&n.a, &n.b})
           if (o->swizzle128) out.insert(o->buffer);
       }
-    } v(swizzled_);
+      void visitCopyVector(const CopyVector& n) override {
+        vec.insert(n.dst);
+        vec.insert(n.src);
+      }
+    } v(swizzled_, vectored_);
     v.visit(s);
   }
   // Bytes a shared buffer takes: rounded up to 16; a swizzled one also keeps 1024 in hand to
@@ -192,6 +199,7 @@ private:
       for (const Stmt& x : static_cast<const Block&>(*s).stmts) collectStores(x);
       break;
     case NodeKind::Store: written_.insert(static_cast<const Store&>(*s).buffer); break;
+    case NodeKind::CopyVector: written_.insert(static_cast<const CopyVector&>(*s).dst); break;
     case NodeKind::IfThen: {
       const auto& n = static_cast<const IfThen&>(*s);
       collectStores(n.then);
@@ -438,7 +446,7 @@ private:
         sharedOffset_ = at + sharedSize(n) - (swizzled ? 1024 : 0);
       } else {
         out << (n.shared ? (swizzled ? "__shared__ __align__(1024) " : "__shared__ __align__(16) ")
-                         : "")
+                         : (vectored_.count(n.buffer) ? "__align__(16) " : ""))
             << typeText(n.elem, true) << " " << ident("l_", n.buffer) << "[" << n.size << "];\n";
       }
       stmt(n.body, d + 1, out);
@@ -538,6 +546,16 @@ private:
           << (n.cond ? c + " ? " + src + " : " + bufferRef(n.src) : src) << ")";
       if (n.cond) out << ", \"r\"(" << c << " ? " << n.bytes << " : 0)";
       out << " : \"memory\"); }\n";
+      break;
+    }
+    case NodeKind::CopyVector: {
+      // One vector load and one vector store (both offsets aligned to the vector's bytes).
+      const auto& n = static_cast<const CopyVector&>(*s);
+      const char* v = n.bytes == 16 ? "uint4" : n.bytes == 8 ? "uint2" : "unsigned";
+      indent(out, d);
+      out << "*reinterpret_cast<" << v << "*>(&" << bufferRef(n.dst) << "[" << expr(n.dstIndex)
+          << "]) = *reinterpret_cast<const " << v << "*>(&" << bufferRef(n.src) << "["
+          << expr(n.srcIndex) << "]);\n";
       break;
     }
     case NodeKind::AsyncCommit:

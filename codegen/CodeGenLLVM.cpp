@@ -453,6 +453,7 @@ private:
     case NodeKind::Mma:
     case NodeKind::Wgmma: throw InternalError("codegen: a tensor-core product in CPU code");
     case NodeKind::CopyAsync:
+    case NodeKind::CopyVector:
     case NodeKind::AsyncCommit:
     case NodeKind::AsyncWait: throw InternalError("codegen: an asynchronous GPU copy in CPU code");
     default: throw InternalError("codegen: expression in statement position");

@@ -231,6 +231,12 @@ Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Ex
   return std::make_shared<CopyAsync>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes,
                                      std::move(cond));
 }
+Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
+                int bytes) {
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    throw InternalError("ir: a vector copy moves 4, 8 or 16 bytes");
+  return std::make_shared<CopyVector>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes);
+}
 Stmt asyncCommit() { return std::make_shared<AsyncCommit>(); }
 Stmt asyncWait(int pending, bool products) {
   if (pending < 0 || pending > 7) throw InternalError("ir: an asynchronous wait for 0..7 groups");
@@ -314,6 +320,10 @@ void Visitor::visitCopyAsync(const CopyAsync& n) {
   visit(n.dstIndex);
   visit(n.srcIndex);
   if (n.cond) visit(n.cond);
+}
+void Visitor::visitCopyVector(const CopyVector& n) {
+  visit(n.dstIndex);
+  visit(n.srcIndex);
 }
 void Visitor::visitAsyncCommit(const AsyncCommit&) {}
 void Visitor::visitAsyncWait(const AsyncWait&) {}
@@ -431,6 +441,10 @@ Stmt Mutator::mutateCopyAsync(const Stmt& self, const CopyAsync& n) {
   return d == n.dstIndex && s == n.srcIndex && c == n.cond
              ? self
              : copyAsync(n.dst, d, n.src, s, n.bytes, c);
+}
+Stmt Mutator::mutateCopyVector(const Stmt& self, const CopyVector& n) {
+  Expr d = mutate(n.dstIndex), s = mutate(n.srcIndex);
+  return d == n.dstIndex && s == n.srcIndex ? self : copyVector(n.dst, d, n.src, s, n.bytes);
 }
 Stmt Mutator::mutateAsyncCommit(const Stmt& self, const AsyncCommit&) { return self; }
 Stmt Mutator::mutateAsyncWait(const Stmt& self, const AsyncWait&) { return self; }

@@ -248,6 +248,16 @@ struct CopyAsync : StmtNode {
       : StmtNode(NodeKind::CopyAsync), dst(std::move(d)), src(std::move(s)),
         dstIndex(std::move(di)), srcIndex(std::move(si)), cond(std::move(c)), bytes(b) {}
 };
+// A 4-, 8- or 16-byte copy between buffers (global, shared or local) by one vector load and one
+// vector store: both element offsets aligned to `bytes` (the tile epilogue's 16-byte stores).
+struct CopyVector : StmtNode {
+  std::string dst, src;
+  Expr dstIndex, srcIndex;
+  int bytes;
+  CopyVector(std::string d, Expr di, std::string s, Expr si, int b)
+      : StmtNode(NodeKind::CopyVector), dst(std::move(d)), src(std::move(s)),
+        dstIndex(std::move(di)), srcIndex(std::move(si)), bytes(b) {}
+};
 // Closes the group of this thread's copies issued since the last commit (possibly empty).
 struct AsyncCommit : StmtNode {
   AsyncCommit() : StmtNode(NodeKind::AsyncCommit) {}
@@ -289,6 +299,8 @@ Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Exp
 
 Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
                int bytes, Expr cond);
+Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
+                int bytes);
 Stmt asyncCommit();
 Stmt asyncWait(int pending, bool products = false);
 

@@ -135,6 +135,12 @@ public:
           << "]" << (n.cond ? " : 0" : "") << "\n";
       return;
     }
+    case NodeKind::CopyVector: {
+      const auto& n = static_cast<const CopyVector&>(*s);
+      out << pad << "copy.vector." << n.bytes << " " << n.dst << "[" << expr(n.dstIndex) << "] <- "
+          << n.src << "[" << expr(n.srcIndex) << "]\n";
+      return;
+    }
     case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;
     case NodeKind::AsyncWait:
       out << pad << (static_cast<const AsyncWait&>(*s).products ? "wgmma.wait " : "async.wait ")

@@ -90,6 +90,15 @@ public:
       fail("warpgroup product into '" + n.acc + "', not a local f32 buffer");
     Visitor::visitWgmma(n);
   }
+  void visitCopyVector(const CopyVector& n) override {
+    expectType(n.dstIndex, Type::i64, "vector copy index");
+    expectType(n.srcIndex, Type::i64, "vector copy index");
+    auto d = buffers_.find(n.dst), s = buffers_.find(n.src);
+    if (d == buffers_.end() || s == buffers_.end())
+      fail("vector copy between undeclared buffers '" + n.src + "' and '" + n.dst + "'");
+    if (d->second != s->second) fail("vector copy between buffers of different types");
+    Visitor::visitCopyVector(n);
+  }
   void visitCopyAsync(const CopyAsync& n) override {
     if (n.cond) expectType(n.cond, Type::i1, "copy condition");
     auto d = buffers_.find(n.dst), s = buffers_.find(n.src);

@@ -525,6 +525,8 @@ const ConvCase kConvGrads[] = {
     // bf16: dy and k copied with o fastest, both operands by masked 16-byte copies; 128 input
     // channels: the warpgroup tile on sm_90.
     {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 128, 9, 11}, {64, 128, 3, 3}},
+    // 64 input channels: on sm_90 the warpgroups side by side (a tile of 64 rows).
+    {1, "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {2, 56, 12, 13}, {64, 56, 3, 3}},
     // 20 output channels (not a multiple of 8): bf16 stages dy through registers.
     {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {2, 12, 23, 21}, {20, 12, 3, 3}},
     {3, "y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {2, 16, 25, 22}, {16, 16, 4, 4}},
@@ -957,6 +959,7 @@ struct WarpgroupCase {
   const char* program;
   std::map<std::string, Shape> shapes;
   int width;
+  int rows = 128; // the tile's: 64 with the two warpgroups side by side
 };
 const std::vector<WarpgroupCase> kWarpgroupTiles = {
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {300, 264}}, {"B", {264, 200}}}, 64},
@@ -967,6 +970,9 @@ const std::vector<WarpgroupCase> kWarpgroupTiles = {
     {"C[i,k] := A[i,j] * B[j,k]", {{"A", {128, 2048}}, {"B", {2048, 136}}}, 64}, // split-K
     {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {33, 129, 136}}, {"B", {33, 136, 264}}}, 256},
     {"C[b,i,k] := A[b,i,j] * B[b,j,k]", {{"A", {33, 129, 136}}, {"B", {33, 136, 200}}}, 128},
+    // 48 to 64 rows: one warpgroup's worth, the two side by side over 128 columns.
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {64, 264}}, {"B", {264, 328}}}, 64, 64},
+    {"C[i,k] := A[j,i] * B[k,j]", {{"A", {264, 56}}, {"B", {200, 264}}}, 64, 64},
 };
 
 } // namespace
@@ -993,14 +999,48 @@ TEST_CASE("cuda: the IR's integer xor (the swizzles) folds, prints, emits '^', i
   CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
 }
 
+TEST_CASE("cuda: the IR's vector copy prints, emits one 16-byte load and store, same types only") {
+  namespace ir = einjit::codegen::ir;
+  ir::Func f;
+  f.name = "v";
+  f.buffers = {{"out", ir::Type::bf16}, {"in", ir::Type::f32}};
+  // Eight f32 values rounded into an aligned local vector, stored to out[8 i] at once.
+  ir::Stmt fill =
+      ir::forLoop("l", ir::intImm(0), ir::intImm(8), ir::ForKind::Unrolled,
+                  ir::store("t", ir::var("l"),
+                            ir::cast(ir::Type::bf16, ir::load(ir::Type::f32, "in", ir::var("l")))));
+  f.body = ir::forLoop(
+      "i", ir::intImm(0), ir::intImm(4), ir::ForKind::Serial,
+      ir::allocate("t", ir::Type::bf16, 8,
+                   ir::block({fill, ir::copyVector("out", ir::mul(ir::var("i"), ir::intImm(8)), "t",
+                                                   ir::intImm(0), 16)})));
+  ir::verify(f);
+  CHECK(ir::print(f).find("copy.vector.16 out[") != std::string::npos);
+  const std::string src = einjit::codegen::emitCUDA({f}, "t_").source;
+  CHECK(src.find("__align__(16) unsigned short l_t[8];") != std::string::npos);
+  CHECK(src.find("*reinterpret_cast<uint4*>(&b_out[") != std::string::npos);
+  CHECK(src.find("*reinterpret_cast<const uint4*>(&l_t[") != std::string::npos);
+  // out is written (not const) though no Store names it.
+  CHECK(src.find("const unsigned short* __restrict__ b_out") == std::string::npos);
+  ir::Func g = f;
+  g.body = ir::copyVector("out", ir::intImm(0), "in", ir::intImm(0), 16); // bf16 <- f32
+  CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
+  CHECK_THROWS_AS(ir::copyVector("out", ir::intImm(0), "in", ir::intImm(0), 12),
+                  einjit::InternalError);
+}
+
 TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no GPU needed)") {
-  for (const auto& [program, shapes, width] : kWarpgroupTiles) {
+  for (const auto& [program, shapes, width, rows] : kWarpgroupTiles) {
     INFO(std::string(program));
     Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
     std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
     auto cp = cudaFor(k, byName(k, args(in)), {}, DType::bf16, 90);
     const std::string& note = cp.lowered.notes[0];
     CHECK(note.find("wgmma m64n" + std::to_string(width) + "k16") != std::string::npos);
+    const int cols = rows == 64 ? 2 * width : width;
+    CHECK(note.find("tile " + std::to_string(rows) + "x" + std::to_string(cols) + " over") !=
+          std::string::npos);
+    CHECK((note.find("2 warpgroups side by side of 64x") != std::string::npos) == (rows == 64));
     CHECK(note.find("by 16-byte asynchronous copies") != std::string::npos);
     // The 256-wide tile keeps one slice's products running; it and the 64-wide one 4 slices.
     CHECK((note.find("4 slices in flight") != std::string::npos) == (width != 128));
@@ -1018,10 +1058,44 @@ TEST_CASE("cuda: bf16 warpgroup tiles (wgmma, sm_90a) compile through NVRTC (no 
         std::string::npos);
 }
 
+TEST_CASE("cuda: tensor-core tiles store the output 16 bytes at a time where its rows are whole "
+          "vectors, cell by cell otherwise") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  Kernel k = einjit::compile("C[i,k] := A[i,j] * B[j,k]", on(Device::cuda(), DType::bf16));
+  for (std::int64_t cols : {200, 202})
+    for (int arch : {80, 90}) {
+      INFO(cols << " columns, sm_" << arch);
+      const std::map<std::string, Tensor> ab = {{"A", Tensor::random({300, 264}, DType::bf16, 1)},
+                                                {"B", Tensor::random({264, cols}, DType::bf16, 2)}};
+      auto cp = cudaFor(k, ab, {}, DType::bf16, arch);
+      const bool whole = cols % 8 == 0;
+      CHECK(cp.lowered.notes[0].find("GPU tensor cores") != std::string::npos);
+      CHECK((cp.lowered.notes[0].find("the output stored 16 bytes at a time") !=
+             std::string::npos) == whole);
+      CHECK((cp.cuda.source.find("*reinterpret_cast<uint4*>(&b_C[") != std::string::npos) == whole);
+      auto c = einjit::runtime::nvrtc::compile(cp.cuda.source, arch, cp.cuda.archSpecific);
+      CHECK(!c.image.empty());
+    }
+  // '+=' and split reductions read or add what is there: cell by cell.
+  Kernel acc = einjit::compile("C[i,k] += A[i,j] * B[j,k]", on(Device::cuda(), DType::bf16));
+  const std::map<std::string, Tensor> abc = {{"A", Tensor::random({300, 264}, DType::bf16, 1)},
+                                             {"B", Tensor::random({264, 200}, DType::bf16, 2)},
+                                             {"C", Tensor::random({300, 200}, DType::bf16, 3)}};
+  CHECK(cudaFor(acc, abc, {}, DType::bf16, 90).lowered.notes[0].find("16 bytes at a time") ==
+        std::string::npos);
+  if (!gpu()) return;
+  for (std::int64_t cols : {200, 202}) {
+    INFO(cols << " columns");
+    compareOnGpu("C[i,k] := A[i,j] * B[j,k]", {{"A", {300, 264}}, {"B", {264, cols}}}, DType::bf16,
+                 41);
+  }
+}
+
 TEST_CASE("cuda: bf16 warpgroup tiles equal the interpreter, forward and gradient") {
   if (!gpu()) return;
-  for (const auto& [program, shapes, width] : kWarpgroupTiles) {
-    INFO(std::string(program) << ", tile width " << width);
+  for (const auto& [program, shapes, width, rows] : kWarpgroupTiles) {
+    INFO(std::string(program) << ", tile " << rows << " x " << width);
     try {
       Kernel k = einjit::compile(program, on(Device::cuda(), DType::bf16));
       std::vector<Tensor> in = randomInputs(k, shapes, DType::bf16);
