@@ -353,9 +353,9 @@ private:
       if (indep && (relayoutTiled(st, bs, sched, ranges, base, tiled) || tiled() ||
                     relayoutTiled(st, bs, sched, ranges, base, phases) || phases())) {
         out_.notes.back() = gpuNote_;
-      } else if (independentOutputs(st) && gpuCoreSplit(st, bs, ranges, base)) {
+      } else if (indep && gpuCoreSplit(st, bs, ranges, base)) {
         return;
-      } else if (independentOutputs(st)) {
+      } else if (indep) {
         emitGpuGeneric(st, bs, ranges, base);
       } else if (atomicScatter(st)) {
         const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
