@@ -2629,9 +2629,9 @@ private:
     // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
     const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= 256) ? 1 : 2, WN = 8 / WM;
     const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
-    WarpgroupShape shape =
-        wg ? warpgroupShape(tilesI, wgRow ? (extJ + 1) / 2 : extJ, extB) : WarpgroupShape{};
-    if (wg && wgRow) shape = {64, 4, 0};
+    const WarpgroupShape shape = !wg     ? WarpgroupShape{}
+                                 : wgRow ? WarpgroupShape{64, 4, 0}
+                                         : warpgroupShape(tilesI, extJ, extB);
     // A warpgroup's columns (wgmma's n), the tile's.
     const std::int64_t WBN = shape.BN, BN = wg ? shape.BN * (wgRow ? 2 : 1) : WN * NT * 8,
                        tilesJ = (extJ + BN - 1) / BN;
