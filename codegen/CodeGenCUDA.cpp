@@ -105,7 +105,7 @@ public:
     collectStores(f_.body);
     swizzled_.clear();
     vectored_.clear();
-    collectSwizzled(f_.body);
+    collectBufferUses(f_.body);
     // A shared buffer lives for its Allocate's body: buffers nested in one another are live at
     // once, a block's statements one after another (a tile's epilogue reuses the bytes of its
     // slices; the lowering puts a barrier between). Dynamic shared memory, where that reuse is
@@ -145,7 +145,9 @@ private:
   bool dynamicShared_ = false;
   std::int64_t sharedOffset_ = 0; // bytes of ej_smem handed out so far (16-byte multiples)
 
-  void collectSwizzled(const Stmt& s) {
+  // The shared buffers wgmma reads swizzled (swizzled_) and the buffers a CopyVector touches
+  // (vectored_).
+  void collectBufferUses(const Stmt& s) {
     struct V : Visitor {
       std::set<std::string>& out;
       std::set<std::string>& vec;

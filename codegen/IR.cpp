@@ -224,17 +224,21 @@ Stmt mma(MmaOperand a, MmaOperand b, int mt, int nt, const std::string& acc, Exp
   if (mt < 1 || nt < 1) throw InternalError("ir: an empty warp tile of tensor-core products");
   return std::make_shared<Mma>(std::move(a), std::move(b), mt, nt, acc, std::move(accBase));
 }
+namespace {
+void copyBytes(int bytes, const std::string& what) {
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    throw InternalError("ir: " + what + " moves 4, 8 or 16 bytes");
+}
+} // namespace
 Stmt copyAsync(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
                int bytes, Expr cond) {
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    throw InternalError("ir: an asynchronous copy moves 4, 8 or 16 bytes");
+  copyBytes(bytes, "an asynchronous copy");
   return std::make_shared<CopyAsync>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes,
                                      std::move(cond));
 }
 Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, Expr srcIndex,
                 int bytes) {
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    throw InternalError("ir: a vector copy moves 4, 8 or 16 bytes");
+  copyBytes(bytes, "a vector copy");
   return std::make_shared<CopyVector>(dst, std::move(dstIndex), src, std::move(srcIndex), bytes);
 }
 Stmt asyncCommit() { return std::make_shared<AsyncCommit>(); }

@@ -90,21 +90,22 @@ public:
       fail("warpgroup product into '" + n.acc + "', not a local f32 buffer");
     Visitor::visitWgmma(n);
   }
+  // A copy's two buffers: declared, of one element type.
+  void copyBetween(const std::string& src, const std::string& dst, const std::string& what) {
+    auto d = buffers_.find(dst), s = buffers_.find(src);
+    if (d == buffers_.end() || s == buffers_.end())
+      fail(what + " between undeclared buffers '" + src + "' and '" + dst + "'");
+    if (d->second != s->second) fail(what + " between buffers of different types");
+  }
   void visitCopyVector(const CopyVector& n) override {
     expectType(n.dstIndex, Type::i64, "vector copy index");
     expectType(n.srcIndex, Type::i64, "vector copy index");
-    auto d = buffers_.find(n.dst), s = buffers_.find(n.src);
-    if (d == buffers_.end() || s == buffers_.end())
-      fail("vector copy between undeclared buffers '" + n.src + "' and '" + n.dst + "'");
-    if (d->second != s->second) fail("vector copy between buffers of different types");
+    copyBetween(n.src, n.dst, "vector copy");
     Visitor::visitCopyVector(n);
   }
   void visitCopyAsync(const CopyAsync& n) override {
     if (n.cond) expectType(n.cond, Type::i1, "copy condition");
-    auto d = buffers_.find(n.dst), s = buffers_.find(n.src);
-    if (d == buffers_.end() || s == buffers_.end())
-      fail("asynchronous copy between undeclared buffers '" + n.src + "' and '" + n.dst + "'");
-    if (d->second != s->second) fail("asynchronous copy between buffers of different types");
+    copyBetween(n.src, n.dst, "asynchronous copy");
     if (!shared_.count(n.dst)) fail("asynchronous copy into '" + n.dst + "', not a shared buffer");
     Visitor::visitCopyAsync(n);
   }

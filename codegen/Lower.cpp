@@ -85,8 +85,7 @@ private:
   std::vector<Interval> varRange_;
   // Indices that setRanges binds to their only value (a GPU tile's indices of one value).
   std::vector<bool> pinned_;
-  int kLast_ = -1;              // the reduction index a GPU tile runs last (relayoutTiled), or -1
-  bool epilogueVector_ = false; // the last tileEpilogue stores 16 bytes at a time
+  int kLast_ = -1; // the reduction index a GPU tile runs last (relayoutTiled), or -1
 
   const std::string& bufferName(int t) const { return names_[static_cast<std::size_t>(t)]; }
   Type elemType(int t) const { return irType(b_.tensors[static_cast<std::size_t>(t)].dtype); }
@@ -2491,7 +2490,8 @@ private:
   // forward), and a thread's column, so its indices along J, is decomposed once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                    const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot) {
+                    const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
+                    bool* vectored) {
     const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
     const std::int64_t P = f.BN + 4, threads = target_.gpuBlock, per = threads / f.BN;
     if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
@@ -2514,7 +2514,7 @@ private:
       if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
         vec = v;
     }
-    epilogueVector_ = vec > 1;
+    *vectored = vec > 1;
     const std::int64_t across = f.BN / vec, rows = threads / across;
     Expr col = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(across)), ir::intImm(vec));
     Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(across)),
@@ -2716,7 +2716,9 @@ private:
                          ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
       return wg ? body : ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled, body);
     };
-    Stmt out = tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, li, lj}, cells, slot);
+    bool vectored = false;
+    Stmt out =
+        tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, li, lj}, cells, slot, &vectored);
     Stmt body = ir::allocate("acc", vt_, wg ? WBN / 2 : MT * NT * 4,
                              ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}));
     f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
@@ -2734,7 +2736,7 @@ private:
         ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
         (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
         (shape.inFlight ? ", the products of one slice running while the next is issued" : "") +
-        (epilogueVector_ ? ", the output stored 16 bytes at a time" : "");
+        (vectored ? ", the output stored 16 bytes at a time" : "");
     out_.funcs.push_back(std::move(f));
     finishSplit(st, bs, r, split, name);
     return true;
