@@ -560,6 +560,10 @@ private:
           << expr(n.srcIndex) << "]);\n";
       break;
     }
+    case NodeKind::Evaluate:
+      indent(out, d);
+      out << "(void)(" << expr(static_cast<const Evaluate&>(*s).value) << ");\n";
+      break;
     case NodeKind::AsyncCommit:
       indent(out, d);
       out << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";

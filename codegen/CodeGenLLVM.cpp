@@ -449,6 +449,7 @@ private:
       return;
     }
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
+    case NodeKind::Evaluate: expr(static_cast<const Evaluate&>(*s).value); return;
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
     case NodeKind::Mma:
     case NodeKind::Wgmma: throw InternalError("codegen: a tensor-core product in CPU code");

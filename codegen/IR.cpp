@@ -246,6 +246,7 @@ Stmt asyncWait(int pending, bool products) {
   if (pending < 0 || pending > 7) throw InternalError("ir: an asynchronous wait for 0..7 groups");
   return std::make_shared<AsyncWait>(pending, products);
 }
+Stmt evaluate(Expr value) { return std::make_shared<Evaluate>(std::move(value)); }
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -331,6 +332,7 @@ void Visitor::visitCopyVector(const CopyVector& n) {
 }
 void Visitor::visitAsyncCommit(const AsyncCommit&) {}
 void Visitor::visitAsyncWait(const AsyncWait&) {}
+void Visitor::visitEvaluate(const Evaluate& n) { visit(n.value); }
 
 // --- mutator ---------------------------------------------------------------------------------
 
@@ -452,6 +454,10 @@ Stmt Mutator::mutateCopyVector(const Stmt& self, const CopyVector& n) {
 }
 Stmt Mutator::mutateAsyncCommit(const Stmt& self, const AsyncCommit&) { return self; }
 Stmt Mutator::mutateAsyncWait(const Stmt& self, const AsyncWait&) { return self; }
+Stmt Mutator::mutateEvaluate(const Stmt& self, const Evaluate& n) {
+  Expr v = mutate(n.value);
+  return v == n.value ? self : evaluate(v);
+}
 
 // --- queries ---------------------------------------------------------------------------------
 

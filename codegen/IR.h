@@ -270,6 +270,12 @@ struct AsyncWait : StmtNode {
   bool products;
   AsyncWait(int n, bool p) : StmtNode(NodeKind::AsyncWait), pending(n), products(p) {}
 };
+// An expression evaluated and its value dropped: the checks in it (Check) are its only effect
+// (the hoisted access checks of lower(): LoweredProgram::checks).
+struct Evaluate : StmtNode {
+  Expr value;
+  explicit Evaluate(Expr v) : StmtNode(NodeKind::Evaluate), value(std::move(v)) {}
+};
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
 Expr intImm(std::int64_t v);
@@ -303,6 +309,7 @@ Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, E
                 int bytes);
 Stmt asyncCommit();
 Stmt asyncWait(int pending, bool products = false);
+Stmt evaluate(Expr value);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

@@ -141,6 +141,9 @@ public:
           << n.src << "[" << expr(n.srcIndex) << "]\n";
       return;
     }
+    case NodeKind::Evaluate:
+      out << pad << "evaluate " << expr(static_cast<const Evaluate&>(*s).value) << "\n";
+      return;
     case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;
     case NodeKind::AsyncWait:
       out << pad << (static_cast<const AsyncWait&>(*s).products ? "wgmma.wait " : "async.wait ")

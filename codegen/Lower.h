@@ -12,6 +12,16 @@
 // access is clamped, and the runtime reruns the call through the interpreter, which reports
 // the error with its caret.
 //
+// A call that writes its arguments must leave them untouched when a check fails, so the
+// runtime runs such a program on copies of them, unless the checks can run first: when every
+// checked subscript reads only indices of fixed ranges and tensors the program does not write
+// (an embedding's gradient dE[tok[b], d] += dy[b, d]), functions that evaluate just those
+// subscripts, over the box of the indices they read, come first (`checks` of them,
+// `prechecked`). The runtime runs them, and only when they pass runs the rest, on the arguments
+// themselves and without reading the status again: the later checks cannot fail. The box may
+// cover points the program never reaches (another index's range empty there); such a call then
+// fails its checks in vain and runs in the interpreter, which is exact.
+//
 // Split reductions (Schedule.h) write each chunk's partial result into a scratch buffer that
 // the runtime allocates per call (kernels stay immutable and may run on many threads at once)
 // and combine the partials in chunk order in a second function.
@@ -36,6 +46,8 @@ struct LoweredProgram {
   std::vector<ScratchBuffer> scratch; // buffers after the program's tensors
   std::vector<int> zeroFill;          // ':=' tensors to zero before the first function runs
   bool checked = false;               // some access is checked at run time
+  bool prechecked = false;            // ... and every check is in the first `checks` funcs
+  std::size_t checks = 0;             // leading funcs that only evaluate access checks
   std::vector<std::string> notes;     // the schedule of each statement, for `einjit explain`
 };
 

@@ -21,7 +21,7 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
   auto prep = std::make_shared<PreparedCpu>();
   const codegen::Target target = hostTarget();
   prep->lowered = codegen::lower(p, b, strides, target);
-  if (prep->lowered.checked) {
+  if (prep->lowered.checked && !prep->lowered.prechecked) {
     bool writesArgument = false;
     for (int id : p.arguments) {
       if (p.tensors[static_cast<std::size_t>(id)].writtenBy.empty()) continue;
@@ -40,8 +40,6 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
 
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
-  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
-    if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
   std::int32_t status = 0;
   // Scratch buffers (split reductions' partials) are per call, after the tensors.
   std::vector<void*> all = buffers;
@@ -52,24 +50,32 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
   }
   void** bufs = all.data();
   const double* prm = params.data();
-  for (std::size_t i = 0; i < prep.lowered.funcs.size(); ++i) {
-    const codegen::ir::Func& f = prep.lowered.funcs[i];
-    KernelFn fn = prep.code->fns[i];
+  auto run = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      const codegen::ir::Func& f = prep.lowered.funcs[i];
+      KernelFn fn = prep.code->fns[i];
 #if EINJIT_HAVE_TBB
-    if (f.parallel) {
-      // Each output element (or split reduction chunk) is computed by exactly one task, so
-      // results do not depend on the partition.
-      tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
-                                                         static_cast<std::size_t>(f.grain)),
-                        [&](const tbb::blocked_range<std::int64_t>& r) {
-                          fn(bufs, prm, r.begin(), r.end(), &status);
-                        });
-      continue;
-    }
+      if (f.parallel) {
+        // Each output element (or split reduction chunk) is computed by exactly one task, so
+        // results do not depend on the partition.
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
+                                                           static_cast<std::size_t>(f.grain)),
+                          [&](const tbb::blocked_range<std::int64_t>& r) {
+                            fn(bufs, prm, r.begin(), r.end(), &status);
+                          });
+        continue;
+      }
 #endif
-    fn(bufs, prm, f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo, &status);
-  }
-  return std::atomic_ref<std::int32_t>(status).load();
+      fn(bufs, prm, f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo, &status);
+    }
+    return std::atomic_ref<std::int32_t>(status).load();
+  };
+  // The hoisted checks first (Lower.h): nothing is written when they fail.
+  const std::size_t checks = prep.lowered.checks;
+  if (run(0, checks) != 0) return 1;
+  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
+    if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
+  return run(checks, prep.lowered.funcs.size());
 }
 
 } // namespace einjit::runtime

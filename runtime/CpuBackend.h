@@ -16,17 +16,19 @@ namespace einjit::runtime {
 struct PreparedCpu {
   codegen::LoweredProgram lowered;
   std::shared_ptr<const CompiledCode> code;
-  // The program checks accesses at run time and writes tensors the caller passed: those are
-  // computed in dense scratch copies and copied back only when the call succeeds.
+  // The program checks accesses at run time, not all of them first (LoweredProgram::
+  // prechecked), and writes tensors the caller passed: those are computed in dense scratch
+  // copies and copied back only when the call succeeds.
   bool scratch = false;
 };
 
 std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::BoundProgram& b,
                                               codegen::Strides strides, bool keepIR = false);
 
-// Runs every function in order (zero fills first), with scratch buffers of its own. Returns the
-// status: 0, or nonzero when a checked access went out of bounds (the results are then
-// meaningless).
+// Runs every function in order, with scratch buffers of its own: the hoisted checks, then (when
+// they pass) the zero fills and the rest. Returns the status: 0, or nonzero when a checked
+// access went out of bounds (the results are then meaningless; nothing was written when a
+// hoisted check failed).
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 

@@ -144,50 +144,56 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
 
 int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::DevicePtr>& buffers,
                 const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
-  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
-    if (zeroBytes[t] > 0) cuda::zero(device, buffers[t], static_cast<std::size_t>(zeroBytes[t]));
-  // Scratch buffers (split reductions' partials): per call, after the tensors, freed in stream
-  // order after the launches.
-  struct Scratch {
+  // The call's own device memory, freed in stream order after the launches: scratch buffers
+  // (split reductions' partials, re-laid-out copies; after the tensors) and the status word.
+  struct Owned {
     int device;
     std::vector<cuda::DevicePtr> ptrs;
-    ~Scratch() {
+    ~Owned() {
       for (cuda::DevicePtr p : ptrs) try {
           cuda::release(device, p);
         } catch (...) {
         }
     }
-  } scratch{device, {}};
-  for (const codegen::ScratchBuffer& s : prep.program.lowered.scratch)
-    scratch.ptrs.push_back(cuda::allocate(device, std::max<std::size_t>(s.bytes(), 1)));
-  const bool checked = prep.program.lowered.checked;
-  cuda::DevicePtr status = 0;
-  if (checked) {
-    status = cuda::allocate(device, sizeof(int));
-    cuda::zero(device, status, sizeof(int));
-  }
+  } owned{device, {}};
+  const codegen::LoweredProgram& low = prep.program.lowered;
+  for (const codegen::ScratchBuffer& s : low.scratch)
+    owned.ptrs.push_back(cuda::allocate(device, std::max<std::size_t>(s.bytes(), 1)));
   // Arguments: every buffer, each parameter (by value), the status pointer.
   std::vector<cuda::DevicePtr> ptrs = buffers;
-  ptrs.insert(ptrs.end(), scratch.ptrs.begin(), scratch.ptrs.end());
+  ptrs.insert(ptrs.end(), owned.ptrs.begin(), owned.ptrs.end());
+  cuda::DevicePtr status = 0;
+  if (low.checked) {
+    status = cuda::allocate(device, sizeof(int));
+    owned.ptrs.push_back(status);
+    cuda::zero(device, status, sizeof(int));
+  }
   std::vector<double> prm = params;
   std::vector<void*> args;
   for (auto& b : ptrs) args.push_back(&b);
   for (auto& v : prm) args.push_back(&v);
   args.push_back(&status);
-  try {
-    for (std::size_t i = 0; i < prep.program.cuda.kernels.size(); ++i) {
+  auto launch = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
       const auto& k = prep.program.cuda.kernels[i];
       prep.module->launch(i, k.grid, k.block, args.data(), static_cast<std::size_t>(k.sharedBytes));
     }
-  } catch (...) {
-    cuda::release(device, status);
-    throw;
+  };
+  auto read = [&] { // waits for the launches so far
+    int result = 0;
+    cuda::copyToHost(device, &result, status, sizeof(int));
+    return result;
+  };
+  // The hoisted checks first (Lower.h): nothing is written when they fail, and the rest
+  // cannot fail when they pass, so the call returns with its work queued.
+  if (low.checks > 0) {
+    launch(0, low.checks);
+    if (read() != 0) return 1;
   }
-  if (!checked) return 0;
-  int result = 0;
-  cuda::copyToHost(device, &result, status, sizeof(int));
-  cuda::release(device, status);
-  return result;
+  for (std::size_t t = 0; t < zeroBytes.size(); ++t)
+    if (zeroBytes[t] > 0) cuda::zero(device, buffers[t], static_cast<std::size_t>(zeroBytes[t]));
+  launch(low.checks, prep.program.cuda.kernels.size());
+  return low.checked && !low.prechecked ? read() : 0;
 }
 
 CudaStats cudaStats() {

@@ -41,10 +41,12 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
                                                 const codegen::Strides& strides,
                                                 const codegen::Aligned16& aligned, int device);
 
-// Launches every kernel in order (zero fills first) on the default stream, with device scratch
-// buffers of its own (split reductions' partials, freed in stream order). With a status
-// buffer (checked programs), waits and returns it: 0, or nonzero when a checked access went
-// out of bounds. Without one, returns 0 at once (the work is queued).
+// Launches every kernel in order on the default stream, with device scratch buffers of its own
+// (split reductions' partials, freed in stream order): the hoisted checks (Lower.h), waiting
+// for them and returning nonzero, with nothing written, when one fails; then the zero fills and
+// the rest. A checked program whose checks are not all hoisted waits and returns the status:
+// 0, or nonzero when a checked access went out of bounds. Otherwise it returns 0 at once (the
+// work is queued).
 int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::DevicePtr>& buffers,
                 const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 

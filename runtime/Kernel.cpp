@@ -312,7 +312,8 @@ std::size_t spanBytes(const Tensor& t) {
 
 // Runs on the GPU. Host tensors are copied to the device (each argument's whole byte span, so
 // views keep their strides) and written ones back; device tensors are used in place, through
-// scratch copies when a checked program writes arguments. False when a checked access failed:
+// scratch copies when a checked program writes arguments (unless its checks run first:
+// LoweredProgram::prechecked). False when a checked access failed:
 // the caller's tensors are as before and the interpreter must report it.
 bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
              const std::vector<Tensor>& tensors, std::vector<Tensor>& all) {
@@ -320,7 +321,8 @@ bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
   const int dev = impl.options.device.index;
   runtime::cuda::setDevice(dev);
   auto prep = prepareCuda(impl, bound, tensors);
-  const bool checked = prep->program.lowered.checked;
+  // Written arguments go through copies when a failed check could leave them half written.
+  const bool checked = prep->program.lowered.checked && !prep->program.lowered.prechecked;
   const std::size_t n = all.size();
   std::vector<runtime::cuda::DevicePtr> ptrs(n, 0);
   std::vector<std::unique_ptr<DeviceSpan>> staged(n);
@@ -369,6 +371,16 @@ bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
       runtime::cuda::copyToHost(dev, const_cast<std::byte*>(lo), staged[id]->base, spanBytes(t));
   }
   return true;
+}
+
+// explain's line on run-time checks (Lower.h), or nothing.
+[[maybe_unused]] std::string checkNote(const codegen::LoweredProgram& l) {
+  if (!l.checked) return "";
+  std::string s = "# some accesses are checked at run time (gathers or unproven subscripts)";
+  if (l.prechecked)
+    s += ", by " + std::to_string(l.checks) +
+         " function(s) run first: written arguments are used in place";
+  return s + "\n";
 }
 
 // The interpreter's run of a device call whose checked access failed: on host copies with the
@@ -539,8 +551,7 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
       out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
     for (int id : cp.lowered.zeroFill)
       out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
-    if (cp.lowered.checked)
-      out += "# some accesses are checked at run time (gathers or unproven subscripts)\n";
+    out += checkNote(cp.lowered);
     for (const auto& k : cp.cuda.kernels)
       out += "# launch " + k.name + ": " + std::to_string(k.grid) + " block(s) of " +
              std::to_string(k.block) + " thread(s)\n";
@@ -562,8 +573,7 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
     out += "# statement " + std::to_string(k + 1) + ": " + prep->lowered.notes[k] + "\n";
   for (int id : prep->lowered.zeroFill)
     out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
-  if (prep->lowered.checked)
-    out += "# some accesses are checked at run time (gathers or unproven subscripts)\n";
+  out += checkNote(prep->lowered);
   for (const auto& f : prep->lowered.funcs) out += codegen::ir::print(f);
   if (llvmIR) out += "\n; optimized LLVM IR\n" + prep->code->llvmIR;
   return out;

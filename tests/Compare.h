@@ -258,4 +258,54 @@ inline int compareRandomPrograms(Device device, int n) {
   return ran;
 }
 
+// Run-time checks hoisted ahead of a program (codegen/Lower.h): on `device` (with tensors
+// moved there by `place`), an embedding's gradient checks its tokens first and adds into the
+// caller's table in place; a bad token is the interpreter's error with the table untouched; a
+// hoisted check that fails at a point the program never reaches (j's range empty at i = 0)
+// falls back to the interpreter and the result is exact; a gather of a computed index is not
+// hoisted.
+inline void checkHoistedChecks(Device device, const std::function<Tensor(const Tensor&)>& place) {
+  auto run = [&](const char* program, Device d, std::vector<Tensor> args) {
+    for (Tensor& a : args) a = d.kind == Device::Kind::reference ? a : place(a);
+    std::vector<Arg> in(args.begin(), args.end());
+    einjit::compile(program, on(d, DType::f64)).call(in);
+    return args[0].device() == einjit::DeviceKind::cpu ? args[0] : args[0].cpu();
+  };
+  const char* emb = "dE[tok[b], d] += dy[b, d]";
+  const Tensor tok = Tensor::fromValues({5}, {2, 0, 2, 3, 2}, DType::i64);
+  const Tensor dy = Tensor::random({5, 6}, DType::f64, 1),
+               E0 = Tensor::random({4, 6}, DType::f64, 2);
+  const std::string text = einjit::compile(emb, on(device, DType::f64))
+                               .explain({Arg(place(E0)), Arg(place(tok)), Arg(place(dy))});
+  CHECK(text.find("checked at run time (gathers or unproven subscripts), by 1 function(s) run "
+                  "first: written arguments are used in place") != std::string::npos);
+  CHECK(relativeError(run(emb, device, {E0.clone(), tok, dy}),
+                      run(emb, Device::reference(), {E0.clone(), tok, dy})) < 1e-12);
+  // In place: the caller's tensor holds the sum.
+  Tensor table = place(E0.clone());
+  einjit::compile(emb, on(device, DType::f64))(table, place(tok), place(dy));
+  CHECK(table.cpu().get({2, 1}) ==
+        doctest::Approx(E0.get({2, 1}) + dy.get({0, 1}) + dy.get({2, 1}) + dy.get({4, 1})));
+  const Tensor bad = Tensor::fromValues({5}, {2, 0, 4, 3, 2}, DType::i64);
+  Tensor kept = place(E0.clone());
+  CHECK_THROWS_WITH_AS(einjit::compile(emb, on(device, DType::f64))(kept, place(bad), place(dy)),
+                       doctest::Contains("gather index 4 is out of bounds for 'dE' (extent 4)"),
+                       einjit::Error);
+  CHECK(kept.cpu().toVector() == E0.toVector());
+  const char* tri = "y[i] += x[idx[i]] * w[j] where j in 0:i";
+  const Tensor idx = Tensor::fromValues({4}, {9, 1, 4, 0}, DType::i64); // x[9]: never read
+  const Tensor x = Tensor::random({5}, DType::f64, 3), w = Tensor::random({4}, DType::f64, 4);
+  const Tensor y0 = Tensor::random({4}, DType::f64, 5);
+  CHECK(einjit::compile(tri, on(device, DType::f64))
+            .explain({Arg(place(y0)), Arg(place(x)), Arg(place(idx)), Arg(place(w))})
+            .find("run first") != std::string::npos);
+  const Tensor got = run(tri, device, {y0.clone(), x, idx, w});
+  CHECK(got.toVector() == run(tri, Device::reference(), {y0.clone(), x, idx, w}).toVector());
+  CHECK(got.get({0}) == y0.get({0}));
+  const std::string computed = einjit::compile("t[i] := x[i]\ny[i] += E[t[i]]", on(device))
+                                   .explain({Arg(place(w)), Arg(place(y0)), Arg(place(x))});
+  CHECK(computed.find("checked at run time") != std::string::npos);
+  CHECK(computed.find("run first") == std::string::npos);
+}
+
 } // namespace einjit::test

@@ -387,13 +387,23 @@ TEST_CASE("cuda: scatters add atomically, one thread per element (no GPU needed)
     std::vector<Tensor> in = {Tensor::zeros({4, 70}, dt), tok, Tensor::random({6, 70}, dt)};
     const std::string text = emb.explain(args(in));
     CHECK(text.find("one GPU thread per element of (b,d), atomic adds into") != std::string::npos);
+    // The tokens are checked first, by a kernel of their own (a thread per token).
+    CHECK(text.find("# launch ej_s0_check0: 1 block(s) of 6 thread(s)") != std::string::npos);
+    CHECK(text.find("(void)(((int)ej_check(b_tok[") != std::string::npos);
     // bf16: the adds go to an f32 copy (rounded once at the end, as the interpreter does).
     CHECK(text.find(dt == DType::bf16 ? "atomicAdd(&b_s0_dwide[" : "atomicAdd(&b_dE[") !=
           std::string::npos);
     if (dt == DType::bf16) {
       CHECK(text.find("an f32 copy of dE, rounded to bf16 once") != std::string::npos);
-      CHECK(text.find("ej_s0_widen") != std::string::npos);
-      CHECK(text.find("ej_s0_narrow") != std::string::npos);
+      // 6 x 70 points, 4 x 70 elements: the whole table widened and rounded back.
+      CHECK(text.find("# launch ej_s0_widen: 2 block(s) of 256 thread(s)") != std::string::npos);
+      CHECK(text.find("# launch ej_s0_narrow: 2 block(s) of 256 thread(s)") != std::string::npos);
+      // 50 x 70 elements: only the tokens' rows, a thread per point (b,d).
+      std::vector<Tensor> big = {Tensor::zeros({50, 70}, dt), tok, Tensor::random({6, 70}, dt)};
+      const std::string rows = emb.explain(args(big));
+      CHECK(rows.find("# launch ej_s0_widen: 2 block(s) of 256 thread(s)") != std::string::npos);
+      CHECK(rows.find("b_s0_dwide[((((int)ej_check(b_tok[") != std::string::npos);
+      CHECK(rows.find("b_dE[((((int)ej_check(b_tok[") != std::string::npos);
     }
     compileCall(emb, byName(emb, args(in)), {}, dt);
     Kernel ola = einjit::compile(kOverlapAdd, on(Device::cuda(), dt));
@@ -424,6 +434,18 @@ TEST_CASE("cuda: atomic scatters equal the interpreter; exact sums repeat bit fo
     Tensor gotD = E0.cuda();
     einjit::compile(kEmbeddingGrad, on(Device::cuda(), dt))(gotD, tok.cuda(), dy.cuda());
     CHECK(relativeError(gotD.cpu(), want) <= tolerance(dt));
+    // A table larger than the batch: the tokens' rows alone are widened and rounded back; the
+    // others stay as they were, bit for bit.
+    Tensor big0 = Tensor::random({3000, 129}, dt, 12);
+    Tensor bigD = big0.cuda(), bigR = big0.clone();
+    Tensor few = Tensor::fromValues({7}, {5, 2999, 5, 0, 1234, 5, 7}, DType::i64);
+    Tensor dyFew = Tensor::random({7, 129}, dt, 13);
+    einjit::compile(kEmbeddingGrad, on(Device::cuda(), dt))(bigD, few.cuda(), dyFew.cuda());
+    einjit::compile(kEmbeddingGrad, on(Device::reference(), dt))(bigR, few, dyFew);
+    const Tensor bigGot = bigD.cpu();
+    CHECK(relativeError(bigGot, bigR) <= tolerance(dt));
+    for (std::int64_t row : {1, 3, 6, 8, 1233, 1235, 2998})
+      for (std::int64_t d : {0, 64, 128}) CHECK(bigGot.get({row, d}) == big0.get({row, d}));
     Tensor y = Tensor::zeros({2 * 3000 + 5}, dt), yr = y.clone();
     Tensor x = Tensor::random({3001}, dt, 9), w = Tensor::random({5}, dt, 10);
     einjit::compile(kOverlapAdd, on(Device::cuda(), dt))(y, x, w);
@@ -453,6 +475,13 @@ TEST_CASE("cuda: atomic scatters equal the interpreter; exact sums repeat bit fo
   CHECK_THROWS_WITH_AS(emb(out, bad, Tensor::random({3, 64})),
                        doctest::Contains("gather index 37 is out of bounds"), einjit::Error);
   for (double v : out.toVector()) CHECK(v == 2.0);
+}
+
+TEST_CASE("cuda: checks that read only inputs run first, and written arguments are used in "
+          "place") {
+  if (!gpu()) return;
+  checkHoistedChecks(Device::cuda(), [](const Tensor& t) { return t.cuda(); });
+  checkHoistedChecks(Device::cuda(), [](const Tensor& t) { return t; }); // host tensors
 }
 
 TEST_CASE("cuda: mistakes are errors with carets, and a failing call writes nothing") {

@@ -165,6 +165,10 @@ TEST_CASE("jit: a gather out of bounds is the interpreter's error, and nothing i
   CHECK(y.get({1, 2}) == doctest::Approx(2.0 + E.get({3, 2})));
 }
 
+TEST_CASE("jit: checks that read only inputs run first, and written arguments are used in place") {
+  checkHoistedChecks(Device::cpu(), [](const Tensor& t) { return t; });
+}
+
 TEST_CASE("jit: the emitted code is vectorized and multithreaded where it should be") {
   Kernel mm = einjit::compile("C[i,k] := A[i,j] * B[j,k]");
   Tensor A = Tensor::random({64, 64}, DType::f32, 1), B = Tensor::random({64, 64}, DType::f32, 2);
