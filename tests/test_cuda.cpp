@@ -588,6 +588,15 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
         CHECK(text.find(std::to_string(c.stride * c.stride) + " residue phases (u = " +
                         std::to_string(c.stride) + "q + r, h = q + m") != std::string::npos);
       if (c.k[0] == 2048 && dt == DType::f32) CHECK(text.find("split-K") != std::string::npos);
+      // The phases run in one launch, unless split-K adds a combining pass to each or their
+      // tiles are warpgroup tiles.
+      if (c.stride > 1) {
+        const bool apart = text.find("split-K") != std::string::npos ||
+                           text.find("wgmma") != std::string::npos;
+        CHECK((text.find("; the phases in one launch") != std::string::npos) == !apart);
+        CHECK(occurrences(text, "# launch ej_s0_phases:") == (apart ? 0 : 1));
+        CHECK(occurrences(text, "# launch ej_s0_phase00:") == (apart ? 1 : 0));
+      }
       // Stride 1: the masked operand's dividing indices (the reduction's (o,a,b)) come from
       // shared tables, the weights' row offsets from a table. (The phases' reductions divide
       // by powers of two, and their weights are not unit-stride along them.)
