@@ -57,6 +57,12 @@ struct Api {
     EINJIT_NVRTC_FUNCTIONS(X)
 #undef X
     nvrtcVersion(&major, &minor);
+    // NVRTC opens its builtins library for each compilation and closes it after; held open
+    // here for the process's life, its thread-local block is never unmapped under a thread that
+    // used it (LeakSanitizer's exit scan otherwise read a stale one and crashed).
+    const std::string builtins =
+        "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+    dlopen(builtins.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     int n = 0;
     nvrtcGetNumSupportedArchs(&n);
     archs.resize(static_cast<std::size_t>(n));
