@@ -263,8 +263,7 @@ private:
       const CheckedSub& c = checkedSubs_[i];
       const Statement& st = p_.stmts[c.stmt];
       const BoundStatement& bs = b_.stmts[c.stmt];
-      Ranges r;
-      for (std::size_t v = 0; v < st.vars.size(); ++v) r.push_back({bs.lo[v], bs.hi[v]});
+      const Ranges r = rangesOf(bs);
       if (extentOfGroup(boxes[i], r) <= 0) continue; // never reached
       setRanges(st, r);
       ir::Func f = newFunc("s" + std::to_string(c.stmt) + "_check" + std::to_string(i));
@@ -278,8 +277,7 @@ private:
       } else {
         Stmt body = check();
         for (std::size_t q = boxes[i].size(); q-- > 0;)
-          body = ir::forLoop(st.vars[boxes[i][q]].name, ir::intImm(r[boxes[i][q]].first),
-                             ir::intImm(r[boxes[i][q]].second), ForKind::Serial, body);
+          body = loopOver(bs, st, boxes[i][q], r, ForKind::Serial, body);
         f.body = body;
       }
       funcs.push_back(std::move(f));
@@ -438,6 +436,12 @@ private:
   // --- statements ----------------------------------------------------------------------------
 
   using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // A statement's box: each index's range (its hull where it depends on other indices).
+  static Ranges rangesOf(const BoundStatement& bs) {
+    Ranges r;
+    for (std::size_t v = 0; v < bs.lo.size(); ++v) r.push_back({bs.lo[v], bs.hi[v]});
+    return r;
+  }
 
   void statement(std::size_t k) {
     const Statement& st = p_.stmts[k];
@@ -448,8 +452,7 @@ private:
       if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
         out_.zeroFill.push_back(st.output);
     if (!sched.run) return;
-    Ranges ranges;
-    for (std::size_t v = 0; v < st.vars.size(); ++v) ranges.push_back({bs.lo[v], bs.hi[v]});
+    const Ranges ranges = rangesOf(bs);
     const std::string base = "s" + std::to_string(k);
     if (sched.splitChunks > 0) {
       emitSplit(st, bs, sched, ranges, base);

@@ -48,7 +48,10 @@ struct LoweredProgram {
   bool checked = false;               // some access is checked at run time
   bool prechecked = false;            // ... and every check is in the first `checks` funcs
   std::size_t checks = 0;             // leading funcs that only evaluate access checks
-  std::vector<std::string> notes;     // the schedule of each statement, for `einjit explain`
+  // A check may fail after something was written: the runtime computes written arguments in
+  // copies, and reads the status after the last function.
+  bool lateChecks() const { return checked && !prechecked; }
+  std::vector<std::string> notes; // the schedule of each statement, for `einjit explain`
 };
 
 // Per tensor id: whether the call's pointer to it is 16-byte aligned (then GPU tiles may copy

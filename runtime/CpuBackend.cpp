@@ -21,7 +21,7 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
   auto prep = std::make_shared<PreparedCpu>();
   const codegen::Target target = hostTarget();
   prep->lowered = codegen::lower(p, b, strides, target);
-  if (prep->lowered.checked && !prep->lowered.prechecked) {
+  if (prep->lowered.lateChecks()) {
     bool writesArgument = false;
     for (int id : p.arguments) {
       if (p.tensors[static_cast<std::size_t>(id)].writtenBy.empty()) continue;

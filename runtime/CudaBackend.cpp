@@ -193,7 +193,7 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
   for (std::size_t t = 0; t < zeroBytes.size(); ++t)
     if (zeroBytes[t] > 0) cuda::zero(device, buffers[t], static_cast<std::size_t>(zeroBytes[t]));
   launch(low.checks, prep.program.cuda.kernels.size());
-  return low.checked && !low.prechecked ? read() : 0;
+  return low.lateChecks() ? read() : 0;
 }
 
 CudaStats cudaStats() {

@@ -322,7 +322,7 @@ bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
   runtime::cuda::setDevice(dev);
   auto prep = prepareCuda(impl, bound, tensors);
   // Written arguments go through copies when a failed check could leave them half written.
-  const bool checked = prep->program.lowered.checked && !prep->program.lowered.prechecked;
+  const bool checked = prep->program.lowered.lateChecks();
   const std::size_t n = all.size();
   std::vector<runtime::cuda::DevicePtr> ptrs(n, 0);
   std::vector<std::unique_ptr<DeviceSpan>> staged(n);
