@@ -591,8 +591,8 @@ TEST_CASE("cuda: a convolution's input gradient tiles: masked ranges, residue ph
       // The phases run in one launch, unless split-K adds a combining pass to each or their
       // tiles are warpgroup tiles.
       if (c.stride > 1) {
-        const bool apart = text.find("split-K") != std::string::npos ||
-                           text.find("wgmma") != std::string::npos;
+        const bool apart =
+            text.find("split-K") != std::string::npos || text.find("wgmma") != std::string::npos;
         CHECK((text.find("; the phases in one launch") != std::string::npos) == !apart);
         CHECK(occurrences(text, "# launch ej_s0_phases:") == (apart ? 0 : 1));
         CHECK(occurrences(text, "# launch ej_s0_phase00:") == (apart ? 1 : 0));
@@ -914,8 +914,9 @@ namespace {
 
 // f32 tiles 6 or 7 cells wide per thread (96, 112) where that pads an extent 5% less than 128,
 // in the three operand layouts (k-major, through registers into k-major, row-major), at edges
-// (200 = 112 + 88); and split-K in a count that is not a power of two (9 ranges of 35 slices
-// for one 96 x 96 tile: the least-loaded-SM model, ranges of at least 32 slices).
+// (200 = 112 + 88); split-K in a count that is not a power of two (9 ranges of 35 slices
+// for one 96 x 96 tile: the least-loaded-SM model, ranges of at least 32 slices); and operands
+// contiguous along a long whole reduction copied 4 bytes at a time.
 struct OddTile {
   const char* program;
   std::map<std::string, Shape> shapes;
@@ -934,6 +935,16 @@ const std::vector<OddTile> kOddTiles = {
     {"C[i,k] := A[i,j] * B[j,k]",
      {{"A", {70, 5003}}, {"B", {5003, 90}}},
      "split-K: 9 ranges of 35 slices"},
+    // A whole reduction of 26 slices (the last partial): operands contiguous along it are
+    // copied 4 bytes at a time into the k-major layout, 4 slices in flight.
+    {"C[i,k] := A[i,j] * B[k,j]",
+     {{"A", {200, 404}}, {"B", {200, 404}}},
+     "4 slices in flight; tile.L by 4-byte asynchronous copies, tile.R by 4-byte asynchronous "
+     "copies"},
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{"A", {200, 404}}, {"B", {404, 136}}},
+     "4 slices in flight; tile.L by 4-byte asynchronous copies, tile.R by 16-byte asynchronous "
+     "copies"},
 };
 
 } // namespace
