@@ -1632,6 +1632,10 @@ private:
     // (divisions and remainders) for every element: None, Rows or Reduction.
     enum class Tables : std::uint8_t { None, Rows, Reduction } tables = Tables::None;
     std::string table(std::size_t v) const { return buf + ".t" + std::to_string(v); }
+    // Elements of one stage in the layout that rowMajor, core and stride describe.
+    std::int64_t stageSize(std::int64_t BK) const {
+      return core ? BW * BK : (rowMajor ? BW : BK) * stride;
+    }
     Expr slot(const Expr& w, const Expr& kk) const {
       if (core) {
         auto div = [](const Expr& e, std::int64_t d) {
@@ -1703,7 +1707,7 @@ private:
         sg.tables = Staged::Tables::Reduction;
     }
     layout(sg);
-    sg.stageElems = sg.core ? BW * BK : (sg.rowMajor ? BW : BK) * sg.stride;
+    sg.stageElems = sg.stageSize(BK);
     return sg;
   }
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK) {
@@ -2625,7 +2629,7 @@ private:
         if (sg.rowMajor) {
           sg.vector = 1;
           layout(sg);
-          sg.stageElems = BK * sg.stride;
+          sg.stageElems = sg.stageSize(BK);
         }
     } else if (ops[0].rowMajor != ops[1].rowMajor) {
       const bool left = ops[0].rowMajor;
