@@ -113,6 +113,39 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
           (s.splitChunks > 1 ? ", partials combined in chunk order" : "");
 }
 
+// The reduction index a dot-product tile would vectorise along: a '+' reduction index with
+// at least `width` iterations along which every read is contiguous or constant; -1 if none.
+int dotIndex(const Statement& st, const BoundStatement& bs,
+             const std::vector<const CExpr*>& reads, const Strides& strides, int width) {
+  if (st.reduce != Reduce::Add) return -1;
+  const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
+  for (int v = nOut; v < n; ++v) {
+    const auto e = bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
+    if (e >= width && contiguousAlong(reads, v, strides)) return v;
+  }
+  return -1;
+}
+
+// Load cost per vector of products, in contiguous-vector-load units, of the two tiles open
+// to a statement whose only vector output index j is read with non-unit strides:
+//   register tile 8 x 2 vectors: each j-dependent read is 2 gathers per step (gatherCost
+//   each), each other read 8 broadcasts, for 16 vectors of products;
+//   dot-product tile 4 x 4: 8 contiguous loads per step for 16 vectors of products, and a
+//   horizontal sum per output at the end (negligible over a reduction of `width` or more).
+// The dot tile wins unless gathers are nearly as cheap as loads.
+bool dotTileCheaper(const Statement& st, const BoundStatement& bs,
+                    const std::vector<const CExpr*>& reads, int j, const Strides& strides,
+                    const Target& t, int width) {
+  if (dotIndex(st, bs, reads, strides, width) < 0) return false;
+  double registerCost = 0;
+  for (const CExpr* r : reads) {
+    auto c = strideOf(*r, j, strides);
+    registerCost += (c && *c == 0) ? 8.0 : 2.0 * (c && *c == 1 ? 1.0 : t.gatherCost);
+  }
+  const double dotCost = 8.0;
+  return dotCost / 16.0 < registerCost / 16.0;
+}
+
 } // namespace
 
 void overrideSplitPolicy(const SplitPolicy* policy) {
@@ -228,7 +261,10 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       }
       if (!ok && affine && unit) jStrided = v;
     }
-    if (j < 0) j = jStrided;
+    // A strided j turns every j-dependent read into a vector gather; take it only when no
+    // dot-product tile (contiguous loads along a reduction index) is cheaper.
+    if (j < 0 && jStrided >= 0 && !dotTileCheaper(st, bs, reads, jStrided, strides, t, width))
+      j = jStrided;
     bool contiguous = j >= 0;
     if (contiguous) {
       // The other tile index: one that the j-dependent reads do not use, so each vector they
@@ -267,11 +303,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
   }
   if (t.tile && s.tileJ < 0 && st.reduce == Reduce::Add && n > nOut && !anyDependent &&
       !st.scatter && !readsOutput && distinct && width > 1) {
-    // A reduction index along which every read is contiguous or constant.
-    int r = -1;
-    for (int v = nOut; v < n && r < 0; ++v) {
-      if (extent(v) >= width && contiguousAlong(reads, v, strides)) r = v;
-    }
+    const int r = dotIndex(st, bs, reads, strides, width);
     if (r >= 0) {
       // Two output indices, each used by different r-dependent reads, so each loaded vector
       // serves a whole row or column of the tile.

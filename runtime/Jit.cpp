@@ -221,6 +221,7 @@ bool jitAvailable() { return true; }
 codegen::Target hostTarget() {
   codegen::Target t;
   t.vectorBytes = engine().vectorBytes;
+  t.gatherCost = engine().cpu.rfind("znver", 0) == 0 ? 13 : 4;
 #if EINJIT_HAVE_TBB
   t.threads = tbb::info::default_concurrency();
 #else
