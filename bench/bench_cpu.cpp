@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <map>
 #include <string>
 
 using einjit::DType;
@@ -367,6 +368,50 @@ void BM_Call_overhead(benchmark::State& state) {
   k(x);
   for (auto _ : state) benchmark::DoNotOptimize(k(x)[std::size_t{0}].data());
 }
+// Cold compile time against the shape: a new program each iteration (a different constant),
+// disk cache off; compiled through explain (parse, check, bind, lower, LLVM O3, object, load)
+// without running. range(0): program (0 elementwise, 1 convolution, 2 its gradient);
+// range(1): log10 of the element count; range(2): 0 f32, 1 f64. Run under `taskset -c 0`
+// for one thread (oneTBB follows the process's affinity).
+void BM_Compile_shape(benchmark::State& state) {
+  const std::string saved = einjit::runtime::jitCacheDirectory();
+  einjit::runtime::jitSetCacheDirectory("");
+  const DType dt = state.range(2) == 0 ? DType::f32 : DType::f64;
+  std::int64_t n = 1;
+  for (int e = 0; e < state.range(1); ++e) n *= 10;
+  Tensor x = Tensor::random({n + 2}, dt, 1), w = Tensor::random({3}, dt, 2);
+  Tensor dy = Tensor::random({n}, dt, 3);
+  static int serial = 0;
+  for (auto _ : state) {
+    const std::string c = std::to_string(1.0 + 1e-6 * ++serial);
+    if (state.range(0) == 0) {
+      benchmark::DoNotOptimize(einjit::compile("y[i] := x[i] * " + c).explain({x}));
+    } else {
+      auto k = einjit::compile("y[i] := x[i+k] * w[k] * " + c);
+      if (state.range(0) == 1) {
+        benchmark::DoNotOptimize(k.explain({x, w}));
+      } else {
+        auto g = k.gradient();
+        std::map<std::string, Tensor> in{{"dy", dy}, {"x", x}, {"w", w}};
+        std::vector<einjit::Arg> args;
+        for (const auto& name : g.tensorArguments()) args.push_back(in.at(name));
+        benchmark::DoNotOptimize(g.explain(args));
+      }
+    }
+  }
+  state.SetLabel(std::string(state.range(0) == 0   ? "elementwise"
+                             : state.range(0) == 1 ? "conv1d"
+                                                   : "conv1d gradient") +
+                 " n=" + std::to_string(n) + (state.range(2) == 0 ? " f32" : " f64"));
+  einjit::runtime::jitSetCacheDirectory(saved);
+}
+void compileShapeArgs(benchmark::internal::Benchmark* b) {
+  for (int program = 0; program < 3; ++program)
+    for (int e : {0, 3, 5, 7})
+      for (int dt = 0; dt < 2; ++dt) b->Args({program, e, dt});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Compile_shape)->Apply(compileShapeArgs);
 BENCHMARK(BM_Compile_cold)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Compile_memory_hit)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Compile_disk_hit)->Unit(benchmark::kMillisecond)->UseRealTime();

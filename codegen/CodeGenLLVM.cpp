@@ -8,6 +8,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <map>
 
 namespace einjit::codegen {
@@ -497,9 +498,19 @@ private:
         (hi - lo) % n.width == 0 && vectorizable(n.body, n.var)) {
       vecVar_ = n.var;
       lanes_ = static_cast<unsigned>(n.width);
-      for (std::int64_t x = lo; x < hi; x += n.width) {
-        vecBase_ = b_.getInt64(static_cast<std::uint64_t>(x));
-        stmt(n.body);
+      // A few vector steps are written out; more run as a loop, so that the size of the
+      // emitted code (and the compile time) does not grow with the shape.
+      if ((hi - lo) / n.width <= kMaxWrittenVectorSteps) {
+        for (std::int64_t x = lo; x < hi; x += n.width) {
+          vecBase_ = b_.getInt64(static_cast<std::uint64_t>(x));
+          stmt(n.body);
+        }
+      } else {
+        loop(n.var, b_.getInt64(static_cast<std::uint64_t>(lo)),
+             b_.getInt64(static_cast<std::uint64_t>(hi)), n.width, false, [&](llvm::Value* x) {
+               vecBase_ = x;
+               stmt(n.body);
+             });
       }
       vecVar_.clear();
       return;
@@ -510,23 +521,34 @@ private:
       loV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loV, begin_);
       hiV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hiV, end_);
     }
+    loop(n.var, loV, hiV, 1, n.forKind == ForKind::Vectorized, [&](llvm::Value* x) {
+      vars_[n.var] = x;
+      stmt(n.body);
+      vars_.erase(n.var);
+    });
+  }
+
+  static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
+
+  // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop vectorizer if asked.
+  void loop(const std::string& name, llvm::Value* lo, llvm::Value* hi, std::int64_t step,
+            bool hintVectorize, const std::function<void(llvm::Value*)>& body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(ctx_, n.var + ".head", fn_);
-    auto* body = llvm::BasicBlock::Create(ctx_, n.var + ".body", fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, n.var + ".exit", fn_);
+    auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
+    auto* bodyBlock = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
-    llvm::PHINode* x = b_.CreatePHI(b_.getInt64Ty(), 2, n.var);
-    x->addIncoming(loV, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(x, hiV), body, exit);
-    b_.SetInsertPoint(body);
-    vars_[n.var] = x;
-    stmt(n.body);
-    vars_.erase(n.var);
-    llvm::Value* next = b_.CreateAdd(x, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+    llvm::PHINode* x = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+    x->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(x);
+    llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
+                                     /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());
-    if (n.forKind == ForKind::Vectorized) {
+    if (hintVectorize) {
       llvm::Metadata* enable[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                                   llvm::ConstantAsMetadata::get(b_.getTrue())};
       llvm::MDNode* self =

@@ -979,6 +979,50 @@ private:
     return read;
   }
 
+  // The core of output index o when every bound that reads it is monotone in it: each bound
+  // takes its interior value (the hull's end) on a prefix or a suffix of o's range, found by
+  // bisection, and the core is where all of them do. False when some bound is not monotone.
+  static bool monotoneCore(const BoundStatement& bs, std::pair<std::int64_t, std::int64_t> range,
+                           std::size_t o, const std::vector<std::size_t>& readers, std::size_t n,
+                           std::pair<std::int64_t, std::int64_t>& core) {
+    struct Condition {
+      const ConcreteBound* bound;
+      std::int64_t interior;
+      bool prefix; // holds on a prefix of the range (else on a suffix)
+    };
+    std::vector<Condition> conds;
+    for (std::size_t r : readers) {
+      const int lo = bs.loBound[r].direction(static_cast<int>(o));
+      const int hi = bs.hiBound[r].direction(static_cast<int>(o));
+      if (lo == 2 || hi == 2) return false;
+      // The lower bound is at its least where it has not risen yet, the upper at its most.
+      if (lo != 0) conds.push_back({&bs.loBound[r], bs.lo[r], lo > 0});
+      if (hi != 0) conds.push_back({&bs.hiBound[r], bs.hi[r], hi < 0});
+    }
+    std::vector<std::int64_t> vals(n, 0);
+    auto holds = [&](const Condition& c, std::int64_t x) {
+      vals[o] = x;
+      return c.bound->eval(vals) == c.interior;
+    };
+    core = range;
+    for (const Condition& c : conds) {
+      // First x in [first, second] where the condition flips (second: it never does).
+      std::int64_t a = range.first, b = range.second;
+      while (a < b) {
+        const std::int64_t m = a + (b - a) / 2;
+        if (holds(c, m) == c.prefix)
+          a = m + 1;
+        else
+          b = m;
+      }
+      if (c.prefix)
+        core.second = std::min(core.second, a);
+      else
+        core.first = std::max(core.first, a);
+    }
+    return true;
+  }
+
   bool coreRanges(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                   Ranges& core) const {
     const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
@@ -996,6 +1040,11 @@ private:
     core = ranges;
     for (std::size_t o = 0; o < nOut; ++o) {
       if (readers[o].empty()) continue;
+      if (monotoneCore(bs, ranges[o], o, readers[o], n, core[o])) {
+        if (core[o].second <= core[o].first) return false;
+        continue;
+      }
+      // Otherwise the longest run of points where every bound is interior.
       std::vector<std::int64_t> vals(n, 0);
       std::int64_t bestLo = 0, bestLen = 0, runLo = 0, runLen = 0;
       for (std::int64_t x = ranges[o].first; x < ranges[o].second; ++x) {

@@ -115,8 +115,8 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
 
 // The reduction index a dot-product tile would vectorise along: a '+' reduction index with
 // at least `width` iterations along which every read is contiguous or constant; -1 if none.
-int dotIndex(const Statement& st, const BoundStatement& bs,
-             const std::vector<const CExpr*>& reads, const Strides& strides, int width) {
+int dotIndex(const Statement& st, const BoundStatement& bs, const std::vector<const CExpr*>& reads,
+             const Strides& strides, int width) {
   if (st.reduce != Reduce::Add) return -1;
   const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
   for (int v = nOut; v < n; ++v) {

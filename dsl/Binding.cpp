@@ -268,6 +268,37 @@ std::int64_t ConcreteBound::eval(const std::vector<std::int64_t>& vars) const {
   return 0;
 }
 
+int ConcreteBound::direction(int var) const {
+  // Combines the directions of parts that are added (or taken the max/min of): monotone
+  // parts that agree stay monotone.
+  auto join = [](int a, int b) { return a == 0 ? b : b == 0 ? a : a == b ? a : 2; };
+  switch (kind) {
+  case IndexBound::Kind::Affine: {
+    int d = 0;
+    for (auto [v, c] : terms)
+      if (v == var && c != 0) d = join(d, c > 0 ? 1 : -1);
+    return d;
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    int d = 0;
+    for (const ConcreteBound& a : args) d = join(d, a.direction(var));
+    return d;
+  }
+  case IndexBound::Kind::FDiv:
+  case IndexBound::Kind::CDiv: return args[0].direction(var); // divisor > 0
+  case IndexBound::Kind::Sum: {
+    int d = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const int a = args[i].direction(var);
+      d = join(d, a == 2 || scale[i] >= 0 ? (scale[i] == 0 ? 0 : a) : -a);
+    }
+    return d;
+  }
+  }
+  return 2;
+}
+
 std::pair<std::int64_t, std::int64_t>
 ConcreteBound::interval(const std::vector<std::int64_t>& lo,
                         const std::vector<std::int64_t>& hiIncl) const {

@@ -26,6 +26,9 @@ struct ConcreteBound {
   std::vector<std::int64_t> scale;
   std::int64_t divisor = 1;
   std::int64_t eval(const std::vector<std::int64_t>& vars) const;
+  // How the bound moves as variable `var` grows, the others fixed: 1 never down, -1 never
+  // up, 0 constant, 2 either (a max or min of bounds that move apart).
+  int direction(int var) const;
   // Smallest and largest value over the box lo[v] <= var v <= hiIncl[v].
   std::pair<std::int64_t, std::int64_t> interval(const std::vector<std::int64_t>& lo,
                                                  const std::vector<std::int64_t>& hiIncl) const;
