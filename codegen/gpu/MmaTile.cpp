@@ -1,0 +1,235 @@
+// The tensor-core GPU tiles: mma.sync and wgmma, their fragments and the epilogue.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
+                           const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                           const TileFrame& f, const std::function<Stmt(Stmt)>& cells,
+                           const Expr& slot, bool* vectored) {
+  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
+  const std::int64_t P = f.BN + 4, threads = target_.gpuBlock, per = threads / f.BN;
+  if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
+    throw InternalError("lower: a tile epilogue that does not divide among the threads");
+  const std::string buf = "tile.C";
+  auto at = [P](const Expr& row, const Expr& col) {
+    return ir::add(ir::mul(row, ir::intImm(P)), col);
+  };
+  Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
+  Expr thr = ir::var("gpu.thread");
+  // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where
+  // the tile writes the output itself ('=', not split) and the output is contiguous along J
+  // in runs of whole vectors (as vectorRead for a read), else one cell. Measured on the H100
+  // (session 14, bench_cuda, bf16): 1x1 convolution forward 0.048 -> 0.044 ms, its input
+  // gradient 0.052 -> 0.048, 4096^3 NN 0.249 -> 0.238; the 3x3 convolutions 1-3% faster.
+  const Type et = elemType(st.output);
+  std::int64_t vec = 1;
+  if (split.splits == 1 && st.assign == Assign::Define && !atomic_) {
+    const std::int64_t v = vectorRead({st.lhs.get()}, J, r, et);
+    if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
+      vec = v;
+  }
+  *vectored = vec > 1;
+  const std::int64_t across = f.BN / vec, rows = threads / across;
+  Expr col = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(across)), ir::intImm(vec));
+  Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(across)),
+                     ir::mul(ir::var("e.row"), ir::intImm(rows)));
+  Expr gi = ir::add(f.baseI, row), gj = ir::add(f.baseJ, col);
+  decompose(I, r, gi);
+  decompose(J, r, gj);
+  Expr inTile = both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
+                     ir::binary(BinOp::Lt, gj, ir::intImm(extJ)));
+  Stmt store;
+  if (vec == 1) {
+    store = ir::ifThen(inTile, storeCell(st, r, split, ir::load(vt_, buf, at(row, col))));
+  } else {
+    Expr inside;
+    bool dropped = false;
+    Expr off = offset(*st.lhs, &inside, &dropped); // in bounds (vectorRead)
+    Expr l = ir::var("e.l");
+    Stmt fill = ir::forLoop(
+        "e.l", ir::intImm(0), ir::intImm(vec), ForKind::Unrolled,
+        ir::store("e.vec", l, ir::cast(et, ir::load(vt_, buf, at(row, ir::add(col, l))))));
+    store = ir::ifThen(inTile, ir::block({fill, ir::copyVector(bufferName(st.output), off, "e.vec",
+                                                               ir::intImm(0), 16)}));
+  }
+  Stmt drain =
+      ir::forLoop("e.row", ir::intImm(0), ir::intImm(f.BM / rows), ForKind::Unrolled, store);
+  if (vec > 1) drain = ir::allocate("e.vec", et, vec, drain);
+  return ir::block(
+      {ir::asyncWait(0), ir::barrier(),
+       ir::allocate(buf, vt_, f.BM * P, ir::block({put, ir::barrier(), drain}), true)});
+}
+
+bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                         const std::string& name, const CExpr& lf, const CExpr& rf,
+                         const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                         const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                         const std::vector<std::size_t>& maskL,
+                         const std::vector<std::size_t>& maskR) {
+  bool wg = target_.gpuArch == 90;
+  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+  const std::int64_t BK = kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  const std::int64_t slices = (extK + BK - 1) / BK;
+  // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
+  // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
+  // elements at a time along the contiguous direction when it can be, else through registers
+  // (consecutive threads then store consecutive elements of a shared row). The warpgroup
+  // tile keeps the same majors in the swizzled layouts of Staged::core.
+  auto layout = [S, BK, &wg](Staged& sg) {
+    sg.rowMajor = sg.kFast;
+    sg.core = wg;
+    if (wg)
+      sg.stride = sg.rowMajor ? BK : sg.BW * 8;
+    else
+      sg.stride = sg.rowMajor ? S : sg.BW + 8;
+  };
+  auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
+                   std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
+    return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
+  };
+  // The warpgroup tile where it measured faster on the H100 (session 7): both operands
+  // copied asynchronously, both tile dimensions filled and the reduction at least two
+  // slices. Otherwise the mma.sync tile: with an operand staged through registers (a
+  // convolution's im2col reads, masked ranges; 2-byte stores into the swizzled layout) the
+  // warpgroup tile ran 5-35% slower (conv bf16 stride-2 forward 0.181 -> 0.243 ms), and on
+  // the 1x1 convolution's half-filled tiles or single slice 3-14% slower.
+  auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
+                    const std::vector<std::size_t>& masks) {
+    return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
+  };
+  // Rows for one warpgroup only (48 to 64: a convolution's 64 channels): the two stand side
+  // by side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). Measured on the
+  // H100 (session 14, bench_cuda, bf16, C=64 forward / input gradient): the mma.sync tile of
+  // 64 x 256 0.079 / 0.087 ms; side by side 64 x 128 with 4 slices 0.056 / 0.070, with 3
+  // 0.063 / 0.081 (per warpgroup 128 wide), 64 x 256 with 4 and one slice's products in
+  // flight 0.061 / 0.079, with 2 slices 0.062 / 0.084.
+  const bool wgRow = extI <= 64 && extI >= 48;
+  if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || (extI < 128 && !wgRow) ||
+             extJ < 128 || extK < 2 * BK))
+    wg = false;
+  // The mma.sync tile's 8 warps: 2 x 4 of 64 x 32 (128 x 128), or 1 x 8 (64 x 256) when I
+  // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
+  const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= 256) ? 1 : 2, WN = 8 / WM;
+  const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
+  const WarpgroupShape shape = !wg     ? WarpgroupShape{}
+                               : wgRow ? WarpgroupShape{64, 4, 0}
+                                       : warpgroupShape(tilesI, extJ, extB);
+  // A warpgroup's columns (wgmma's n), the tile's.
+  const std::int64_t WBN = shape.BN, BN = wg ? shape.BN * (wgRow ? 2 : 1) : WN * NT * 8,
+                     tilesJ = (extJ + BN - 1) / BN;
+  setRanges(st, r);
+  if (!storeOutput(st, num(0))) return false;
+  // Split-K aims at gpuBlocksWanted blocks for the mma.sync tile; for the warpgroup tile
+  // (one or two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than
+  // half the SMs (a weight gradient's few output tiles over a long reduction), at all of it.
+  // Measured on the H100 (session 15, bench_cuda, bf16 stride-2 weight gradient: 18 tiles of
+  // 365 slices): 4 ranges 0.152 ms, 8 0.133, 16 0.122, 32 0.116.
+  const std::int64_t tiles = tilesI * tilesJ * extB;
+  std::int64_t wanted = target_.gpuBlocksWanted;
+  if (wg && 4 * tiles >= target_.gpuBlocksWanted) wanted /= 4;
+  const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
+  ir::Func f = newFunc(name);
+  auto div = [](Expr a, std::int64_t b) {
+    return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));
+  };
+  auto mod = [](Expr a, std::int64_t b) {
+    return ir::binary(BinOp::Mod, std::move(a), ir::intImm(b));
+  };
+  auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
+  Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
+  Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
+  if (!B.empty()) decompose(B, r, bt);
+  Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
+  Expr wm = div(warp, WN), wn = mod(warp, WN);
+  Expr baseI = times(ti, BM), baseJ = times(tj, BN);
+  std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
+                             stage(rf, J, baseJ, BN, "tile.B", maskR)};
+  Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
+  Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
+  Expr accBase = times(ir::add(times(mt, NT), nt), 4);
+  // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
+  // A, wn * 32 for B), fragment i `rows` further.
+  auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
+    ir::MmaOperand o;
+    o.buffer = sg.buf;
+    o.kMajor = !sg.rowMajor;
+    o.stride = sg.stride;
+    Expr at = sg.slot(first, times(ks, 16));
+    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), at);
+    o.step = o.kMajor ? rows : rows * sg.stride;
+    return o;
+  };
+  auto compute = [&](const Expr& stg) {
+    Stmt step = ir::mma(operand(ops[0], stg, times(wm, MT * 16), 16),
+                        operand(ops[1], stg, times(wn, NT * 8), 8), static_cast<int>(MT),
+                        static_cast<int>(NT), "acc", ir::intImm(0));
+    return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
+  };
+  // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (wgRow: all 64 rows
+  // of A by columns WBN wgi.. of B).
+  Expr wgi = div(thr, 128);
+  Expr wgRowA = wgRow ? ir::intImm(0) : times(wgi, 64),
+       wgColB = wgRow ? times(wgi, WBN) : ir::intImm(0);
+  auto coreOperand = [&](const Staged& sg, const Expr& stg, const Expr& first) {
+    ir::WgmmaOperand o;
+    o.buffer = sg.buf;
+    o.kMajor = sg.rowMajor;
+    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(first, ir::intImm(0)));
+    // 128-byte swizzle: k-major rows in 8-row atoms of 1024 bytes, a step 16 elements along
+    // the row; mn-major: 64-wide atoms 1024 bytes apart, groups of 8 k 2 stride bytes apart.
+    o.swizzle128 = true;
+    o.lbo = sg.rowMajor ? 16 : 1024;
+    o.sbo = sg.rowMajor ? 1024 : 2 * sg.stride;
+    o.kStep = sg.rowMajor ? 16 : 2 * sg.stride;
+    return o;
+  };
+  auto computeWg = [&](const Expr& stg) {
+    return ir::wgmma(coreOperand(ops[0], stg, wgRowA), coreOperand(ops[1], stg, wgColB),
+                     static_cast<int>(WBN), static_cast<int>(BK / 16), "acc", ir::intImm(0),
+                     shape.inFlight);
+  };
+  const int stages = wg ? shape.stages : stagesFor(ops);
+  Stmt kloop = wg ? pipeline(ops, K, r, BK, split, slices, stages, computeWg, true, shape.inFlight)
+                  : pipeline(ops, K, r, BK, split, slices, stages, compute);
+  // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
+  // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
+  Expr c = ir::var("w.c");
+  Expr slot = wg ? ir::add(times(nt, 4), c) : ir::add(accBase, c);
+  Expr li = ir::add(wg ? ir::add(ir::add(wgRowA, times(mod(warp, 4), 16)), g) : rowA,
+                    times(div(c, 2), 8));
+  Expr lj = ir::add(wg ? ir::add(wgColB, times(nt, 8)) : ir::add(times(wn, NT * 8), times(nt, 8)),
+                    ir::add(times(t, 2), mod(c, 2)));
+  auto cells = [&](Stmt body) {
+    body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(wg ? WBN / 8 : NT), ForKind::Unrolled,
+                       ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
+    return wg ? body : ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled, body);
+  };
+  bool vectored = false;
+  Stmt out =
+      tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, li, lj}, cells, slot, &vectored);
+  Stmt body = ir::allocate("acc", vt_, wg ? WBN / 2 : MT * NT * 4,
+                           ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}));
+  f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
+  auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
+  const std::string n = std::to_string(BN), wgn = std::to_string(WBN);
+  gpuNote_ =
+      (wg ? "GPU tensor cores (wgmma m64n" + wgn +
+                "k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled operands): tile " +
+                std::to_string(BM) + "x" + n + " over ("
+          : "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile " +
+                std::to_string(BM) + "x" + n + " over (") +
+      names(I) + ") x (" + names(J) +
+      (wg ? std::string("), 2 warpgroups ") + (wgRow ? "side by side " : "") + "of 64x" + wgn
+          : "), 8 warps (" + std::to_string(WM) + "x" + std::to_string(WN) + ") of 64x32") +
+      ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
+      (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
+      (shape.inFlight ? ", the products of one slice running while the next is issued" : "") +
+      (vectored ? ", the output stored 16 bytes at a time" : "");
+  out_.funcs.push_back(std::move(f));
+  finishSplit(st, bs, r, split, name);
+  return true;
+}
+
+} // namespace einjit::codegen::lowering

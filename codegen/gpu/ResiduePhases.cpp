@@ -1,0 +1,129 @@
+// Residue phases of strided gradients as separate GPU tile statements.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                         const std::string& base) {
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+  if (st.lhsVars.empty()) return false;
+  std::vector<PhaseSub> subs;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (!bs.dependent[v]) continue;
+    if (v < nOut) return false;
+    const std::vector<std::size_t> read = boundReads(st, v);
+    if (read.size() != 1 || read[0] >= nOut) return false;
+    const std::size_t u = read[0];
+    for (const PhaseSub& x : subs)
+      if (x.out == u) return false;
+    const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
+    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return false;
+    PhaseSub ph;
+    ph.out = u;
+    ph.red = v;
+    ph.g = g;
+    ph.hullLo = ranges[v].first;
+    ph.hullHi = ranges[v].second;
+    // a: how far h's range moves per step of q, read off the middle of u's range.
+    std::vector<std::int64_t> vals(n, 0);
+    const std::int64_t mid = (ranges[u].first + ranges[u].second) / 2 / g * g;
+    vals[u] = mid;
+    const std::int64_t lo0 = bs.loBound[v].eval(vals);
+    vals[u] = mid + g;
+    ph.a = bs.loBound[v].eval(vals) - lo0;
+    subs.push_back(ph);
+  }
+  if (subs.empty()) return false;
+  // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
+  double work = 1;
+  for (std::size_t v = 0; v < n; ++v)
+    if (!bs.dependent[v]) work *= static_cast<double>(ranges[v].second - ranges[v].first);
+  for (const PhaseSub& x : subs)
+    work *= meanShare(bs, ranges, x.red, {x.out}) *
+            static_cast<double>(ranges[x.red].second - ranges[x.red].first);
+  if (work < 65536) return false;
+  std::int64_t combos = 1;
+  for (const PhaseSub& x : subs) combos *= x.g;
+  if (combos > 16) return false;
+  const std::size_t funcs = out_.funcs.size(), scratch = out_.scratch.size();
+  auto cdiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+  std::string notes;
+  bool ok = true;
+  for (std::int64_t c = 0; c < combos && ok; ++c) {
+    std::int64_t rest = c;
+    Ranges r = ranges;
+    bool empty = false;
+    for (PhaseSub& x : subs) {
+      x.rho = rest % x.g;
+      rest /= x.g;
+      r[x.out] = {cdiv(ranges[x.out].first - x.rho, x.g), cdiv(ranges[x.out].second - x.rho, x.g)};
+      empty = empty || r[x.out].second <= r[x.out].first;
+    }
+    if (empty) continue;
+    phase_ = subs;
+    // m's hull over the phase.
+    for (const PhaseSub& x : subs) {
+      std::int64_t lo = 0, hi = 0;
+      bool any = false;
+      std::vector<std::int64_t> vals(n, 0);
+      for (std::int64_t q = r[x.out].first; q < r[x.out].second; ++q) {
+        vals[x.out] = q;
+        auto [a, b] = depRange(bs, x.red, vals);
+        if (b <= a) continue;
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, b) : b;
+        any = true;
+      }
+      r[x.red] = {lo, any ? hi : lo + 1};
+    }
+    BoundStatement pb = bs;
+    for (std::size_t v = 0; v < n; ++v) {
+      pb.lo[v] = r[v].first;
+      pb.hi[v] = r[v].second;
+    }
+    const Statement ps = phaseStatement(st, subs);
+    std::string name = base + "_phase";
+    for (const PhaseSub& x : subs) name += std::to_string(x.rho);
+    ok = emitGpuTiled(ps, pb, r, name);
+    if (ok) notes = gpuNote_;
+  }
+  phase_.clear();
+  if (!ok || notes.empty()) {
+    out_.funcs.resize(funcs);
+    out_.scratch.resize(scratch);
+    return false;
+  }
+  std::string what;
+  for (const PhaseSub& x : subs)
+    what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
+            "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
+            "q + m";
+  gpuNote_ = std::to_string(combos) + " residue phases (" + what + "), each: " + notes;
+  if (mergeLaunches(funcs, base + "_phases")) gpuNote_ += "; the phases in one launch";
+  return true;
+}
+
+auto Lowerer::phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) -> Statement {
+  std::function<CExprPtr(const CExpr&)> copy = [&](const CExpr& e) {
+    auto c = std::make_shared<CExpr>(e);
+    for (Subscript& sub : c->subs) {
+      std::vector<std::int64_t> coef = sub.coef;
+      for (const PhaseSub& x : subs) {
+        if (x.out >= coef.size()) continue;
+        const std::int64_t cu = sub.coef[x.out], ch = x.red < coef.size() ? sub.coef[x.red] : 0;
+        coef[x.out] = cu * x.g + ch * x.a;
+        sub.constant = symAddConst(sub.constant, cu * x.rho);
+      }
+      sub.coef = coef;
+      if (sub.gather) sub.gather = copy(*sub.gather);
+    }
+    for (CExprPtr& a : c->args) a = copy(*a);
+    return CExprPtr(c);
+  };
+  Statement ps = st;
+  ps.rhs = copy(*st.rhs);
+  ps.lhs = copy(*st.lhs);
+  return ps;
+}
+
+} // namespace einjit::codegen::lowering

@@ -1,0 +1,243 @@
+// The f32 GPU tile: shared-memory operands and a register block per thread (SIMT FMAs).
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const std::string& name) {
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+  if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return false;
+  std::vector<const CExpr*> factors;
+  flattenProduct(*st.rhs, factors);
+  // The column index: of the output indices some factors use and others do not (batch
+  // indices, used by every factor, cannot separate them), the one with the smallest stride
+  // in the output (coalesced stores when it is 1).
+  const auto& os = strides_[static_cast<std::size_t>(st.output)];
+  int fast = -1;
+  std::int64_t fastStride = 0;
+  std::vector<std::vector<bool>> uses(factors.size(), std::vector<bool>(n, false));
+  for (std::size_t q = 0; q < factors.size(); ++q) usedVars(*factors[q], uses[q]);
+  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    if (r[v].second - r[v].first < 2) continue;
+    std::size_t users = 0;
+    for (const auto& u : uses) users += u[v] ? 1 : 0;
+    if (users == 0 || users == factors.size()) continue;
+    std::int64_t stride = 0; // in the output (a residue phase's q moves by g elements)
+    for (std::size_t e = 0; e < st.lhs->subs.size(); ++e) stride += st.lhs->subs[e].coef[v] * os[e];
+    if (fast < 0 || std::abs(stride) < fastStride) {
+      fast = static_cast<int>(v);
+      fastStride = std::abs(stride);
+    }
+  }
+  if (fast < 0) return false;
+  std::vector<const CExpr*> L, R;
+  std::vector<bool> inL(n, false), inR(n, false);
+  for (std::size_t q = 0; q < factors.size(); ++q) {
+    const CExpr* f = factors[q];
+    const std::vector<bool>& u = uses[q];
+    auto& side = u[static_cast<std::size_t>(fast)] ? R : L;
+    auto& in = u[static_cast<std::size_t>(fast)] ? inR : inL;
+    side.push_back(f);
+    for (std::size_t v = 0; v < n; ++v) in[v] = in[v] || u[v];
+  }
+  if (L.empty() || R.empty()) return false;
+  std::vector<std::size_t> I, J, B, K;
+  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    if (std::find(I.begin(), I.end(), v) != I.end() ||
+        std::find(J.begin(), J.end(), v) != J.end() || std::find(B.begin(), B.end(), v) != B.end())
+      continue;
+    if (inL[v] && !inR[v])
+      I.push_back(v);
+    else if (inR[v] && !inL[v])
+      J.push_back(v);
+    else
+      B.push_back(v);
+  }
+  for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
+  if (kLast_ >= 0) { // relayoutTiled: the channel index last
+    const auto c = static_cast<std::size_t>(kLast_);
+    K.erase(std::remove(K.begin(), K.end(), c), K.end());
+    K.push_back(c);
+  }
+  // Indices of one value (a 1x1 filter's a, b) leave the groups and keep that value: a unit
+  // stride along one must not decide an operand's layout or break a contiguous run (the 1x1
+  // convolution's input was staged through registers as if contiguous along b).
+  struct Unpin {
+    std::vector<bool>& p;
+    ~Unpin() { p.clear(); }
+  } unpin{pinned_};
+  pinned_.assign(n, false);
+  for (auto* g : {&I, &J, &B, &K})
+    g->erase(std::remove_if(g->begin(), g->end(),
+                            [&](std::size_t v) {
+                              pinned_[v] = r[v].second - r[v].first == 1 && !bs.dependent[v];
+                              return pinned_[v];
+                            }),
+             g->end());
+  if (I.empty() || J.empty() || K.empty()) return false;
+  std::vector<std::size_t> maskL, maskR;
+  if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return false;
+  setRanges(st, r);
+  if ((maskL.empty() && !maskR.empty() && !provenInBounds(L)) ||
+      (maskR.empty() && !maskL.empty() && !provenInBounds(R)))
+    return false;
+  maskBounds_ = &bs;
+  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+  // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
+  if (extK < 8 ||
+      (phase_.empty() &&
+       static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536))
+    return false;
+  // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
+  const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&
+                   L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
+  if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
+  if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
+  // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of
+  // two), or 7 or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the
+  // Linear layer's input features; its gradients 0.219 -> 0.205 ms and 0.217 -> 0.196 ms on
+  // the H100, session 13), 576 = 6 x 96 (a C=64 3x3 filter's (c,a,b)).
+  auto tileFor = [](std::int64_t ext) {
+    std::int64_t t = 8;
+    while (t > 1 && 16 * t / 2 >= ext) t /= 2;
+    if (t == 8) {
+      auto padded = [ext](std::int64_t u) { return (ext + 16 * u - 1) / (16 * u) * (16 * u); };
+      std::int64_t best = 8;
+      for (std::int64_t u : {7, 6})
+        if (padded(u) < padded(best) && 20 * padded(u) <= 19 * padded(8)) best = u;
+      t = best;
+    }
+    return t;
+  };
+  const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN,
+                     BK = kTileSlice;
+  const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
+  const std::int64_t slices = (extK + BK - 1) / BK;
+  setRanges(st, r);
+  if (!storeOutput(st, num(0))) return false;
+  const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
+                                    2.0 * static_cast<double>(BM * BN * BK));
+  ir::Func f = newFunc(name);
+  Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
+  Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
+  Expr ti =
+      ir::binary(BinOp::Mod, ir::binary(BinOp::Div, blk, ir::intImm(tilesJ)), ir::intImm(tilesI));
+  Expr bt = ir::binary(BinOp::Div, blk, ir::intImm(tilesJ * tilesI));
+  Expr tx = ir::binary(BinOp::Mod, thr, ir::intImm(16)),
+       ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
+  if (!B.empty()) decompose(B, r, bt);
+  // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
+  // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
+  // the row when the operand is contiguous there, else through registers, rows padded by 4
+  // (consecutive threads store down a column: two on a bank).
+  // When only one operand would be copied row-major, it goes through registers into the
+  // k-major layout instead (ptxas reads a row-major operand 4 k at a time along its rows,
+  // which costs registers). Measured (H100, session 12): 4096^3 A[i,k] * B[k,j] 3.07 ->
+  // 2.92 ms, A[k,i] * B[j,k] 3.33 -> 2.92 ms (cuBLAS 2.66, 2.81); convolutions with a
+  // row-major filter 5-15% faster (1x1 forward 0.160 -> 0.138 ms). With both row-major
+  // (A[i,k] * B[j,k]: 214 registers, one block per SM) moving one is slower (3.41 -> 3.66
+  // ms), both faster at 4096 (3.19) but slower at 1024 (0.067 -> 0.070) and for the 1x1
+  // weight gradient (0.113 -> 0.131): both stay, except over whole long reductions (below).
+  auto layout = [BK](Staged& sg) {
+    sg.rowMajor = sg.kFast && sg.vector > 1;
+    sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
+  };
+  Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
+  auto stage = [&](bool left, bool throughRegisters) {
+    return left ? staged(L, I, K, r, baseI, BM, BK, "tile.L", vt_, maskL, layout, throughRegisters)
+                : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout, throughRegisters);
+  };
+  std::vector<Staged> ops = {stage(true, false), stage(false, false)};
+  if ((ops[0].rowMajor || ops[1].rowMajor) && split.splits == 1 && slices >= kLongReduction) {
+    // Over a whole long reduction, a row-major operand is copied 4 bytes at a time
+    // asynchronously into the k-major layout instead (vector 1): no registers staged, and
+    // every operand asynchronous, so up to 4 slices in flight. Measured on the H100 (session
+    // 16): 4096^3 A[i,k] * B[j,k] 3.40 -> 3.15 ms, A[i,k] * B[k,j] 2.94 -> 2.85, A[k,i] *
+    // B[j,k] 2.91 -> 2.86, the Linear forward 0.170 -> 0.161, the C=64 3x3 forward
+    // convolution's filter 0.245 -> 0.236. Split ranges and short reductions lost: A[i,k] *
+    // B[j,k] at 1024^3 (2 ranges of 32 slices) 0.066 -> 0.071, the 1x1 weight gradient (131
+    // of 48) 0.100 -> 0.109 and forward (4 slices) 0.138 -> 0.164, the C=64 weight gradient
+    // (44 of 133) 0.219 -> 0.227; they keep the layouts below.
+    for (Staged& sg : ops)
+      if (sg.rowMajor) {
+        sg.vector = 1;
+        layout(sg);
+        sg.stageElems = sg.stageSize(BK);
+      }
+  } else if (ops[0].rowMajor != ops[1].rowMajor) {
+    const bool left = ops[0].rowMajor;
+    ops[left ? 0 : 1] = stage(left, true);
+  }
+  const int stages = stagesFor(ops);
+  // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
+  // columns cellOf(R, tx, n). From a k-major operand (rows of a slice contiguous) a thread
+  // takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the threads
+  // of a warp read distinct banks or the same word), and with T = 6 or 7 a last run of T - 4
+  // after the 16 runs of 4; from a row-major one every 16th row (adjacent threads then hit
+  // distinct banks).
+  auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
+    if (sg.rowMajor) return ir::add(th, ir::mul(q, ir::intImm(16)));
+    const std::int64_t V = std::min<std::int64_t>(4, T), whole = T / V * V;
+    Expr runs =
+        ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
+                ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+    if (whole == T) return runs;
+    // The last T - whole cells: one shorter run per thread after the 16-wide runs.
+    Expr rest = ir::add(ir::add(ir::intImm(16 * whole), ir::mul(th, ir::intImm(T - whole))),
+                        ir::sub(q, ir::intImm(whole)));
+    return ir::select(ir::binary(BinOp::Lt, q, ir::intImm(whole)), runs, rest);
+  };
+  Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
+  Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
+  auto cells = [&](Stmt body) {
+    return ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+                       ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled, body));
+  };
+  auto compute = [&](const Expr& stg) {
+    auto at = [&](const Staged& sg, const Expr& w) {
+      return ir::load(vt_, sg.buf,
+                      ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(w, kk)));
+    };
+    Stmt fillRegs =
+        ir::block({ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
+                               ir::store("reg.L", m, at(ops[0], cellOf(ops[0], ty, m, TM)))),
+                   ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
+                               ir::store("reg.R", nn, at(ops[1], cellOf(ops[1], tx, nn, TN))))});
+    Stmt fma = cells(ir::store(
+        "acc", slot,
+        ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
+                   ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m), ir::load(vt_, "reg.R", nn)))));
+    return ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
+                       ir::block({fillRegs, fma}));
+  };
+  Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
+  // Stores: each cell's output indices from its row and column.
+  Expr gi = ir::add(baseI, cellOf(ops[0], ty, m, TM));
+  Expr gj = ir::add(baseJ, cellOf(ops[1], tx, nn, TN));
+  decompose(I, r, gi);
+  decompose(J, r, gj);
+  Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
+  out = cells(ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
+                              ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
+                         out));
+  Stmt body = ir::allocate(
+      "acc", vt_, TM * TN,
+      ir::allocate("reg.L", vt_, TM,
+                   ir::allocate("reg.R", vt_, TN,
+                                ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
+  f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
+  auto names = [&](const std::vector<std::size_t>& g) { return varNames(st, g); };
+  gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
+             ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
+             " per thread, shared-memory slices of " + std::to_string(BK) + " along (" + names(K) +
+             ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
+             stagingNote(st, ops, stages);
+  out_.funcs.push_back(std::move(f));
+  finishSplit(st, bs, r, split, name);
+  return true;
+}
+
+} // namespace einjit::codegen::lowering

@@ -1,0 +1,412 @@
+// Staging GPU tile operands in shared memory: copies, index tables and the asynchronous pipeline.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                     const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
+                     std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
+                     const std::vector<std::size_t>& masks,
+                     const std::function<void(Staged&)>& layout, bool throughRegisters) const
+    -> Staged {
+  Staged sg;
+  sg.fs = fs;
+  sg.masks = masks;
+  sg.group = group;
+  sg.base = base;
+  sg.BW = BW;
+  sg.buf = buf;
+  sg.elem = elem;
+  sg.kFast = unitAlongAny(fs, K);
+  // A masked operand is copied by vectors only along the channel index run last (kLast_):
+  // its masks are on other reduction indices, so a vector is wholly inside or outside.
+  const bool vectorMasks =
+      masks.empty() ||
+      (kLast_ >= 0 && sg.kFast && !K.empty() && K.back() == static_cast<std::size_t>(kLast_) &&
+       std::find(masks.begin(), masks.end(), K.back()) == masks.end());
+  sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
+                  ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
+                  : 0;
+  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
+      separableRead(fs))
+    sg.rowTable = buf + ".rows";
+  else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
+    // Tables pay where the decomposition divides by other than powers of two (shifts and
+    // masks): an index after the first whose extent is not one (f32 stride-2 input gradient:
+    // tables over a reduction of extents 128 x 2 x 2 took 0.447 -> 0.563 ms).
+    auto dividing = [&](const std::vector<std::size_t>& g) {
+      return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
+        const std::int64_t e = r[v].second - r[v].first;
+        return e > 1 && (e & (e - 1)) != 0;
+      });
+    };
+    // Row tables of a masked operand (the bounds then read table entries): bf16 stride-2
+    // input gradient 0.666 -> 0.440 ms, but f32 0.480 -> 0.556 (H100, session 9): f32 tiles
+    // keep decomposing a masked operand's rows.
+    if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
+      sg.tables = Staged::Tables::Rows;
+    else if (!sg.kFast && dividing(K) && !slicesAligned(K, r, BK) &&
+             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <= 32 * 1024)
+      sg.tables = Staged::Tables::Reduction;
+  }
+  layout(sg);
+  sg.stageElems = sg.stageSize(BK);
+  return sg;
+}
+
+std::int64_t Lowerer::stageUnits(const Staged& s, std::int64_t BK) {
+  return s.BW * BK / std::max(s.vector, 1);
+}
+
+std::int64_t Lowerer::stageReps(const Staged& s, std::int64_t BK) {
+  return (stageUnits(s, BK) + 255) / 256;
+}
+
+void Lowerer::stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
+                       Expr* valid) {
+  const std::int64_t u = std::max(s.vector, 1), units = stageUnits(s, BK);
+  Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(256)));
+  const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
+  Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
+  Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
+  if (256 % fastN == 0) {
+    // The same position along the fast direction in every pass (Staged::rowTable, tables).
+    Expr thr = ir::var("gpu.thread");
+    fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
+    slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
+                   ir::mul(rep, ir::intImm(256 / fastN)));
+  }
+  if (s.core && s.vector > 0 && fastN % 8 == 0) {
+    // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
+    // row (whole lines of global memory; the swizzle puts their 8 chunks in distinct
+    // banks), a warp 4 rows, then the next 128 bytes of the rows.
+    const std::int64_t slowN = s.kFast ? s.BW : BK;
+    Expr lo = ir::binary(BinOp::Mod, e, ir::intImm(8)),
+         rest = ir::binary(BinOp::Div, e, ir::intImm(8));
+    slow = ir::binary(BinOp::Mod, rest, ir::intImm(slowN));
+    fast = ir::mul(
+        ir::add(ir::mul(ir::binary(BinOp::Div, rest, ir::intImm(slowN)), ir::intImm(8)), lo),
+        ir::intImm(u));
+  }
+  *w = s.kFast ? slow : fast;
+  *kk = s.kFast ? fast : slow;
+  *valid = units % 256 == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
+}
+
+Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
+  return valid ? ir::ifThen(valid, std::move(s)) : s;
+}
+
+Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                           std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
+  const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
+  Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+  auto fromTables = [&](const std::vector<std::size_t>& g, const Expr& at) {
+    for (std::size_t v : g) varExpr_[v] = ir::cast(Type::i64, ir::load(Type::i32, s.table(v), at));
+  };
+  if (s.tables == Staged::Tables::Rows)
+    fromTables(s.group, w);
+  else
+    decompose(s.group, r, gw);
+  if (s.tables == Staged::Tables::Reduction)
+    fromTables(K, gk);
+  else
+    decomposeReduction(K, r, BK, slice, kk);
+  // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in
+  // CUDA 13.0 (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the
+  // bf16 convolution input gradient of bench/ (session 8); with them it compiles every time.
+  const bool keep = !s.masks.empty();
+  Expr inside;
+  if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
+  if (keep || extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+  return inside;
+}
+
+void Lowerer::sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
+  std::stable_partition(K.begin(), K.end(),
+                        [&](std::size_t v) { return (r[v].second - r[v].first) % BK != 0; });
+}
+
+bool Lowerer::slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
+  return K.size() > 1 && (r[K.back()].second - r[K.back()].first) % BK == 0;
+}
+
+void Lowerer::decomposeReduction(const std::vector<std::size_t>& K, const Ranges& r,
+                                 std::int64_t BK, const Expr& slice, const Expr& kk) {
+  if (!slicesAligned(K, r, BK)) {
+    decompose(K, r, ir::add(ir::mul(slice, ir::intImm(BK)), kk));
+    return;
+  }
+  const std::size_t last = K.back();
+  const std::int64_t per = (r[last].second - r[last].first) / BK;
+  decompose(std::vector<std::size_t>(K.begin(), K.end() - 1), r,
+            per == 1 ? slice : ir::binary(BinOp::Div, slice, ir::intImm(per)));
+  Expr in =
+      per == 1
+          ? kk
+          : ir::add(ir::mul(ir::binary(BinOp::Mod, slice, ir::intImm(per)), ir::intImm(BK)), kk);
+  varExpr_[last] = ir::add(ir::intImm(r[last].first), in);
+}
+
+Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                         std::int64_t BK, const Expr& slice, const Expr& stage) {
+  Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
+  stagePos(s, BK, rep, &w, &kk, &valid);
+  Expr inside;
+  if (s.rowTable.empty()) {
+    inside = stageIndices(s, K, r, BK, slice, w, kk);
+    for (std::size_t v : s.masks) inside = both(inside, maskCondition(v));
+  } else {
+    // Only the reduction's indices: the row part of the offset is in the table.
+    const std::int64_t extK = extentOfGroup(K, r);
+    Expr gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+    decomposeReduction(K, r, BK, slice, kk);
+    if (extK % BK != 0) inside = ir::binary(BinOp::Lt, gk, ir::intImm(extK));
+  }
+  Stmt one;
+  if (s.vector > 0) {
+    Expr unusedInside;
+    bool dropped = false;
+    const CExpr& f = *s.fs[0];
+    trustPlain_ = !s.masks.empty(); // in bounds inside its ranges (`inside` checks them)
+    Expr src = offset(f, &unusedInside, &dropped);
+    trustPlain_ = false;
+    Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+    const int bytes = s.vector * typeBytes(s.elem);
+    one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
+  } else {
+    Expr v;
+    if (!s.rowTable.empty()) {
+      const CExpr& f = *s.fs[0];
+      Expr off = ir::add(ir::cast(Type::i64, ir::load(Type::i32, s.rowTable, w)),
+                         offsetPart(f, inGroup(K), false));
+      v = ir::cast(vt_, ir::load(elemType(f.tensor), bufferName(f.tensor), off));
+    } else {
+      // Inside its ranges every plain subscript of a masked operand is in bounds (the
+      // ranges were solved from them): no check.
+      trustPlain_ = !s.masks.empty();
+      v = value(*s.fs[0]);
+      for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
+      trustPlain_ = false;
+    }
+    one = ir::store(s.buf + ".v", rep, ir::cast(s.elem, v));
+    if (inside)
+      one = ir::ifThen(inside, one, ir::store(s.buf + ".v", rep, ir::cast(s.elem, num(0))));
+  }
+  return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
+                     guarded(valid, one));
+}
+
+Stmt Lowerer::stagePut(const Staged& s, std::int64_t BK, const Expr& stage) {
+  if (s.vector > 0) return nullptr;
+  Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
+  stagePos(s, BK, rep, &w, &kk, &valid);
+  Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+  return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
+                     guarded(valid, ir::store(s.buf, dst, ir::load(s.elem, s.buf + ".v", rep))));
+}
+
+Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K,
+                       const Ranges& r, std::int64_t BK, const TileSplit& split,
+                       std::int64_t slices, int stages,
+                       const std::function<Stmt(const Expr&)>& compute, bool asyncProxy,
+                       int inFlight) {
+  // Copies run `dist` slices ahead: the slot they fill was last read by the products of
+  // slice k.o - 1 - inFlight, finished by every thread before the barrier.
+  const int dist = stages - 1 - inFlight;
+  if (dist < 1) throw InternalError("lower: a pipeline with no slice ahead");
+  Expr lo, hi;
+  sliceBounds(split, slices, &lo, &hi);
+  Expr ko = ir::var("k.o");
+  bool async = false;
+  for (const Staged& s : ops) async = async || s.vector > 0;
+  auto issue = [&](const Expr& slice, const Expr& stage) {
+    std::vector<Stmt> v;
+    for (const Staged& s : ops) v.push_back(stageIssue(s, K, r, BK, slice, stage));
+    return ir::block(v);
+  };
+  auto put = [&](const Expr& stage) {
+    std::vector<Stmt> v;
+    for (const Staged& s : ops)
+      if (Stmt x = stagePut(s, BK, stage)) v.push_back(x);
+    return v.empty() ? nullptr : ir::block(v);
+  };
+  auto plus = [](const Expr& e, std::int64_t k) { return ir::add(e, ir::intImm(k)); };
+  auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
+  Stmt commit = async ? ir::asyncCommit() : nullptr;
+  std::vector<Stmt> prologue;
+  for (const Staged& s : ops)
+    if (!s.rowTable.empty())
+      prologue.push_back(fillRowTable(s, K, r));
+    else if (s.tables != Staged::Tables::None)
+      prologue.push_back(fillTables(s, K, r, BK));
+  if (!prologue.empty()) prologue.push_back(ir::barrier());
+  for (int q = 0; q < dist; ++q) {
+    Stmt load = issue(plus(lo, q), ir::intImm(q));
+    prologue.push_back(q == 0 ? load : ir::ifThen(below(plus(lo, q)), load));
+    prologue.push_back(commit);
+  }
+  prologue.push_back(put(ir::intImm(0)));
+  Expr from = ir::sub(ko, lo);
+  Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
+  Expr ahead = plus(ko, dist);
+  const bool registers =
+      std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
+  Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
+  Stmt body = ir::block(
+      {async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
+       ir::ifThen(below(ahead),
+                  issue(ahead, ir::binary(BinOp::Mod, plus(from, dist), ir::intImm(stages)))),
+       commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
+  Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body),
+                         inFlight ? ir::asyncWait(0, true) : nullptr});
+  for (const Staged& s : ops)
+    if (s.vector == 0) loop = ir::allocate(s.buf + ".v", s.elem, stageReps(s, BK), loop);
+  for (const Staged& s : ops) loop = ir::allocate(s.buf, s.elem, stages * s.stageElems, loop, true);
+  for (const Staged& s : ops)
+    if (!s.rowTable.empty()) {
+      loop = ir::allocate(s.rowTable, Type::i32, s.BW, loop, true);
+    } else if (s.tables != Staged::Tables::None) {
+      for (std::size_t v : s.tables == Staged::Tables::Rows ? s.group : K)
+        loop = ir::allocate(s.table(v), Type::i32, tableEntries(s, K, r, BK), loop, true);
+    }
+  return loop;
+}
+
+std::string Lowerer::stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages) {
+  std::string t = ", " + std::to_string(stages) + " slices in flight";
+  for (std::size_t q = 0; q < ops.size(); ++q) {
+    t += std::string(q ? ", " : "; ") + ops[q].buf +
+         (ops[q].vector > 0 ? " by " + std::to_string(ops[q].vector * typeBytes(ops[q].elem)) +
+                                  "-byte asynchronous copies"
+                            : std::string(" through registers"));
+    if (!ops[q].rowTable.empty())
+      t += " (row offsets from a table)";
+    else if (ops[q].tables != Staged::Tables::None)
+      t += ops[q].tables == Staged::Tables::Rows ? " (row indices from tables)"
+                                                 : " (reduction indices from tables)";
+    if (!ops[q].masks.empty())
+      t += " (over the hull of (" + varNames(st, ops[q].masks) + "), masked to their ranges)";
+  }
+  return t;
+}
+
+int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
+                        const Ranges& r, Type elem, bool trustPlain) const {
+  if (along.empty()) return 0;
+  if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
+  const CExpr& f = *fs[0];
+  const auto t = static_cast<std::size_t>(f.tensor);
+  if (t >= aligned_.size() || !aligned_[t] || elemType(f.tensor) != elem) return 0;
+  const std::int64_t vec = 16 / typeBytes(elem);
+  const auto& stv = strides_[t];
+  std::vector<std::int64_t> coef(r.size(), 0);
+  std::int64_t first = 0;
+  for (std::size_t d = 0; d < f.subs.size(); ++d) {
+    const Subscript& sub = f.subs[d];
+    if (sub.gather) return 0;
+    if (!subscriptInBounds(f, d) && !(trustPlain && sub.mode == IndexMode::Plain)) return 0;
+    const std::int64_t c = b_.eval(p_, sub.constant);
+    first += c * stv[d];
+    for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
+      coef[v] += sub.coef[v] * stv[d];
+  }
+  if (coef[along.back()] != 1) return 0;
+  std::vector<bool> inRun(r.size(), false);
+  std::int64_t run = 1;
+  for (std::size_t q = along.size(); q-- > 0;) {
+    const std::size_t v = along[q];
+    if (coef[v] != run) break;
+    inRun[v] = true;
+    run *= r[v].second - r[v].first;
+  }
+  if (run % vec != 0) return 0;
+  for (std::size_t v = 0; v < r.size(); ++v) {
+    first += coef[v] * r[v].first;
+    if (!inRun[v] && r[v].second - r[v].first > 1 && coef[v] % vec != 0) return 0;
+  }
+  return first % vec == 0 ? static_cast<int>(vec) : 0;
+}
+
+bool Lowerer::unitAlongAny(const std::vector<const CExpr*>& fs,
+                           const std::vector<std::size_t>& K) const {
+  if (K.empty()) return false;
+  for (const CExpr* f : fs)
+    if (unitAlong(*f, K.back())) return true;
+  return false;
+}
+
+bool Lowerer::separableRead(const std::vector<const CExpr*>& fs) const {
+  if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return false;
+  const CExpr& f = *fs[0];
+  const auto t = static_cast<std::size_t>(f.tensor);
+  std::int64_t span = 1;
+  for (std::size_t d = 0; d < f.subs.size(); ++d) {
+    const Subscript& sub = f.subs[d];
+    if (sub.gather) return false;
+    if (!subscriptInBounds(f, d)) return false;
+    span += (extentOf(f.tensor, d) - 1) * std::abs(strides_[t][d]);
+  }
+  return span < (std::int64_t{1} << 31);
+}
+
+Expr Lowerer::offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const {
+  Expr off = ir::intImm(0);
+  const auto& stride = strides_[static_cast<std::size_t>(f.tensor)];
+  for (std::size_t d = 0; d < f.subs.size(); ++d) {
+    const Subscript& sub = f.subs[d];
+    Expr idx = ir::intImm(constants ? b_.eval(p_, sub.constant) : 0);
+    for (std::size_t v = 0; v < sub.coef.size(); ++v)
+      if (sub.coef[v] != 0 && of[v])
+        idx = ir::add(idx, ir::mul(ir::intImm(sub.coef[v]), varExpr_[v]));
+    off = ir::add(off, ir::mul(idx, ir::intImm(stride[d])));
+  }
+  return off;
+}
+
+std::vector<bool> Lowerer::inGroup(const std::vector<std::size_t>& g) const {
+  std::vector<bool> in(varExpr_.size(), false);
+  for (std::size_t v : g) in[v] = true;
+  return in;
+}
+
+Stmt Lowerer::fillRowTable(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r) {
+  const std::int64_t ext = extentOfGroup(s.group, r);
+  Expr w = ir::var("gpu.thread"), gw = ir::add(s.base, w);
+  decompose(s.group, r, gw);
+  std::vector<bool> rest = inGroup(K);
+  rest.flip();
+  Expr off = offsetPart(*s.fs[0], rest, true);
+  if (ext % s.BW != 0)
+    off = ir::select(ir::binary(BinOp::Lt, gw, ir::intImm(ext)), off, ir::intImm(0));
+  Stmt fill = ir::store(s.rowTable, w, ir::cast(Type::i32, off));
+  return s.BW < 256 ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill) : fill;
+}
+
+Stmt Lowerer::fillTables(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                         std::int64_t BK) {
+  const bool rows = s.tables == Staged::Tables::Rows;
+  const std::vector<std::size_t>& g = rows ? s.group : K;
+  const std::int64_t n = tableEntries(s, K, r, BK);
+  Expr t = ir::var("gpu.thread"), e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(256)));
+  decompose(g, r, rows ? ir::add(s.base, e) : e);
+  std::vector<Stmt> stores;
+  for (std::size_t v : g)
+    stores.push_back(ir::store(s.table(v), e, ir::cast(Type::i32, varExpr_[v])));
+  Stmt body = ir::block(stores);
+  if (n % 256 != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
+  return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + 255) / 256), ForKind::Serial,
+                     body);
+}
+
+std::int64_t Lowerer::tableEntries(const Staged& s, const std::vector<std::size_t>& K,
+                                   const Ranges& r, std::int64_t BK) {
+  return s.tables == Staged::Tables::Rows ? s.BW : wholeSlices(K, r, BK);
+}
+
+std::int64_t Lowerer::wholeSlices(const std::vector<std::size_t>& K, const Ranges& r,
+                                  std::int64_t BK) {
+  return (extentOfGroup(K, r) + BK - 1) / BK * BK;
+}
+
+} // namespace einjit::codegen::lowering

@@ -1,0 +1,41 @@
+// Pieces shared by the GPU tile families: slices, split indices, the tile block and cell stores.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+Expr Lowerer::splitIndex(const TileSplit& t) const {
+  return ir::binary(BinOp::Mod, ir::var("gpu.block"), ir::intImm(t.splits));
+}
+
+Expr Lowerer::tileBlock(const TileSplit& t) const {
+  return t.splits > 1 ? ir::binary(BinOp::Div, ir::var("gpu.block"), ir::intImm(t.splits))
+                      : ir::var("gpu.block");
+}
+
+void Lowerer::sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Expr* hi) const {
+  if (t.splits == 1) {
+    *lo = ir::intImm(0);
+    *hi = ir::intImm(slices);
+    return;
+  }
+  *lo = ir::mul(splitIndex(t), ir::intImm(t.perSplit));
+  *hi = ir::binary(BinOp::Min, ir::add(*lo, ir::intImm(t.perSplit)), ir::intImm(slices));
+}
+
+Stmt Lowerer::storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {
+  if (t.splits == 1) return storeOutput(st, v);
+  return ir::store(t.partial,
+                   ir::add(ir::mul(splitIndex(t), ir::intImm(t.elements)), flatOutput(st, r)), v);
+}
+
+void Lowerer::finishSplit(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          const TileSplit& t, const std::string& name) {
+  if (t.splits == 1) return;
+  StatementSchedule s;
+  s.splitChunks = t.splits;
+  emitCombine(st, bs, s, r, name + "_combine", t.partial, true);
+  gpuNote_ += ", split-K: " + std::to_string(t.splits) + " ranges of " +
+              std::to_string(t.perSplit) + " slices, partials added in order";
+}
+
+} // namespace einjit::codegen::lowering

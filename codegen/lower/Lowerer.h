@@ -1,0 +1,771 @@
+#pragma once
+// The statement lowerer shared by the files of codegen/lower/, codegen/gpu/ and
+// codegen/passes/ (internal to codegen/; the entry point is codegen/Lower.h). Its methods are
+// defined in the file of their family: statement lowering and access checks
+// (lower/StatementLowering.cpp), CPU loops, split reductions, core/border splits and dependent
+// ranges (lower/), GPU threads, launches, relayouts, staging, tiles and residue phases (gpu/),
+// and the post-passes (passes/).
+#include "codegen/Lower.h"
+
+#include "einjit/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+
+namespace einjit::codegen::lowering {
+
+using namespace einjit::dsl;
+using ir::BinOp;
+using ir::Expr;
+using ir::ForKind;
+using ir::Stmt;
+using ir::Type;
+
+inline Type irType(DType t) {
+  switch (t) {
+  case DType::f32: return Type::f32;
+  case DType::f64: return Type::f64;
+  case DType::i32: return Type::i32;
+  case DType::i64: return Type::i64;
+  case DType::bf16: return Type::bf16;
+  }
+  return Type::f32;
+}
+
+struct Interval {
+  bool known = true;
+  std::int64_t lo = 0, hi = 0; // inclusive
+};
+
+class Lowerer {
+public:
+  Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t,
+          const Aligned16& a)
+      : p_(p), b_(b), strides_(s), target_(t), aligned_(a), vt_(irType(computeDType(b.dtype))) {
+    for (const auto& tensor : p.tensors) names_.push_back(tensor.name);
+    aligned_.resize(p.tensors.size(), false);
+  }
+
+  LoweredProgram run();
+
+private:
+  const Program& p_;
+  const BoundProgram& b_;
+  // Per tensor id: the buffer its accesses go to, its strides and alignment; a statement may
+  // redirect a tensor to a re-laid-out scratch copy for its lowering (relayoutTiled).
+  Strides strides_;
+  const Target& target_;
+  Aligned16 aligned_;
+  std::vector<std::string> names_;
+  Type vt_;
+  LoweredProgram out_;
+  bool checked_ = false;
+  // The subscripts checked at run time, per statement (hoistChecks); unhoistable_: some check
+  // was made that hoistChecks cannot repeat (of a rewritten statement, or a floating-point
+  // gather index).
+  struct CheckedSub {
+    std::size_t stmt;
+    const CExpr* access;
+    std::size_t dim;
+  };
+  std::vector<CheckedSub> checkedSubs_;
+  bool unhoistable_ = false, hoisting_ = false;
+  std::size_t stmt_ = 0; // the statement being lowered
+  bool trustPlain_ = false;
+  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
+  std::string wide_;    // ... into this f32 copy of a bf16 output (beginWideScatter)
+  // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
+  // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
+  struct PhaseSub {
+    std::size_t out = 0, red = 0;
+    std::int64_t g = 1, rho = 0, a = 0;
+    std::int64_t hullLo = 0, hullHi = 0; // h's original hull
+  };
+  std::vector<PhaseSub> phase_;
+  const BoundStatement* maskBounds_ = nullptr; // the masked tile's statement (see stageIssue)
+  // Per index variable of the current statement: its value as IR, and its range (hull,
+  // inclusive) for proving accesses in bounds.
+  std::vector<Expr> varExpr_;
+  std::vector<Interval> varRange_;
+  // Indices that setRanges binds to their only value (a GPU tile's indices of one value).
+  std::vector<bool> pinned_;
+  int kLast_ = -1; // the reduction index a GPU tile runs last (relayoutTiled), or -1
+
+  const std::string& bufferName(int t) const;
+  Type elemType(int t) const;
+  std::int64_t extentOf(int t, std::size_t d) const;
+  Expr num(double v) const;
+  Expr truth(Expr cond) const;
+  Expr nonzero(Expr v) const;
+
+  // --- accesses ------------------------------------------------------------------------------
+  Interval interval(const Subscript& s, std::int64_t constant) const;
+
+  // Whether subscript d of read e stays inside its dimension over the current ranges.
+  bool subscriptInBounds(const CExpr& e, std::size_t d) const;
+
+  // The element offset of an access; `inside` collects the conditions of padded dimensions;
+  // `dropped` is set when a padded or folded dimension has extent 0 (nothing is read/written).
+  Expr offset(const CExpr& acc, Expr* inside, bool* dropped);
+
+  // Subscript s as an index (unchecked).
+  Expr subscriptIndex(const Subscript& s);
+
+  // The value of a gather index tensor as an i64. Integer tensors convert exactly; a
+  // floating-point one (an intermediate computed by the program) must hold integers: any other
+  // value sets the status, and the interpreter reports it.
+  Expr gatherIndex(const CExpr& g);
+
+  // --- access checks hoisted ahead of the program (Lower.h) ----------------------------------
+  // A subscript checked at run time: recorded for hoistChecks when it belongs to the statement
+  // being lowered (a residue phase's rewritten copy does not: nothing is hoisted then).
+  void noteCheck(const CExpr& access, std::size_t dim);
+  static bool holds(const CExpr& e, const CExpr* node);
+  // The indices a subscript reads (through its gathers too), and the tensors its gathers read.
+  static void subscriptUses(const Subscript& s, std::vector<bool>& vars, std::vector<int>& reads);
+
+  // The checked subscripts as functions of their own, first in the program, when each reads
+  // only indices of fixed ranges and tensors no statement writes (their values are then those
+  // the statements see); otherwise nothing is hoisted. One function per subscript: a GPU
+  // thread, or a CPU loop iteration, per point of the box of its indices.
+  void hoistChecks();
+
+  static Expr clampIndex(Expr idx, std::int64_t e);
+
+  // A tensor read: as a value (converted to the value type) or raw (gather indices).
+  Expr read(const CExpr& e, bool asValue);
+
+  Expr value(const CExpr& e);
+
+  // --- reductions ----------------------------------------------------------------------------
+  Expr identity(Reduce r) const;
+
+  // Strict comparisons keep the first extreme; NaN never replaces the accumulator.
+  static Expr combine(Reduce r, const Expr& acc, const Expr& v);
+
+  // Writes the reduced value v of the current output element.
+  Stmt storeOutput(const Statement& st, const Expr& v);
+
+  Expr boundExpr(const ConcreteBound& c) const;
+
+  // --- statements ----------------------------------------------------------------------------
+  using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // A statement's box: each index's range (its hull where it depends on other indices).
+  static Ranges rangesOf(const BoundStatement& bs);
+
+  void statement(std::size_t k);
+
+  // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the
+  // output), widened before and rounded back after: each element is rounded once, as in the
+  // interpreter, instead of once per add. Returns the copy's name. Only the elements the
+  // scatter adds to are widened and rounded back when the output box has fewer points than the
+  // output has elements (an embedding's gradient: the rows of the batch's tokens, not the
+  // table); a thread per point of the box then, points that share an element writing the same
+  // value. Measured on the H100 (session 15, bench_cuda, 16384 tokens into a 32768 x 1024
+  // table): the whole table 0.298 ms, the tokens' rows 0.232 (f32, no copy: 0.096).
+  std::string beginWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                               const std::string& base);
+  void endWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                      const std::string& base);
+  // A GPU function of a thread per element of st's output that the statement writes (or more:
+  // all of them), body(the element's offset).
+  void eachTouched(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                   const std::string& name, const std::function<Stmt(const Expr&)>& body);
+  // A GPU function of one thread per element of tensor t: body(the element's offset).
+  void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
+
+  // --- batch-fast tensors on the GPU ---------------------------------------------------------
+  // A contraction tile computes one batch element per block. When a tensor's unit stride lies
+  // on a batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]),
+  // each 32-byte sector a block reads or writes holds one useful element and L2 moves the
+  // tensor once per batch element (bf16 permuted batched product 1.26 ms on the H100, 0.12x
+  // PyTorch, which copies). Such tensors are copied once into a scratch buffer with the batch
+  // indices outermost (a shared-memory transpose, coalesced on both sides), the tile reads that
+  // copy; an output is computed in its copy and transposed back (copied in first unless ':='
+  // covers it). Any layout computes the same values: only the sectors moved change.
+  // The output indices of a product that every factor uses, with at least two values.
+  std::vector<bool> batchIndices(const Statement& st, const Ranges& r) const;
+
+  // The dimension with the smallest nonzero stride among those with two elements or more
+  // (-1: none).
+  static int fastestDim(const std::vector<std::int64_t>& shape,
+                        const std::vector<std::int64_t>& str);
+
+  // Whether subscript d of access a moves with batch indices only (and with one at least).
+  static bool batchSubscript(const CExpr& a, std::size_t d, const std::vector<bool>& batch);
+
+  // Whether access a's tensor has its fastest dimension on a batch subscript and another one
+  // (of two elements or more) on a non-batch subscript, and no broadcast dimension (its copy
+  // would be larger than the tensor).
+  bool batchFast(const CExpr& a, const std::vector<bool>& batch) const;
+
+  // Dense strides for tensor t: its dimensions ordered by outer(d) (true first), then by
+  // their strides (the fastest of each part stays fastest).
+  std::vector<std::int64_t> denseStrides(int t,
+                                         const std::function<bool(std::size_t)>& outer) const;
+  // Batch dimensions of access a outermost.
+  std::vector<std::int64_t> batchOuter(const CExpr& a, const std::vector<bool>& batch) const;
+  // Dimension `last` fastest.
+  std::vector<std::int64_t> withFastest(int t, std::size_t last) const;
+
+  std::int64_t elementsOf(int t) const;
+
+  // A GPU function copying tensor t from buffer `from` (strides fs) to buffer `to` (strides ts):
+  // blocks take a TS x TD tile of the two layouts' (different) fastest dimensions, one value of
+  // every other dimension, read along the source's fastest into shared memory (rows padded by
+  // one) and write along the destination's fastest.
+  void relayoutCopy(int t, const std::string& from, const std::vector<std::int64_t>& fs,
+                    const std::string& to, const std::vector<std::int64_t>& ts,
+                    const std::string& name);
+
+  // Channel-fast inputs (bf16 tensor-core tiles): a convolution's input read through a window
+  // (x[n,c,h+a,w+b]) is contiguous along 3 elements of its reduction (c,a,b) in NCHW, so it is
+  // staged through registers 2 bytes at a time; with the channel fastest (NHWC) and the
+  // reduction run as (a,b,c), a slice is whole 16-byte vectors along c. A reduction index c
+  // qualifies when no output index has a dependent range, c's is not dependent, its extent is at
+  // least 16 and a multiple of 8, both factors are plain reads using c alone in one subscript, and
+  // a factor with a window subscript (two indices of two values or more) reads fewer than 8
+  // elements contiguously along the reduction (a forward convolution: 3; a stride-2 weight
+  // gradient, whose c is the image index n: 1; a stride-1 weight gradient reads 12-54 along (h,w)
+  // and measured slower copied: C=64 0.086 -> 0.118 ms). Factors whose c dimension is not already
+  // their fastest are copied with it fastest (the others in their order); kLast_ asks the tile
+  // to run c last. Measured on the H100 (session 11, bench_cuda, bf16): forward C=64 0.104 ->
+  // 0.080 ms, C=128 stride 2 0.088 -> 0.077, C=256 0.056 -> 0.042; stride-2 weight gradient
+  // 0.225 -> 0.152. f32 tiles keep their inputs (an NHWC input measured -21%, -21%, +19%).
+  // Reduction indices with dependent ranges (a solved input gradient's filter taps, masked in
+  // the tile) qualify too, the channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b]
+  // copied with o fastest, the masked operand's 16-byte copies zero-filled outside its ranges
+  // (a vector lies in one tap), residue phases sharing the copies. Measured on the H100
+  // (session 14, bench_cuda, bf16 input gradients): C=64 0.132 -> 0.088 ms, C=128 stride 2
+  // 0.169 -> 0.101, C=256 0.115 -> 0.052.
+  int channelIndex(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                   const std::vector<const CExpr*>& factors) const;
+  // The dimension of read f that index v alone subscripts (plain, coefficient 1); -1 when f does
+  // not use v; -2 when it uses v otherwise (or in several subscripts).
+  static int channelDim(const CExpr& f, std::size_t v);
+  // A tensor the tile reads (or writes) from a scratch copy in another layout.
+  struct Relaid {
+    const CExpr* access;
+    std::vector<std::int64_t> strides;
+  };
+
+  // Lowers statement st by `emit` (a GPU tile, or residue phases of tiles) over re-laid-out
+  // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
+  // convolution's inputs channel-fast (see above). False (and nothing emitted) when neither
+  // applies or `emit` does not.
+  bool relayoutTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
+                     const Ranges& r, const std::string& base, const std::function<bool()>& emit);
+
+  // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
+  // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
+  // one thread per element of the output indices, adding its sum atomically.
+  bool atomicScatter(const Statement& st) const;
+
+  // A statement box under a schedule: the full tiles, then the edges (columns right of the
+  // last full tile, every row; rows below it, the tiled columns), themselves tiled with a
+  // narrower tile where one fits, generic otherwise.
+  void emitBox(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
+               const Ranges& ranges, const std::string& name);
+
+  // Core/border split (GRADIENTS.md G6): when the ranges of reduction indices depend on
+  // output indices (the solved gradients' max/min bounds), the output box splits into a core,
+  // where every such range equals its full hull (plain loops, tiles), and borders that keep
+  // the dependent bounds. Only bounds that read a single output index are split.
+  // The core of G6: per output index that dependent reduction ranges read, the longest run of
+  // its values where every such range takes its full (box) extent. False when the statement has
+  // other dependences or no core.
+  // The indices that dependent index v's bounds read.
+  static std::vector<std::size_t> boundReads(const Statement& st, std::size_t v);
+
+  // The core of output index o when every bound that reads it is monotone in it: each bound
+  // takes its interior value (the hull's end) on a prefix or a suffix of o's range, found by
+  // bisection, and the core is where all of them do. False when some bound is not monotone.
+  static bool monotoneCore(const BoundStatement& bs, std::pair<std::int64_t, std::int64_t> range,
+                           std::size_t o, const std::vector<std::size_t>& readers, std::size_t n,
+                           std::pair<std::int64_t, std::int64_t>& core);
+
+  bool coreRanges(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                  Ranges& core) const;
+
+  // The border strips around a core: per split output index, below and above the core, each
+  // later index restricted to its core (so every element is in exactly one part).
+  template <class F>
+  void forEachBorder(const Statement& st, const Ranges& ranges, const Ranges& core,
+                     const std::string& base, F&& emit) {
+    const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+    Ranges outer = ranges;
+    for (std::size_t o = 0; o < nOut; ++o) {
+      if (core[o] == ranges[o]) continue;
+      Ranges lowPart = outer, highPart = outer;
+      lowPart[o] = {ranges[o].first, core[o].first};
+      highPart[o] = {core[o].second, ranges[o].second};
+      if (lowPart[o].second > lowPart[o].first)
+        emit(lowPart, base + "_border" + std::to_string(o) + "lo");
+      if (highPart[o].second > highPart[o].first)
+        emit(highPart, base + "_border" + std::to_string(o) + "hi");
+      outer[o] = core[o]; // later borders cover only the core of this index
+    }
+  }
+
+  static BoundStatement boxOf(const BoundStatement& bs, const Ranges& core);
+
+  bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                 const std::string& base);
+
+  // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
+  // per output element.
+  bool gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                    const std::string& base);
+
+  // A ':=' statement writes every element of its output when its left-hand indices are
+  // distinct, run over whole dimensions, and do not depend on other indices.
+  bool coversOutput(const Statement& st, const BoundStatement& bs, const StatementSchedule& s);
+
+  void setRanges(const Statement& st, const Ranges& r);
+
+  // Loop kind for output index v, and the function's parallel fields.
+  ForKind outerKind(const StatementSchedule& s, int v, std::int64_t lo, std::int64_t hi,
+                    double innerWork, ir::Func& f);
+
+  ir::Func newFunc(const std::string& name);
+
+  static double workOf(const Ranges& r, std::size_t from);
+
+  Stmt loopOver(const BoundStatement& bs, const Statement& st, std::size_t v, const Ranges& r,
+                ForKind kind, Stmt body, int width = 1);
+
+  int vectorWidth() const;
+
+  // One output element: the reduction into a local accumulator, then the store (null when
+  // nothing is written).
+  Stmt elementBody(const Statement& st, const BoundStatement& bs, const Ranges& r, bool vectorize);
+
+  void emitGeneric(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                   const Ranges& r, const std::string& name);
+
+  // One GPU thread per element of the output box: thread t of the flattened box (the first
+  // index of `order` varying fastest) computes one element; dependent output ranges and the
+  // last block's spare threads are guarded.
+  void emitGpuGeneric(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                      const std::string& name);
+  // A GPU function of one thread per point of the output box (dependent ranges guarded), the
+  // index with unit stride in the output fastest (coalesced stores), else the last one;
+  // body() gives a point's work, with the indices bound.
+  void eachOutputPoint(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                       const std::string& name, const std::function<Stmt()>& body);
+
+  // One GPU thread per point of the box of `order` (its last index fastest): binds the indices
+  // (decompose), then body(guard) gives the thread's work, and may add to the guard, which
+  // starts as the last block's spare threads' test. Null when the box or the body is empty.
+  Stmt threadPerPoint(const std::vector<std::size_t>& order, const Ranges& r,
+                      const std::function<Stmt(Expr&)>& body);
+
+  // --- split reductions ------------------------------------------------------------------------
+  // A split reduction (Schedule.h). Chunk c of output element o (its position in the flattened
+  // output box, the last index fastest) leaves its partial in scratch[o * chunks + c]; a second
+  // function combines each element's partials in chunk order into the output (a single chunk
+  // writes the output directly). CPU: a parallel loop over chunks, each running the output
+  // elements and its part of the reduction in iteration order. GPU: one block per (element,
+  // chunk), its threads striding through the chunk, then a tree in shared memory.
+  void emitSplit(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                 const Ranges& r, const std::string& name);
+
+  static std::vector<std::size_t> outputIndices(const Statement& st);
+
+  // The position of the current output element in the flattened output box.
+  Expr flatOutput(const Statement& st, const Ranges& r) const;
+
+  // The end of a chunk's partial: its slot in the scratch buffer, or the output itself.
+  Stmt finishChunk(const Statement& st, const std::string& partial, const Expr& slot,
+                   const Expr& v);
+
+  void emitSplitCpu(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                    const Ranges& r, const std::string& name, const std::string& partial);
+
+  void emitSplitGpu(const Statement& st, const StatementSchedule& s, const Ranges& r,
+                    const std::string& name, const std::string& partial);
+
+  // Each output element's partials combined in chunk order (from the reduction's identity, as
+  // the unsplit reduction starts), then stored like any reduced value. CPU: serial loops over
+  // the few output elements; GPU: one thread each.
+  // chunkMajor: the partials are laid out scratch[c * elements + o] instead (split-K tiles).
+  void emitCombine(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                   const Ranges& r, const std::string& name, const std::string& partial,
+                   bool chunkMajor = false);
+
+  // --- GPU contraction tiles -------------------------------------------------------------------
+  std::string gpuNote_;
+
+  // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
+  // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block
+  // leaves its tile's partial sums in scratch[range * elements + o], and a second kernel adds
+  // them in range order (deterministic, like the split reductions).
+  // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
+  //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
+  //   with one or two blocks).
+  // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
+  //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
+  //   (H100, session 13: the Linear layer's weight gradient, 56 tiles, whole 0.387 ms, in 4
+  //   ranges 0.197 with two blocks on the busiest SMs; smaller tiles lose more alone:
+  //   kLoneBlock), so a split's time is that of the slices of the SM given the most blocks,
+  //   ceil(tiles * s / SMs) * ceil(slices / s) (kLoneBlock times that for one block), at
+  //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
+  //   written, read back by the combine pass, which writes the output (at 8192^3, 4 ranges
+  //   would cut the busiest SM's slices 16384 -> 16000 and took 23.6 -> 24.7 ms).
+  //   Measured against the doubling rule (H100, session 13): the Linear weight gradient in 7
+  //   ranges (392 blocks, 3 of 37 slices on the busiest SM; tiles of 128 x 112) takes the
+  //   layer's forward + gradients from 0.550 to 0.531 ms; the C=256 forward in 3 ranges 0.214
+  //   -> 0.185, its weight gradient in 7 0.209 -> 0.162, the C=64 weight gradient in 44 (64 x
+  //   96 tiles) 0.295 -> 0.220, the stride-2 one in 29 0.347 -> 0.241; the forward (256
+  //   tiles) and input gradient (224) of the Linear layer stay whole.
+  struct TileSplit {
+    std::int64_t splits = 1, perSplit = 0;
+    std::int64_t elements = 0; // output elements (the stride of a range's partials)
+    std::string partial;       // scratch buffer, when splits > 1
+  };
+  TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
+                      std::int64_t BK, const std::string& name, std::int64_t wanted,
+                      double cellFlops = 0);
+  // The k-slices of one block's range, and where a cell's sum goes.
+  Expr splitIndex(const TileSplit& t) const;
+  Expr tileBlock(const TileSplit& t) const;
+  void sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Expr* hi) const;
+  Stmt storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v);
+  void finishSplit(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                   const TileSplit& t, const std::string& name);
+
+  static void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out);
+
+  static void usedVars(const CExpr& e, std::vector<bool>& used);
+
+  // Whether some read of e has unit stride along index v.
+  bool unitAlong(const CExpr& e, std::size_t v) const;
+
+  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest
+  // (g >= 0, so truncating division and remainder are exact).
+  // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in
+  // 32 bits (g runs at most a tile or a block of threads past the extent, far inside 2^31): a
+  // 64-bit division by a constant takes several times the instructions (stride-2 bf16 weight
+  // gradient 0.416 -> 0.227 ms on the H100, session 10).
+  void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g);
+
+  // One operand of a contraction tile, staged in shared memory one slice at a time: BW rows of
+  // its index group (from `base`) by BK of the flattened reduction (from slice k.o), at
+  // `slot(w, kk)` within a stage of `stageElems` elements of type `elem`. With `vector` > 0
+  // the operand is copied `vector` elements at a time (contiguous along k when kFast, else
+  // along the row) by asynchronous copies straight into shared memory; with 0, each thread
+  // loads its elements into registers (buf.v) and stores them afterwards, which works for any
+  // operand (products, padded or strided reads) and lets the loads of the next slice overlap
+  // the products of this one. Consecutive threads take consecutive k when kFast (coalesced
+  // when the operand has unit stride along k), else consecutive rows.
+  struct Staged {
+    std::vector<const CExpr*> fs;
+    std::vector<std::size_t> group;
+    Expr base;
+    std::int64_t BW = 0, stageElems = 0;
+    bool kFast = false;
+    int vector = 0;
+    std::string buf;
+    Type elem = Type::f32;
+    // Layout of a stage: row-major, element (w, kk) at w * stride + kk, or k-major, at
+    // kk * stride + w. With `core` (the wgmma operand layouts, ir::Wgmma, bf16): rows of 64
+    // elements (128 bytes) whose 16-byte chunk c of row q is stored at chunk c ^ (q % 8) (the
+    // 128-byte swizzle): row-major, row w holds kk = 0..63 (BK = 64); k-major, row (kk, w / 64)
+    // holds w % 64, at (kk / 8) * stride + (w / 64) * 512 + (kk % 8) * 64 (stride = 8 BW).
+    bool rowMajor = false, core = false;
+    std::int64_t stride = 0;
+    // Dependent reduction indices (a solved gradient's ranges) whose range this operand checks:
+    // the tile runs over their hulls, and an element outside its range stages as 0.
+    std::vector<std::size_t> masks;
+    // A register-staged single read whose offset splits into a part of the row (and of the
+    // batch) plus a part of the reduction (affine, proven in bounds): each thread's reduction
+    // position is the same in every pass of a slice, so the reduction part is computed once a
+    // slice, and the rows' parts are read from this shared table (BW 32-bit offsets, filled
+    // once per block) instead of decomposing every element's indices. Empty when not so.
+    std::string rowTable;
+    // Otherwise, for a register-staged operand: the indices that vary from pass to pass (the
+    // row's with consecutive threads along k, else the reduction's) are read from shared
+    // tables, one per index (buf.t<index>: its value at each row of the tile, or at each
+    // position of the whole reduction), filled once per block, instead of being decomposed
+    // (divisions and remainders) for every element: None, Rows or Reduction.
+    enum class Tables : std::uint8_t { None, Rows, Reduction } tables = Tables::None;
+    std::string table(std::size_t v) const { return buf + ".t" + std::to_string(v); }
+    // Elements of one stage in the layout that rowMajor, core and stride describe.
+    std::int64_t stageSize(std::int64_t BK) const {
+      return core ? BW * BK : (rowMajor ? BW : BK) * stride;
+    }
+    Expr slot(const Expr& w, const Expr& kk) const {
+      if (core) {
+        auto div = [](const Expr& e, std::int64_t d) {
+          return ir::binary(BinOp::Div, e, ir::intImm(d));
+        };
+        auto mod = [](const Expr& e, std::int64_t d) {
+          return ir::binary(BinOp::Mod, e, ir::intImm(d));
+        };
+        // Row start, the row's swizzle (q % 8) and the position along the row.
+        Expr row = rowMajor ? ir::mul(w, ir::intImm(64))
+                            : ir::add(ir::add(ir::mul(div(kk, 8), ir::intImm(stride)),
+                                              ir::mul(div(w, 64), ir::intImm(512))),
+                                      ir::mul(mod(kk, 8), ir::intImm(64)));
+        Expr q = rowMajor ? mod(w, 8) : mod(kk, 8);
+        Expr at = rowMajor ? kk : mod(w, 64);
+        Expr chunk = ir::binary(BinOp::Xor, div(at, 8), q);
+        return ir::add(row, ir::add(ir::mul(chunk, ir::intImm(8)), mod(at, 8)));
+      }
+      return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
+                      : ir::add(ir::mul(kk, ir::intImm(stride)), w);
+    }
+  };
+  // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
+  // when it has unit stride there, else along the row), laid out by `layout(sg)`, which sets
+  // rowMajor and stride.
+  Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
+                std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
+                const std::vector<std::size_t>& masks, const std::function<void(Staged&)>& layout,
+                bool throughRegisters = false) const;
+  static std::int64_t stageUnits(const Staged& s, std::int64_t BK);
+  static std::int64_t stageReps(const Staged& s, std::int64_t BK);
+
+  // Element (or vector) e = thread + 256 * rep of a staging pass: its row w, its reduction
+  // position kk in the slice, and whether e exists (null when every thread's does).
+  static void stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
+                       Expr* valid);
+  static Stmt guarded(const Expr& valid, Stmt s);
+
+  // Sets the group's and the reduction's indices for row w and position kk of `slice`; returns
+  // whether the element lies inside the operand's box, or null where it always does: the
+  // tiles (base = tile * BW, w < BW) and slices divide the extents exactly (unmasked operands).
+  Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                    std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk);
+  // A masked tile's reduction (a solved input gradient's (o, a, b): the hull of the filter taps
+  // masked to each output position's range) reordered so that the last index is one whose
+  // extent BK divides, when there is one: every slice then lies in one tap (slicesAligned), so
+  // a thread's masks and offsets are the same for all the elements it stages in a slice (the
+  // sums run in another order). Measured on the H100 (session 10, bf16): stride-1 input
+  // gradient C=64 0.269 -> 0.133 ms, stride 2 0.398 -> 0.170, C=256 0.195 -> 0.115; f32
+  // (slices of 16) 0.376 -> 0.266, 0.489 -> 0.495, 0.308 -> 0.261. Unmasked
+  // tiles keep their order: a forward convolution's filter (o, c, a, b) is contiguous along
+  // (c, a, b) and copied by vectors, which (a, b, c) would lose (0.057 -> 0.169 ms at C=256).
+  // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
+  static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
+  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the
+  // same slices than one given two (H100, session 13: the C=64 weight gradient's 6 tiles of
+  // 64 x 96 in 22 ranges, one block per SM, 0.237 ms, in 44, two, 0.220; the 1x1 weight
+  // gradient's 2 tiles of 128 x 64 in 64 ranges 0.111, in 128 0.101).
+  static constexpr double kLoneBlock = 1.1;
+  // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
+  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3
+  // (64 tiles of 128 x 128) split in 8 ranges of 8 slices took 0.092 ms, in 2 of 32 0.067-0.071
+  // (H100, session 12; cuBLAS 0.060).
+  static constexpr std::int64_t kSplitReduction = 512;
+  // The fewest slices of an f32 tile's reduction for which row-major operands are copied
+  // 4 bytes at a time into the k-major layout (emitGpuTiled).
+  static constexpr std::int64_t kLongReduction = 16;
+  static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
+  // Whether every slice of BK along the reduction lies in one combination of its indices but
+  // the last (whose extent BK divides).
+  static bool slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
+  // The reduction's indices at position slice * BK + kk. With slicesAligned, the indices but
+  // the last come from the slice alone (the same for every element a thread stages in it) and
+  // the last from kk: no division per element.
+  void decomposeReduction(const std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK,
+                          const Expr& slice, const Expr& kk);
+  // a && b, either possibly null (true).
+  static Expr both(const Expr& a, const Expr& b);
+
+  // Starts the staging of `slice` into stage `stage`: asynchronous copies, or loads into
+  // registers (the product of the factors, 0 outside the operand).
+  Stmt stageIssue(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                  std::int64_t BK, const Expr& slice, const Expr& stage);
+  // Stores the registers of a register-staged operand into stage `stage`.
+  Stmt stagePut(const Staged& s, std::int64_t BK, const Expr& stage);
+
+  // How many slices a tile keeps in shared memory: operands staged through registers run one
+  // slice ahead (2); when every operand is copied asynchronously, up to 4 slices within
+  // 96 KiB, so the copies of slice k.o + stages - 1 overlap the products of k.o.
+  static int stagesFor(const std::vector<Staged>& ops);
+
+  // The reduction loop of a tile over its slices with every operand staged in `stages` slots
+  // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
+  // of slice k.o + stages - 1 are issued into the slot slice k.o - 1 used, and the operands
+  // staged through registers load slice k.o + 1, stored after the products; one barrier per
+  // slice. With `inFlight` (asynchronous warpgroup products that `compute` leaves running),
+  // the copies run inFlight slices less ahead, and the products are waited for after the loop.
+  Stmt pipeline(const std::vector<Staged>& ops, const std::vector<std::size_t>& K, const Ranges& r,
+                std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
+                const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false,
+                int inFlight = 0);
+  static std::int64_t sharedBytes(const std::vector<Staged>& ops);
+
+  // ", 2 slices in flight; tile.A by 16-byte asynchronous copies, tile.B through registers".
+  static std::string stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages);
+
+  // Elements per asynchronous 16-byte copy of operand f along the flattened index group
+  // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
+  // subscripts are proven in bounds (no check, pad or fold), stored as `elem`, from a 16-byte
+  // aligned pointer, contiguous along a run of the group's last indices (unit stride on the
+  // last, each earlier one moving by the extent of those after it: a convolution's weights
+  // along (c,a,b)) whose length is a multiple of the vector; every other index of two values or
+  // more moves it by whole vectors, and so does its offset at the box's first element.
+  // With trustPlain (a masked operand), plain subscripts count as in bounds (as in offset).
+  int vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
+                 const Ranges& r, Type elem, bool trustPlain = false) const;
+
+  bool unitAlongAny(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& K) const;
+
+  // A single read with affine subscripts proven in bounds (no gather, pad or fold) in a tensor
+  // whose offsets fit in 32 bits: Staged::rowTable.
+  bool separableRead(const std::vector<const CExpr*>& fs) const;
+  // The part of read f's offset that the indices in `of` contribute (with the constants when
+  // `constants`), from the current index expressions.
+  Expr offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const;
+  std::vector<bool> inGroup(const std::vector<std::size_t>& g) const;
+  // Fills a row table (Staged::rowTable): entry w holds the row part of the offset of row
+  // base + w, 0 for rows past the extent (their products only reach cells never stored).
+  Stmt fillRowTable(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r);
+
+  // Fills the index tables of a register-staged operand (Staged::tables): per row of the tile,
+  // or per position of the reduction padded to whole slices.
+  Stmt fillTables(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
+                  std::int64_t BK);
+  static std::int64_t tableEntries(const Staged& s, const std::vector<std::size_t>& K,
+                                   const Ranges& r, std::int64_t BK);
+  // The reduction's extent rounded up to whole slices.
+  static std::int64_t wholeSlices(const std::vector<std::size_t>& K, const Ranges& r,
+                                  std::int64_t BK);
+
+  // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
+  static Stmt tileLaunch(Stmt body, std::int64_t blocks);
+
+  // "i,j" for a group of indices ("-" when empty), for schedule notes.
+  static std::string varNames(const Statement& st, const std::vector<std::size_t>& group);
+
+  static std::int64_t extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r);
+
+  // Dependent reduction indices (the ranges a gradient's index solving leaves, e.g. a in
+  // max(u - 2, 0):min(u + 1, 3)) in a tile: it runs over their hulls, and the operand on the
+  // side whose output indices (with the batch ones) are all the bounds read checks them,
+  // staging 0 outside (masks, see Staged). False when some bound reads both sides, reduction
+  // indices or a dependent output index, or when the ranges fill less than half of their hulls
+  // on average (a strided convolution's input gradient: the core/border split is better).
+  bool maskedRanges(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                    const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                    const std::vector<std::size_t>& B, std::vector<std::size_t>& maskL,
+                    std::vector<std::size_t>& maskR) const;
+  // The mean length of dependent index v's range over the values of the indices it reads,
+  // relative to its hull (0 when there are too many values to count).
+  double meanShare(const BoundStatement& bs, const Ranges& r, std::size_t v,
+                   const std::vector<std::size_t>& read) const;
+  // The range [lo, hi) of dependent index v at the values `vals` of the indices (slots) it
+  // reads; in a residue phase, of m for q (see PhaseSub).
+  std::pair<std::int64_t, std::int64_t> depRange(const BoundStatement& bs, std::size_t v,
+                                                 const std::vector<std::int64_t>& vals) const;
+  // Whether the current element lies in dependent index v's range (its original index, in a
+  // residue phase; varExpr_ holds the slots' values).
+  Expr maskCondition(std::size_t v);
+
+  // A strided convolution's input gradient, dx[u] := dy[h] * k[u - 2h] with h in
+  // max(0, cdiv(u - 2, 2)):min(N, fdiv(u, 2) + 1), fills a sliver of h's hull. Split u into
+  // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
+  // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
+  // that emitGpuTiled masks. Every phase must tile, or nothing is emitted.
+  bool phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                  const std::string& base);
+  // Functions [from, end) that are each one launch of the same block size and write disjoint
+  // outputs (residue phases without split-K) become one launch: block b runs function p's block
+  // b - offset_p, so one function's last blocks share the GPU with the next's first instead of
+  // leaving it part idle. False (nothing changed) unless there are two or more such launches,
+  // or when they use wgmma. Measured on the H100 (session 15, bench_cuda, stride-2 input
+  // gradient, 4 phases of 196 blocks): f32 0.455 -> 0.422 ms; bf16 on warpgroup tiles 0.102 ->
+  // 0.139 (ptxas keeps the products of four copies of the tile apart), so those stay apart.
+  bool mergeLaunches(std::size_t from, const std::string& name);
+  static std::int64_t divisorOf(const ConcreteBound& b);
+  // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
+  // its constant gains rho times it) and h's to q (times a) and m.
+  static Statement phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs);
+
+  // Whether every plain subscript of the factors is proven inside its tensor over the current
+  // ranges (setRanges), so they need no mask.
+  bool provenInBounds(const std::vector<const CExpr*>& fs) const;
+
+  // A '+' contraction whose right-hand side is a product L * R, R holding every factor that
+  // uses the output index with unit stride: each block of 256 threads computes a BM x BN tile
+  // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
+  // other output indices, staging BK-deep slices of L and R (over the flattened reduction
+  // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
+  bool emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                    const std::string& name);
+
+  // Where a tile's cells are: the tile's first row and column, its size, and the row and
+  // column inside it of the cell a thread holds (expressions of the cell loops' variables).
+  struct TileFrame {
+    Expr baseI, baseJ;
+    std::int64_t BM = 0, BN = 0;
+    Expr li, lj;
+  };
+
+  // The end of a tensor-core tile, through shared memory (the slices' buffers are free by
+  // then): every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32
+  // tile, rows padded by 4 (at most two lanes of a warp on a bank); then the block writes the
+  // tile out a row at a time, consecutive threads taking consecutive columns. J holds the
+  // output's fastest-varying index (emitGpuTiled's column index), so a warp's stores fill
+  // whole 32-byte sectors (the fragments' own layout spreads a warp over 8 rows, 8 bytes in
+  // each, and measured 4 L2 writes per output sector on the H100: bf16 1x1 convolution
+  // forward), and a thread's column, so its indices along J, is decomposed once.
+  Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
+                    const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                    const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
+                    bool* vectored);
+
+  // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
+  // products it leaves running while the next slice is issued. Measured on the H100 (session
+  // 8, bf16 4096^3 NN, tools/probe/diag): 128 x 256 with 4 slices (192 KiB, one block per SM)
+  // and one group in flight 0.248 ms; the same with 3 slices 0.317; 128 x 128 with 3 slices
+  // (2 blocks per SM) 0.277 with none in flight, 0.298 with one. The widest tile of which
+  // there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x 64 with 4
+  // slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
+  // gpuBlocksWanted) leaves whole at 1024^3: 128 tiles of 16 slices, 0.013-0.014 ms, against
+  // 0.022 for 128 x 128 split in two and 0.017 for it unsplit (bench_cuda, 4 layouts).
+  struct WarpgroupShape {
+    std::int64_t BN = 128;
+    int stages = 3, inFlight = 0;
+  };
+  WarpgroupShape warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const;
+
+  // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
+  // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
+  // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
+  // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
+  // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
+  // On sm_90 (target gpuArch 90) the tile runs on the warpgroup instructions instead: 128 x BN
+  // (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both
+  // operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding),
+  // 4 steps of k16 per slice; the barrier before each slice orders the copies before the
+  // tensor cores' reads (fence.proxy.async).
+  bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                  const std::string& name, const CExpr& lf, const CExpr& rf,
+                  const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                  const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
+
+  void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                 const Ranges& r, const std::string& name);
+
+  // Tile index v is <lo> + <v>.o * size + <v>.i: the tile loop and the position inside it.
+  void tileVar(const Statement& st, const Ranges& r, int v, int size);
+
+  // Wraps a tile body in the loops over the other output indices and the tile loops of
+  // tileI/tileJ (counts of full tiles), marking the parallel one.
+  Stmt tileLoops(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                 const Ranges& r, Stmt body, double inside, ir::Func& f);
+
+  // The dot-product tile: acc[(ii * NR + jj) * W + lane] holds partial sums along dotVar.
+  void emitDot(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+               const Ranges& r, const std::string& name);
+};
+
+} // namespace einjit::codegen::lowering

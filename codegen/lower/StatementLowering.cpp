@@ -1,0 +1,434 @@
+// The statement lowerer's core: reads, values, subscripts and their checks, stores, ranges and new
+// functions.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+const std::string& Lowerer::bufferName(int t) const { return names_[static_cast<std::size_t>(t)]; }
+
+Type Lowerer::elemType(int t) const {
+  return irType(b_.tensors[static_cast<std::size_t>(t)].dtype);
+}
+
+std::int64_t Lowerer::extentOf(int t, std::size_t d) const {
+  return b_.tensors[static_cast<std::size_t>(t)].shape[d];
+}
+
+Expr Lowerer::num(double v) const { return ir::floatImm(vt_, v); }
+
+Expr Lowerer::truth(Expr cond) const { return ir::select(std::move(cond), num(1), num(0)); }
+
+Expr Lowerer::nonzero(Expr v) const { return ir::binary(BinOp::Ne, std::move(v), num(0)); }
+
+Interval Lowerer::interval(const Subscript& s, std::int64_t constant) const {
+  Interval r{true, constant, constant};
+  if (s.gather) return {false, 0, 0};
+  for (std::size_t v = 0; v < s.coef.size(); ++v) {
+    std::int64_t c = s.coef[v];
+    if (c == 0) continue;
+    const Interval& x = varRange_[v];
+    if (!x.known) return {false, 0, 0};
+    std::int64_t a = c * x.lo, e = c * x.hi;
+    r.lo += std::min(a, e);
+    r.hi += std::max(a, e);
+  }
+  return r;
+}
+
+bool Lowerer::subscriptInBounds(const CExpr& e, std::size_t d) const {
+  const Subscript& sub = e.subs[d];
+  const Interval iv = interval(sub, b_.eval(p_, sub.constant));
+  return iv.known && iv.lo >= 0 && iv.hi < extentOf(e.tensor, d);
+}
+
+Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped) {
+  Expr off = ir::intImm(0);
+  const auto& stride = strides_[static_cast<std::size_t>(acc.tensor)];
+  for (std::size_t d = 0; d < acc.subs.size(); ++d) {
+    const Subscript& s = acc.subs[d];
+    const std::int64_t e = extentOf(acc.tensor, d);
+    const std::int64_t c = b_.eval(p_, s.constant);
+    Expr idx = subscriptIndex(s);
+    Interval r = interval(s, c);
+    const bool proven = (r.known && r.lo >= 0 && r.hi < e) ||
+                        (trustPlain_ && s.mode == IndexMode::Plain && !s.gather && e > 0);
+    if (!proven) {
+      if (e == 0) {
+        if (s.mode == IndexMode::Plain) {
+          idx = ir::check(ir::intImm(-1), 1); // always outside: the interpreter reports it
+          noteCheck(acc, d);
+        }
+        *dropped = true;
+      } else {
+        switch (s.mode) {
+        case IndexMode::Plain:
+          idx = ir::check(idx, e);
+          noteCheck(acc, d);
+          break;
+        case IndexMode::Pad: {
+          Expr in = ir::binary(BinOp::And, ir::binary(BinOp::Ge, idx, ir::intImm(0)),
+                               ir::binary(BinOp::Lt, idx, ir::intImm(e)));
+          *inside = *inside ? ir::binary(BinOp::And, *inside, in) : in;
+          idx = clampIndex(idx, e);
+          break;
+        }
+        case IndexMode::Clamp: idx = clampIndex(idx, e); break;
+        case IndexMode::Wrap: idx = ir::binary(BinOp::EMod, idx, ir::intImm(e)); break;
+        }
+      }
+    }
+    off = ir::add(off, ir::mul(idx, ir::intImm(stride[d])));
+  }
+  return off;
+}
+
+Expr Lowerer::subscriptIndex(const Subscript& s) {
+  Expr idx = ir::intImm(b_.eval(p_, s.constant));
+  for (std::size_t v = 0; v < s.coef.size(); ++v)
+    if (s.coef[v] != 0) idx = ir::add(idx, ir::mul(ir::intImm(s.coef[v]), varExpr_[v]));
+  if (s.gather) idx = ir::add(idx, gatherIndex(*s.gather));
+  return idx;
+}
+
+Expr Lowerer::gatherIndex(const CExpr& g) {
+  Expr v = read(g, false);
+  if (!ir::isFloat(v->type)) return ir::cast(Type::i64, v);
+  Expr big = ir::floatImm(v->type, 1e15);
+  Expr integral = ir::binary(BinOp::And, ir::binary(BinOp::Eq, ir::call(Fn::Floor, {v}), v),
+                             ir::binary(BinOp::Lt, ir::call(Fn::Abs, {v}), big));
+  checked_ = true;
+  unhoistable_ = true;
+  Expr flag = ir::check(ir::select(integral, ir::intImm(0), ir::intImm(-1)), 1);
+  return ir::add(ir::cast(Type::i64, v), flag);
+}
+
+void Lowerer::noteCheck(const CExpr& access, std::size_t dim) {
+  checked_ = true;
+  if (hoisting_) return;
+  const Statement& st = p_.stmts[stmt_];
+  if (!holds(*st.lhs, &access) && !holds(*st.rhs, &access)) {
+    unhoistable_ = true;
+    return;
+  }
+  for (const CheckedSub& c : checkedSubs_)
+    if (c.access == &access && c.dim == dim) return;
+  checkedSubs_.push_back({stmt_, &access, dim});
+}
+
+bool Lowerer::holds(const CExpr& e, const CExpr* node) {
+  if (&e == node) return true;
+  for (const Subscript& s : e.subs)
+    if (s.gather && holds(*s.gather, node)) return true;
+  for (const CExprPtr& a : e.args)
+    if (holds(*a, node)) return true;
+  return false;
+}
+
+Expr Lowerer::clampIndex(Expr idx, std::int64_t e) {
+  return ir::binary(BinOp::Min, ir::binary(BinOp::Max, std::move(idx), ir::intImm(0)),
+                    ir::intImm(e - 1));
+}
+
+Expr Lowerer::read(const CExpr& e, bool asValue) {
+  Expr inside;
+  bool dropped = false;
+  Expr off = offset(e, &inside, &dropped);
+  Type et = elemType(e.tensor);
+  if (dropped) return asValue ? num(0) : ir::intImm(0);
+  Expr v = ir::load(et, bufferName(e.tensor), off);
+  if (!asValue) return v;
+  v = ir::cast(vt_, v);
+  if (inside) v = ir::select(inside, v, num(0));
+  return v;
+}
+
+Expr Lowerer::value(const CExpr& e) {
+  auto arg = [&](std::size_t i) { return value(*e.args[i]); };
+  switch (e.kind) {
+  case CKind::Const: return num(e.value);
+  case CKind::Index: return ir::cast(vt_, varExpr_[static_cast<std::size_t>(e.var)]);
+  case CKind::Param: return ir::param(vt_, e.param);
+  case CKind::Size:
+    return num(static_cast<double>(extentOf(e.tensor, static_cast<std::size_t>(e.dim))));
+  case CKind::Read: return read(e, true);
+  case CKind::Unary:
+    if (e.unop == UnOp::Neg) return ir::unary(ir::UnOp::Neg, arg(0));
+    return truth(ir::binary(BinOp::Eq, arg(0), num(0)));
+  case CKind::Binary: {
+    Expr a = arg(0), b = arg(1);
+    switch (e.binop) {
+    case dsl::BinOp::Add: return ir::binary(BinOp::Add, a, b);
+    case dsl::BinOp::Sub: return ir::binary(BinOp::Sub, a, b);
+    case dsl::BinOp::Mul: return ir::binary(BinOp::Mul, a, b);
+    case dsl::BinOp::Div: return ir::binary(BinOp::Div, a, b);
+    case dsl::BinOp::Mod: return ir::binary(BinOp::Mod, a, b);
+    case dsl::BinOp::Pow: return ir::binary(BinOp::Pow, a, b);
+    case dsl::BinOp::Lt: return truth(ir::binary(BinOp::Lt, a, b));
+    case dsl::BinOp::Le: return truth(ir::binary(BinOp::Le, a, b));
+    case dsl::BinOp::Gt: return truth(ir::binary(BinOp::Gt, a, b));
+    case dsl::BinOp::Ge: return truth(ir::binary(BinOp::Ge, a, b));
+    case dsl::BinOp::Eq: return truth(ir::binary(BinOp::Eq, a, b));
+    case dsl::BinOp::Ne: return truth(ir::binary(BinOp::Ne, a, b));
+    case dsl::BinOp::And: return truth(ir::binary(BinOp::And, nonzero(a), nonzero(b)));
+    case dsl::BinOp::Or: return truth(ir::binary(BinOp::Or, nonzero(a), nonzero(b)));
+    }
+    throw InternalError("lower: binary operator");
+  }
+  case CKind::Ternary: return ir::select(nonzero(arg(0)), arg(1), arg(2));
+  case CKind::Call: {
+    switch (e.fn) {
+    case Fn::ToF32: return ir::cast(vt_, ir::cast(Type::f32, arg(0)));
+    case Fn::ToF64: return arg(0);
+    case Fn::ToI32: return ir::cast(vt_, ir::cast(Type::i32, arg(0)));
+    case Fn::ToI64: return ir::cast(vt_, ir::cast(Type::i64, arg(0)));
+    case Fn::Min: return ir::binary(BinOp::Min, arg(0), arg(1));
+    case Fn::Max: return ir::binary(BinOp::Max, arg(0), arg(1));
+    case Fn::FDiv: return ir::call(Fn::Floor, {ir::binary(BinOp::Div, arg(0), arg(1))});
+    case Fn::CDiv: return ir::call(Fn::Ceil, {ir::binary(BinOp::Div, arg(0), arg(1))});
+    default: {
+      std::vector<Expr> args;
+      for (std::size_t i = 0; i < e.args.size(); ++i) args.push_back(arg(i));
+      return ir::call(e.fn, std::move(args));
+    }
+    }
+  }
+  }
+  throw InternalError("lower: expression kind");
+}
+
+Expr Lowerer::identity(Reduce r) const {
+  switch (r) {
+  case Reduce::Add: return num(0);
+  case Reduce::Mul: return num(1);
+  case Reduce::Max: return num(-std::numeric_limits<double>::infinity());
+  case Reduce::Min: return num(std::numeric_limits<double>::infinity());
+  }
+  return num(0);
+}
+
+Expr Lowerer::combine(Reduce r, const Expr& acc, const Expr& v) {
+  switch (r) {
+  case Reduce::Add: return ir::binary(BinOp::Add, acc, v);
+  case Reduce::Mul: return ir::binary(BinOp::Mul, acc, v);
+  case Reduce::Max: return ir::select(ir::binary(BinOp::Gt, v, acc), v, acc);
+  case Reduce::Min: return ir::select(ir::binary(BinOp::Lt, v, acc), v, acc);
+  }
+  return acc;
+}
+
+Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
+  Expr inside;
+  bool dropped = false;
+  Expr off = offset(*st.lhs, &inside, &dropped);
+  if (dropped) return nullptr;
+  const std::string& name = bufferName(st.output);
+  Type et = elemType(st.output);
+  Expr val = v;
+  Stmt s;
+  if (atomic_) // a bf16 output's adds are f32 (into its wide copy, when it has one)
+    s = ir::atomicAdd(wide_.empty() ? name : wide_, off,
+                      ir::cast(et == Type::bf16 ? Type::f32 : et, v));
+  else if (st.assign == Assign::Accumulate)
+    val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
+  if (!s) s = ir::store(name, off, ir::cast(et, val));
+  return inside ? ir::ifThen(inside, s) : s;
+}
+
+Expr Lowerer::boundExpr(const ConcreteBound& c) const {
+  switch (c.kind) {
+  case IndexBound::Kind::Affine: {
+    Expr e = ir::intImm(c.constant);
+    for (auto [v, k] : c.terms)
+      e = ir::add(e, ir::mul(ir::intImm(k), varExpr_[static_cast<std::size_t>(v)]));
+    return e;
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    Expr e = boundExpr(c.args[0]);
+    BinOp op = c.kind == IndexBound::Kind::Max ? BinOp::Max : BinOp::Min;
+    for (std::size_t i = 1; i < c.args.size(); ++i) e = ir::binary(op, e, boundExpr(c.args[i]));
+    return e;
+  }
+  case IndexBound::Kind::FDiv:
+    return ir::binary(BinOp::FloorDiv, boundExpr(c.args[0]), ir::intImm(c.divisor));
+  case IndexBound::Kind::CDiv:
+    return ir::binary(BinOp::CeilDiv, boundExpr(c.args[0]), ir::intImm(c.divisor));
+  case IndexBound::Kind::Sum: {
+    Expr e = ir::intImm(0);
+    for (std::size_t i = 0; i < c.args.size(); ++i)
+      e = ir::add(e, ir::mul(ir::intImm(c.scale[i]), boundExpr(c.args[i])));
+    return e;
+  }
+  }
+  return ir::intImm(0);
+}
+
+auto Lowerer::rangesOf(const BoundStatement& bs) -> Ranges {
+  Ranges r;
+  for (std::size_t v = 0; v < bs.lo.size(); ++v) r.push_back({bs.lo[v], bs.hi[v]});
+  return r;
+}
+
+void Lowerer::setRanges(const Statement& st, const Ranges& r) {
+  varExpr_.clear();
+  varRange_.clear();
+  for (std::size_t v = 0; v < st.vars.size(); ++v) {
+    varExpr_.push_back(v < pinned_.size() && pinned_[v] ? ir::intImm(r[v].first)
+                                                        : ir::var(st.vars[v].name));
+    varRange_.push_back({r[v].second > r[v].first, r[v].first, r[v].second - 1});
+  }
+}
+
+ir::Func Lowerer::newFunc(const std::string& name) {
+  ir::Func f;
+  f.name = name;
+  for (std::size_t t = 0; t < p_.tensors.size(); ++t)
+    f.buffers.push_back({p_.tensors[t].name, elemType(static_cast<int>(t))});
+  return f;
+}
+
+double Lowerer::workOf(const Ranges& r, std::size_t from) {
+  double w = 1;
+  for (std::size_t v = from; v < r.size(); ++v)
+    w *= static_cast<double>(std::max<std::int64_t>(r[v].second - r[v].first, 1));
+  return w;
+}
+
+Stmt Lowerer::loopOver(const BoundStatement& bs, const Statement& st, std::size_t v,
+                       const Ranges& r, ForKind kind, Stmt body, int width) {
+  Expr lo = ir::intImm(r[v].first), hi = ir::intImm(r[v].second);
+  if (bs.dependent[v]) {
+    lo = ir::binary(BinOp::Max, boundExpr(bs.loBound[v]), lo);
+    hi = ir::binary(BinOp::Min, boundExpr(bs.hiBound[v]), hi);
+  }
+  return ir::forLoop(st.vars[v].name, lo, hi, kind, std::move(body), width);
+}
+
+int Lowerer::vectorWidth() const {
+  return std::max(1, target_.vectorBytes / (vt_ == Type::f64 ? 8 : 4));
+}
+
+Stmt Lowerer::elementBody(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          bool vectorize) {
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+  const std::size_t n = st.vars.size();
+  const std::string acc = "acc";
+  if (n == nOut) return storeOutput(st, value(*st.rhs));
+  Expr a = ir::load(vt_, acc, ir::intImm(0));
+  Stmt inner = ir::store(acc, ir::intImm(0), combine(st.reduce, a, value(*st.rhs)));
+  for (std::size_t v = n; v-- > nOut;) {
+    bool innermost = v == n - 1;
+    inner = loopOver(bs, st, v, r, innermost && vectorize ? ForKind::Vectorized : ForKind::Serial,
+                     inner, innermost && vectorize ? vectorWidth() : 1);
+  }
+  Stmt out = storeOutput(st, a);
+  if (!out) return nullptr;
+  return ir::allocate(acc, vt_, 1,
+                      ir::block({ir::store(acc, ir::intImm(0), identity(st.reduce)), inner, out}));
+}
+
+std::vector<std::size_t> Lowerer::outputIndices(const Statement& st) {
+  std::vector<std::size_t> v(static_cast<std::size_t>(st.numOutputVars()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
+  return v;
+}
+
+Expr Lowerer::flatOutput(const Statement& st, const Ranges& r) const {
+  Expr o = ir::intImm(0);
+  for (std::size_t v = 0; v < static_cast<std::size_t>(st.numOutputVars()); ++v)
+    o = ir::add(ir::mul(o, ir::intImm(r[v].second - r[v].first)),
+                ir::sub(varExpr_[v], ir::intImm(r[v].first)));
+  return o;
+}
+
+void Lowerer::flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
+  if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
+    flattenProduct(*e.args[0], out);
+    flattenProduct(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
+void Lowerer::usedVars(const CExpr& e, std::vector<bool>& used) {
+  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
+  for (const Subscript& sub : e.subs) {
+    for (std::size_t v = 0; v < sub.coef.size(); ++v)
+      if (sub.coef[v] != 0) used[v] = true;
+    if (sub.gather) usedVars(*sub.gather, used);
+  }
+  for (const auto& a : e.args) usedVars(*a, used);
+}
+
+bool Lowerer::unitAlong(const CExpr& e, std::size_t v) const {
+  if (e.kind == CKind::Read && !e.subs.empty()) {
+    std::int64_t c = 0;
+    const auto& stv = strides_[static_cast<std::size_t>(e.tensor)];
+    bool affine = true;
+    for (std::size_t d = 0; d < e.subs.size(); ++d) {
+      if (e.subs[d].coef[v] == 0) continue;
+      if (e.subs[d].gather || e.subs[d].mode == IndexMode::Wrap) affine = false;
+      c += e.subs[d].coef[v] * stv[d];
+    }
+    if (affine && c == 1) return true;
+  }
+  for (const auto& a : e.args)
+    if (unitAlong(*a, v)) return true;
+  return false;
+}
+
+void Lowerer::decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g) {
+  constexpr std::int64_t kNarrow = std::int64_t{1} << 30;
+  std::int64_t total = 1;
+  for (std::size_t v : group) // saturating at 2^30: no overflow
+    total =
+        std::min(kNarrow, total * std::clamp<std::int64_t>(r[v].second - r[v].first, 1, kNarrow));
+  const bool narrow = target_.gpu && group.size() > 1 && total < kNarrow;
+  auto c = [narrow](std::int64_t x) {
+    return narrow ? ir::cast(Type::i32, ir::intImm(x)) : ir::intImm(x);
+  };
+  const Expr gn = narrow ? ir::cast(Type::i32, g) : g;
+  std::int64_t div = 1;
+  for (std::size_t q = group.size(); q-- > 0;) {
+    const std::size_t v = group[q];
+    const std::int64_t ext = r[v].second - r[v].first;
+    Expr e = div == 1 ? gn : ir::binary(BinOp::Div, gn, c(div));
+    if (q > 0) e = ir::binary(BinOp::Mod, e, c(ext));
+    varExpr_[v] = ir::add(ir::intImm(r[v].first), narrow ? ir::cast(Type::i64, e) : e);
+    div *= ext;
+  }
+}
+
+Expr Lowerer::both(const Expr& a, const Expr& b) {
+  return !a ? b : !b ? a : ir::binary(BinOp::And, a, b);
+}
+
+std::string Lowerer::varNames(const Statement& st, const std::vector<std::size_t>& group) {
+  std::string t;
+  for (std::size_t v : group) t += (t.empty() ? "" : ",") + st.vars[v].name;
+  return t.empty() ? std::string("-") : t;
+}
+
+std::int64_t Lowerer::extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r) {
+  std::int64_t n = 1;
+  for (std::size_t v : group) n *= r[v].second - r[v].first;
+  return n;
+}
+
+bool Lowerer::provenInBounds(const std::vector<const CExpr*>& fs) const {
+  std::function<bool(const CExpr&)> ok = [&](const CExpr& e) {
+    if (e.kind == CKind::Read)
+      for (std::size_t d = 0; d < e.subs.size(); ++d) {
+        if (e.subs[d].mode != IndexMode::Plain) continue;
+        if (!subscriptInBounds(e, d)) return false;
+      }
+    for (const auto& a : e.args)
+      if (!ok(*a)) return false;
+    return true;
+  };
+  for (const CExpr* f : fs)
+    if (!ok(*f)) return false;
+  return true;
+}
+
+} // namespace einjit::codegen::lowering
