@@ -10,9 +10,13 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 using einjit::DType;
 using einjit::Tensor;
@@ -27,6 +31,52 @@ void setFlops(benchmark::State& state, double flop) {
 Tensor rnd(const einjit::Shape& s, std::uint64_t seed) {
   return Tensor::random(s, DType::f32, seed);
 }
+
+// --- the machine's f32 FMA peak (the roofline of every table) ------------------------------
+
+// Twelve independent FMA chains per thread, enough to fill two FMA pipes of 4-5 cycles'
+// latency; the vector types never cross a function boundary (their ABI needs the target).
+__attribute__((target("avx2,fma"))) float chains256(std::int64_t iters) {
+  __m256 a[12];
+  for (int k = 0; k < 12; ++k) a[k] = _mm256_set1_ps(1.0f + 0.01f * static_cast<float>(k));
+  const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(0.0001f);
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (auto& x : a) x = _mm256_fmadd_ps(x, m, c);
+  float sum = 0;
+  for (const auto& x : a) sum += _mm256_cvtss_f32(x);
+  return sum;
+}
+__attribute__((target("avx512f"))) float chains512(std::int64_t iters) {
+  __m512 a[12];
+  for (int k = 0; k < 12; ++k) a[k] = _mm512_set1_ps(1.0f + 0.01f * static_cast<float>(k));
+  const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(0.0001f);
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (auto& x : a) x = _mm512_fmadd_ps(x, m, c);
+  float sum = 0;
+  for (const auto& x : a) sum += _mm512_cvtss_f32(x);
+  return sum;
+}
+
+// range(0): threads. The widest vectors the CPU has (AVX-512 or AVX2).
+void BM_FmaPeak(benchmark::State& state) {
+  const bool wide = __builtin_cpu_supports("avx512f");
+  const int lanes = wide ? 16 : 8;
+  const std::int64_t iters = 1 << 22;
+  const auto threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    std::vector<float> out(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        out[static_cast<std::size_t>(t)] = wide ? chains512(iters) : chains256(iters);
+      });
+    for (auto& th : pool) th.join();
+    benchmark::DoNotOptimize(out.data());
+  }
+  setFlops(state, 2.0 * lanes * 12 * static_cast<double>(iters) * threads);
+  state.SetLabel(wide ? "AVX-512 FMA" : "AVX2 FMA");
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // --- matmul in four transpositions -----------------------------------------------------------
 
