@@ -5,7 +5,7 @@
 // outputs (new inputs named d<Y>, or d<Y>_<n> when that name is taken) and the forward
 // inputs. Each contribution to dX is its own statement in gather form: dX's indices are the
 // outer loops, each element written once, the rest a reduction with exact bounds solved from
-// the index equations (GRADIENTS.md: unit pivots, Fourier-Motzkin bounds). Intermediate
+// the index equations (docs/GRADIENTS.md: unit pivots, Fourier-Motzkin bounds). Intermediate
 // results the gradients read are recomputed first, and the chain rule runs through the
 // statements in reverse order.
 //

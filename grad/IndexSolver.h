@@ -1,5 +1,5 @@
 #pragma once
-// Index solving for gradients in gather form (GRADIENTS.md, G2 and G4).
+// Index solving for gradients in gather form (docs/GRADIENTS.md, G2 and G4).
 //
 // A site X[phi(v)] of a forward statement contributes dY[o(v)] * P(v) to dX[phi(v)]. To write
 // each element u of dX once, solve phi(v) = u for as many forward indices v as possible

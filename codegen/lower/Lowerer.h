@@ -270,7 +270,7 @@ private:
   void emitBox(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
                const Ranges& ranges, const std::string& name);
 
-  // Core/border split (GRADIENTS.md G6): when the ranges of reduction indices depend on
+  // Core/border split (docs/GRADIENTS.md, G6): when the ranges of reduction indices depend on
   // output indices (the solved gradients' max/min bounds), the output box splits into a core,
   // where every such range equals its full hull (plain loops, tiles), and borders that keep
   // the dependent bounds. Only bounds that read a single output index are split.
