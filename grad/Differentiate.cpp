@@ -47,7 +47,15 @@ public:
       gradName_[static_cast<std::size_t>(id)] = n;
       g_.outputGrads.push_back(n);
     }
-    for (std::size_t k = p_.stmts.size(); k-- > 0;) statement(k);
+    for (std::size_t k = p_.stmts.size(); k-- > 0;) {
+      try {
+        statement(k);
+      } catch (const SymOverflow&) {
+        fail(src_, p_.stmts[k].ast.range,
+             "cannot differentiate this statement: solving its index equations leaves 64-bit "
+             "integers (coefficients or constants too large)");
+      }
+    }
     // Inputs that no contribution reached have a zero gradient.
     for (int id : wrtIds_) {
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
