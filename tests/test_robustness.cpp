@@ -203,3 +203,80 @@ TEST_CASE("schedules: a register tile with no second index, and empty ranges wit
   einjit::Tensor y = empty(x, -5000000000.0);
   CHECK(y.toVector() == std::vector<double>{0, 0, 0});
 }
+
+// --- limits: long chains are as deep as they are long ----------------------------------------
+
+namespace {
+
+// "x[i] OP x[i] OP ..." with `terms` terms (height terms + 1: an access is two nodes).
+std::string chain(const std::string& head, int terms, const std::string& op,
+                  const std::string& term) {
+  std::string s = head;
+  for (int t = 0; t < terms; ++t) s += (t ? op : "") + term;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("expressions deeper than the limit are an einjit::Error at the operator") {
+  struct Row {
+    std::string what, text, message;
+  };
+  const std::vector<Row> rows = {
+      {"a 30,000-term sum", chain("y[i] := ", 30000, " + ", "x[i]"), "expression too long"},
+      {"a 100,000-term subscript", chain("y[i] := x[", 100000, "+", "i") + "]",
+       "expression too long"},
+      {"a 10 MB statement", chain("y[i] := ", 1400000, " * ", "w[i]"), "expression too long"},
+      {"a 512-term sum (one past the limit)", chain("y[i] := ", 512, " + ", "x[i]"),
+       "expression too long: more than 512 operations deep"},
+      {"a where bound", chain("y[i] := x[i] where i in 0:", 600, "+", "1"), "expression too long"},
+      {"30,000 negations", std::string("y[i] := ") + std::string(30000, '-') + "x[i]",
+       "nested too deeply"},
+      {"30,000 parentheses", "y[i] := " + std::string(30000, '(') + "x[i]" +
+                                 std::string(30000, ')'),
+       "nested too deeply"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    try {
+      einjit::compile(row.text);
+      FAIL_CHECK("no error");
+    } catch (const einjit::Error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find(row.message) != std::string::npos);
+      CHECK(e.line() == 1);
+      CHECK(e.column() > 8);
+      // The diagnostic shows a window of the line, not all of it.
+      CHECK(msg.size() < 2000);
+    }
+  }
+  // The first operator past the limit gets the caret: "x[i]" is 2 nodes deep and each '+' adds
+  // one, so the 511th '+' (column 14 + 7 * 510) makes the 513th level.
+  try {
+    einjit::compile(chain("y[i] := ", 600, " + ", "x[i]"));
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    CHECK(e.column() == 14 + 7 * 510);
+  }
+}
+
+TEST_CASE("a chain at the expression limit runs, differentiates and agrees with the interpreter") {
+  // 510 terms, the last 509 three nodes deep: height 512, the most the parser accepts. The
+  // terms differ, so the simplifier cannot fold the sum.
+  std::string sum = "y[i] := x[i, 0]";
+  for (int t = 1; t < 510; ++t) sum += " + x[i, " + std::to_string(t % 7) + "] * " + std::to_string(t);
+  std::string product = chain("y[i] := ", 255, " * ", "(x[i, 1] + 1)");
+  for (const std::string& program : {sum, product}) {
+    INFO(program.substr(0, 60));
+    einjit::Tensor x = einjit::Tensor::random({3, 7}, einjit::DType::f64, 5);
+    auto cpu = einjit::compile(program, {einjit::Device::cpu(), einjit::DType::f64});
+    auto ref = einjit::compile(program, {einjit::Device::reference(), einjit::DType::f64});
+    std::vector<double> got = einjit::Tensor(cpu(x)).toVector();
+    std::vector<double> want = einjit::Tensor(ref(x)).toVector();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t e = 0; e < got.size(); ++e)
+      CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-12));
+    einjit::GradCheckResult r = einjit::gradcheck(program, {{"x", {3, 7}}}, {}, {}, 2, 1e-6);
+    CHECK(r.passed);
+  }
+}
