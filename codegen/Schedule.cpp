@@ -79,10 +79,14 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
   for (std::size_t v = 0; v < n; ++v)
     if (bs.dependent[v]) return;
   const SplitPolicy policy = splitPolicy(t);
+  // An empty range makes the product 0 (two negative extents must not multiply to a
+  // positive count); past int64 the flattened prefix below could not be counted.
   double outputs = 1, reduction = 1;
   for (std::size_t v = 0; v < n; ++v)
-    (v < nOut ? outputs : reduction) *= static_cast<double>(bs.hi[v] - bs.lo[v]);
-  if (outputs > static_cast<double>(policy.maxOutputs) || reduction < 1) return;
+    (v < nOut ? outputs : reduction) *=
+        static_cast<double>(std::max<std::int64_t>(bs.hi[v] - bs.lo[v], 0));
+  if (outputs > static_cast<double>(policy.maxOutputs) || reduction < 1 || reduction > 9e18)
+    return;
   const double chunks = std::min(
       {static_cast<double>(policy.maxChunks),
        std::floor(reduction / static_cast<double>(std::max<std::int64_t>(policy.minChunk, 1))),
@@ -279,7 +283,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
           if (cj && *cj != 0 && cv && *cv == 0) ++score;
           if (cj && *cj != 0 && (!cv || *cv != 0)) score -= 4;
         }
-        if (score > bestScore || (score == bestScore && extent(v) > extent(best))) {
+        if (score > bestScore || (score == bestScore && best >= 0 && extent(v) > extent(best))) {
           best = v;
           bestScore = score;
         }

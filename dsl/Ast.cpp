@@ -1,5 +1,6 @@
 #include "dsl/Ast.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -58,7 +59,10 @@ std::string_view assignSpelling(Assign a) {
 }
 
 namespace {
-ExprPtr make(Expr e) { return std::make_shared<const Expr>(std::move(e)); }
+ExprPtr make(Expr e) {
+  for (const ExprPtr& a : e.args) e.height = std::max(e.height, a->height + 1);
+  return std::make_shared<const Expr>(std::move(e));
+}
 } // namespace
 
 ExprPtr Expr::makeNumber(double v, bool isInt, SourceRange r) {

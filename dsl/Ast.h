@@ -46,6 +46,9 @@ struct Expr {
   UnOp unop = UnOp::Neg;
   BinOp binop = BinOp::Add;
   std::vector<ExprPtr> args;
+  // Nodes on the longest path down to a leaf: every pass over the tree recurses this deep, so
+  // the parser bounds it (kMaxExprHeight).
+  int height = 1;
 
   static ExprPtr makeNumber(double v, bool isInteger, SourceRange r = {});
   static ExprPtr makeIdent(std::string name, SourceRange r = {});
@@ -57,6 +60,11 @@ struct Expr {
   static ExprPtr makeBinary(BinOp op, ExprPtr a, ExprPtr b, SourceRange r = {});
   static ExprPtr makeTernary(ExprPtr c, ExprPtr t, ExprPtr f, SourceRange r = {});
 };
+
+// The most nodes on a path from an expression's root to a leaf that the parser accepts: long
+// operator chains (a + b + c + ...) are as deep as they are long, and the later stages recurse
+// over the tree.
+constexpr int kMaxExprHeight = 512;
 
 // Structural equality, ignoring source ranges.
 bool sameExpr(const Expr& a, const Expr& b);

@@ -108,6 +108,17 @@ private:
   void enter(SourceRange r) {
     if (++depth_ > kMaxDepth) fail(*src_, r, "expression nested too deeply");
   }
+  // A node the parser built; `at` is its operator (a chain's whole span may be megabytes).
+  ExprPtr bounded(ExprPtr e, SourceRange at) {
+    if (e->height > kMaxExprHeight)
+      fail(*src_, at,
+           "expression too long: more than " + std::to_string(kMaxExprHeight) +
+               " operations deep (a chain a + b + c + ... is as deep as it is long)",
+           {{{},
+             "split it into several statements, e.g. accumulate the terms with '+='",
+             false}});
+    return e;
+  }
 
   Stmt stmt() {
     Stmt s;
@@ -202,7 +213,7 @@ private:
     enter(peek().range);
     ExprPtr c = binary(1);
     if (peek().kind == Tok::Question) {
-      take();
+      Token q = take();
       skipNewlines();
       ++nest_; // newlines between '?' and ':' are continuation
       ExprPtr t = ternary();
@@ -210,7 +221,7 @@ private:
       expect(Tok::Colon, "in a conditional expression (c ? a : b)");
       skipNewlines();
       ExprPtr f = ternary();
-      c = Expr::makeTernary(c, t, f, SourceRange::join(c->range, f->range));
+      c = bounded(Expr::makeTernary(c, t, f, SourceRange::join(c->range, f->range)), q.range);
     }
     --depth_;
     return c;
@@ -222,11 +233,12 @@ private:
     for (;;) {
       auto op = binOpFor(peek().kind);
       if (!op || binOpPrecedence(*op) < minPrec) break;
-      take();
+      Token opTok = take();
       skipNewlines();
       int next = binOpRightAssoc(*op) ? binOpPrecedence(*op) : binOpPrecedence(*op) + 1;
       ExprPtr rhs = binary(next);
-      lhs = Expr::makeBinary(*op, lhs, rhs, SourceRange::join(lhs->range, rhs->range));
+      lhs = bounded(Expr::makeBinary(*op, lhs, rhs, SourceRange::join(lhs->range, rhs->range)),
+                    opTok.range);
     }
     --depth_;
     return lhs;
@@ -239,8 +251,9 @@ private:
       enter(op.range);
       ExprPtr a = binary(kUnaryPrecedence + 1);
       --depth_;
-      return Expr::makeUnary(op.kind == Tok::Minus ? UnOp::Neg : UnOp::Not, a,
-                             SourceRange::join(op.range, a->range));
+      return bounded(Expr::makeUnary(op.kind == Tok::Minus ? UnOp::Neg : UnOp::Not, a,
+                                     SourceRange::join(op.range, a->range)),
+                     op.range);
     }
     return primary();
   }
@@ -286,14 +299,16 @@ private:
         if (idx.empty())
           fail(*src_, {t.range.begin, toks_[pos_ - 1].range.end},
                "'" + name + "[]' has no subscript; a scalar is read by its bare name");
-        return Expr::makeAccess(name, std::move(idx), {t.range.begin, toks_[pos_ - 1].range.end},
-                                t.range);
+        return bounded(Expr::makeAccess(name, std::move(idx),
+                                        {t.range.begin, toks_[pos_ - 1].range.end}, t.range),
+                       t.range);
       }
       if (peek().kind == Tok::LParen) {
         take();
         auto args = list(Tok::RParen, "to close the call");
-        return Expr::makeCall(name, std::move(args), {t.range.begin, toks_[pos_ - 1].range.end},
-                              t.range);
+        return bounded(Expr::makeCall(name, std::move(args),
+                                      {t.range.begin, toks_[pos_ - 1].range.end}, t.range),
+                       t.range);
       }
       return Expr::makeIdent(name, t.range);
     }

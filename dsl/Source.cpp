@@ -40,20 +40,28 @@ std::string_view Source::slice(SourceRange r) const {
 
 namespace {
 
-// "    3 | text" and "      | ^~~~" for one range (clipped to its first line).
+// "    3 | text" and "      | ^~~~" for one range (clipped to its first line). A long line
+// (a generated program can be megabytes on one line) is shown as a window around the caret.
 void renderSnippet(std::ostringstream& os, const Source& src, SourceRange range) {
+  constexpr std::size_t kWide = 160, kBefore = 60, kAfter = 100;
   auto lc = src.lineCol(range.begin);
   std::string_view line = src.lineText(lc.line);
+  auto col = static_cast<std::size_t>(lc.column - 1);
+  std::size_t from = 0, to = line.size();
+  if (line.size() > kWide) {
+    from = col > kBefore ? col - kBefore : 0;
+    to = std::min(line.size(), std::max(col, from) + kAfter);
+  }
+  const std::string before = from > 0 ? "..." : "", after = to < line.size() ? "..." : "";
   std::string number = std::to_string(lc.line);
   std::string gutter(number.size() < 4 ? 4 - number.size() : 0, ' ');
-  os << gutter << number << " | ";
+  os << gutter << number << " | " << before;
   // Tabs are shown as single spaces so the caret lines up.
-  for (char c : line) os << (c == '\t' ? ' ' : c);
-  os << '\n' << std::string(gutter.size() + number.size(), ' ') << " | ";
-  auto col = static_cast<std::size_t>(lc.column - 1);
-  os << std::string(col, ' ') << '^';
+  for (char c : line.substr(from, to - from)) os << (c == '\t' ? ' ' : c);
+  os << after << '\n' << std::string(gutter.size() + number.size(), ' ') << " | ";
+  os << std::string(before.size() + (col > from ? col - from : 0), ' ') << '^';
   std::size_t len = range.end > range.begin ? range.end - range.begin : 1;
-  std::size_t room = line.size() > col ? line.size() - col : 1;
+  std::size_t room = to > col ? to - col : 1;
   len = std::min(len, room);
   if (len > 1) os << std::string(len - 1, '~');
   os << '\n';

@@ -2,7 +2,9 @@
 
 #include "dsl/Printer.h"
 #include "grad/Derivative.h"
+#include "grad/IndexHull.h"
 #include "grad/IndexSolver.h"
+#include "grad/Syntax.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,114 +14,9 @@
 namespace einjit::grad {
 
 using namespace einjit::dsl;
+using namespace einjit::grad::syntax;
 
 namespace {
-
-// --- building syntax --------------------------------------------------------------------------
-
-ExprPtr num(std::int64_t v) {
-  ExprPtr n = Expr::makeNumber(static_cast<double>(v < 0 ? -v : v), true);
-  return v < 0 ? Expr::makeUnary(UnOp::Neg, n) : n;
-}
-ExprPtr ident(const std::string& n) { return Expr::makeIdent(n); }
-ExprPtr add(ExprPtr a, ExprPtr b) { return Expr::makeBinary(BinOp::Add, a, b); }
-ExprPtr mul(ExprPtr a, ExprPtr b) { return Expr::makeBinary(BinOp::Mul, a, b); }
-ExprPtr fn(const std::string& name, std::vector<ExprPtr> args) {
-  return Expr::makeCall(name, std::move(args));
-}
-
-// c*e added to an expression being built as a sum (sign folded into the operator).
-ExprPtr addTerm(ExprPtr acc, std::int64_t c, ExprPtr e) {
-  if (c == 0) return acc;
-  std::int64_t mag = c < 0 ? -c : c;
-  ExprPtr term = mag == 1 ? e : mul(num(mag), e);
-  if (!acc) return c < 0 ? Expr::makeUnary(UnOp::Neg, term) : term;
-  return Expr::makeBinary(c < 0 ? BinOp::Sub : BinOp::Add, acc, term);
-}
-
-ExprPtr symExpr(const Sym& s);
-
-ExprPtr plusConst(ExprPtr acc, std::int64_t k) {
-  if (k == 0) return acc;
-  return Expr::makeBinary(k < 0 ? BinOp::Sub : BinOp::Add, acc, num(k < 0 ? -k : k));
-}
-
-ExprPtr symAtom(const Sym& s) {
-  switch (s->kind) {
-  case SymKind::Size: return fn("size", {ident(s->tensor), num(s->dim)});
-  case SymKind::Param: return ident(s->tensor);
-  case SymKind::Max:
-  case SymKind::Min: {
-    ExprPtr acc = symExpr(s->args[0]);
-    for (std::size_t i = 1; i < s->args.size(); ++i)
-      acc = fn(s->kind == SymKind::Max ? "max" : "min", {acc, symExpr(s->args[i])});
-    return acc;
-  }
-  case SymKind::FDiv:
-  case SymKind::CDiv:
-    return fn(s->kind == SymKind::FDiv ? "fdiv" : "cdiv", {symExpr(s->args[0]), num(s->divisor)});
-  case SymKind::Lin: return symExpr(s);
-  }
-  return num(0);
-}
-
-ExprPtr symExpr(const Sym& s) {
-  if (s->kind != SymKind::Lin) return symAtom(s);
-  ExprPtr acc;
-  for (const auto& [t, c] : s->terms) acc = addTerm(acc, c, symAtom(t));
-  if (!acc) return num(s->constant);
-  return plusConst(acc, s->constant);
-}
-
-// Affine forms and loop bounds as syntax, with a name per slot.
-struct Emit {
-  std::vector<std::string> names;
-  std::function<Sym(const Sym&)> resolve; // extents of intermediates in terms of inputs
-  // Under an element mask, reads outside the forward domain may leave their tensors: they are
-  // padded (and their values discarded by the mask).
-  bool padReads = false;
-
-  ExprPtr subscript(ExprPtr e) const { return padReads ? fn("pad", {e}) : e; }
-
-  ExprPtr aff(const Aff& in) const {
-    Aff a = in;
-    if (resolve) a.k = resolve(a.k);
-    ExprPtr acc;
-    for (std::size_t i = 0; i < a.c.size(); ++i) acc = addTerm(acc, a.c[i], ident(names[i]));
-    std::int64_t k;
-    if (symIsConst(a.k, &k)) {
-      if (!acc) return num(k);
-      return k == 0 ? acc : plusConst(acc, k);
-    }
-    if (!acc) return symExpr(a.k);
-    // Fold the symbolic constant in term by term so signs read naturally.
-    ExprPtr out = acc;
-    const Sym& s = a.k;
-    if (s->kind == SymKind::Lin) {
-      for (const auto& [t, c] : s->terms) out = addTerm(out, c, symAtom(t));
-      return s->constant != 0 ? plusConst(out, s->constant) : out;
-    }
-    return add(out, symAtom(s));
-  }
-
-  // lo: max over cdiv(num, d); hi (exclusive): min over fdiv(num, d) + 1.
-  ExprPtr bound(const std::vector<BoundTerm>& terms, bool hi) const {
-    ExprPtr acc;
-    for (const BoundTerm& t : terms) {
-      ExprPtr e;
-      if (t.divisor == 1) {
-        Aff a = t.num;
-        if (hi) a.k = symAddConst(a.k, 1);
-        e = aff(a);
-      } else {
-        e = fn(hi ? "fdiv" : "cdiv", {aff(t.num), num(t.divisor)});
-        if (hi) e = add(e, num(1));
-      }
-      acc = acc ? fn(hi ? "min" : "max", {acc, e}) : e;
-    }
-    return acc;
-  }
-};
 
 // --- the gradient builder ---------------------------------------------------------------------
 
@@ -150,7 +47,15 @@ public:
       gradName_[static_cast<std::size_t>(id)] = n;
       g_.outputGrads.push_back(n);
     }
-    for (std::size_t k = p_.stmts.size(); k-- > 0;) statement(k);
+    for (std::size_t k = p_.stmts.size(); k-- > 0;) {
+      try {
+        statement(k);
+      } catch (const SymOverflow&) {
+        fail(src_, p_.stmts[k].ast.range,
+             "cannot differentiate this statement: solving its index equations leaves 64-bit "
+             "integers (coefficients or constants too large)");
+      }
+    }
     // Inputs that no contribution reached have a zero gradient.
     for (int id : wrtIds_) {
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
@@ -336,19 +241,36 @@ private:
     return std::make_shared<const CExpr>(std::move(c));
   }
 
-  // (max)/(min): the gradient goes to the first extreme value in iteration order. first[o] is
-  // the smallest iteration number whose value equals y[o]; the summand is masked to it.
+  // (max)/(min): the gradient goes to the first extreme in iteration order. first[o] is the
+  // smallest iteration number whose value equals the extreme of output o; the summand is masked
+  // to it. The values compared must come from one kernel: a summand that computes may round
+  // differently in two (one fuses a multiply-add), and no value would match its recomputed
+  // extreme, losing that output's gradient. So such a summand is stored once (value_y) and its
+  // extreme taken over the stored values; a plain read is compared as it is (the extreme is
+  // one of the elements read, unchanged).
   CExprPtr selection(const Statement& st) {
-    // The extreme: the output itself, or recomputed when the output is a tensor changed in
-    // place (the gradient program only has its values from before the forward call).
-    CExprPtr extreme = st.lhs;
-    if (p_.tensors[static_cast<std::size_t>(st.output)].isArgument)
-      extreme = sameElementOf(st, helperStatement(st, (st.reduce == Reduce::Max ? "max_" : "min_") +
-                                                          tensorName(st.output),
-                                                  st.reduce, copy(st.rhs)));
-    CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), extreme);
-    bool dependent = false;
-    for (const IndexVar& v : st.vars) dependent = dependent || (v.dependent && !v.isOutput);
+    bool reduces = false, dependent = false;
+    for (const IndexVar& v : st.vars) {
+      reduces = reduces || !v.isOutput;
+      dependent = dependent || (v.dependent && !v.isOutput);
+    }
+    if (!reduces) return st.rhs; // one value per output element: it is the extreme
+    const std::string extremeName =
+        (st.reduce == Reduce::Max ? "max_" : "min_") + tensorName(st.output);
+    const TensorInfo& out = p_.tensors[static_cast<std::size_t>(st.output)];
+    CExprPtr value, extreme;
+    if (st.rhs->kind == CKind::Read) {
+      value = copy(st.rhs);
+      // The output itself, unless other statements change it too (a tensor passed in and
+      // changed in place: the gradient program has its values from before the call).
+      extreme = st.lhs;
+      if (out.isArgument || out.writtenBy.size() > 1)
+        extreme = sameElementOf(st, helperStatement(st, extremeName, st.reduce, value));
+    } else {
+      value = storedValues(st);
+      extreme = sameElementOf(st, helperStatement(st, extremeName, st.reduce, value));
+    }
+    CExprPtr isExtreme = binary(BinOp::Eq, value, extreme);
     if (!dependent) {
       CExprPtr lin = iterationNumber(st);
       int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
@@ -371,6 +293,52 @@ private:
       chosen = chosen ? binary(BinOp::And, chosen, same) : same;
     }
     return ternary(chosen, st.rhs, constant(0));
+  }
+
+  // value_y[v - lo_v, ...] := F(v): the summand of every iteration, in a tensor indexed by all
+  // the statement's indices shifted to start at 0 over their box hulls; returns its read at
+  // iteration v. Dependent ranges leave holes in the box: there the value is 0 (never read)
+  // and the reads are padded, as they may leave their tensors.
+  CExprPtr storedValues(const Statement& st) {
+    std::vector<std::pair<Sym, Sym>> hull = indexHulls(st);
+    int id = addTensor(fresh("value_" + tensorName(st.output)));
+    const std::size_t n = st.vars.size();
+    Stmt out;
+    out.output = tensorName(id);
+    out.outputBracketed = true;
+    out.assign = Assign::Define;
+    std::vector<std::string> names;
+    std::vector<Aff> varAff;
+    CExpr read{CKind::Read};
+    read.tensor = id;
+    for (std::size_t v = 0; v < n; ++v) {
+      std::int64_t k;
+      bool fromZero = symIsConst(hull[v].first, &k) && k == 0;
+      names.push_back(fromZero ? st.vars[v].name : fresh(st.vars[v].name));
+      Aff a = Aff::unit(n, v);
+      a.k = hull[v].first;
+      varAff.push_back(a);
+      out.lhs.push_back(ident(names.back()));
+      out.where.push_back(
+          {names.back(), {}, num(0), symExpr(resolve(symSub(hull[v].second, hull[v].first))), {}});
+      Subscript sub;
+      sub.coef.assign(n, 0);
+      sub.coef[v] = 1;
+      sub.constant = symScale(hull[v].first, -1);
+      read.subs.push_back(std::move(sub));
+    }
+    Emit emit{names, resolver()};
+    ExprPtr inRange;
+    for (std::size_t v = 0; v < n; ++v)
+      if (st.vars[v].dependent) {
+        ExprPtr c = inDependentRange(st, v, varAff, emit);
+        inRange = inRange ? Expr::makeBinary(BinOp::And, inRange, c) : c;
+      }
+    emit.padReads = inRange != nullptr;
+    out.rhs = toExpr(copy(st.rhs), st, varAff, emit);
+    if (inRange) out.rhs = Expr::makeTernary(inRange, out.rhs, num(0));
+    stmts_.push_back(std::move(out));
+    return std::make_shared<const CExpr>(std::move(read));
   }
 
   // (*): d prod / d F(v) is the product of the other factors, correct with zeros: count the
@@ -685,7 +653,8 @@ private:
     switch (e->kind) {
     case CKind::Const: {
       double v = e->value;
-      bool isInt = v == static_cast<double>(static_cast<long long>(v)) && std::abs(v) < 9e15;
+      // The range test first: converting a double outside int64 is undefined (1e300 is one).
+      bool isInt = std::abs(v) < 9e15 && v == static_cast<double>(static_cast<long long>(v));
       ExprPtr n = Expr::makeNumber(v < 0 ? -v : v, isInt);
       return v < 0 ? Expr::makeUnary(UnOp::Neg, n) : n;
     }

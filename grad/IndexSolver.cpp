@@ -35,9 +35,9 @@ Aff affScale(const Aff& a, std::int64_t s) {
   return r;
 }
 
-Aff composeSubscript(const Subscript& s, const std::vector<Aff>& varAff) {
-  std::size_t slots = varAff.empty() ? 0 : varAff[0].c.size();
-  Aff r = Aff::zero(slots);
+Aff composeSubscript(const Subscript& s, const std::vector<Aff>& varAff,
+                     std::optional<std::size_t> slots) {
+  Aff r = Aff::zero(slots ? *slots : varAff.empty() ? 0 : varAff[0].c.size());
   r.k = s.constant;
   for (std::size_t v = 0; v < s.coef.size(); ++v)
     if (s.coef[v] != 0) r = affAdd(r, affScale(varAff[v], s.coef[v]));
@@ -177,7 +177,7 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     sol.phaseStride[r] = g;
     sol.phaseOffset[r] = rho;
     sol.edge[r] = edge;
-    Aff row = composeSubscript(site.subs[r], sol.varAff);
+    Aff row = composeSubscript(site.subs[r], sol.varAff, sol.slots);
     // At a clamp edge the row is no equation but an inequality on phi (added below).
     row.c[r] = edge == -1 || edge == 1 ? 0 : -g;
     row.k = symAddConst(row.k, edge == -1 || edge == 1 ? 0 : -rho);

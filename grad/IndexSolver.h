@@ -7,6 +7,8 @@
 // into exact loop bounds for the indices left free (Fourier-Motzkin, innermost first).
 #include "dsl/Program.h"
 
+#include <optional>
+
 namespace einjit::grad {
 
 // An affine form over slots (the gradient's indices u_0..u_{R-1}, then the forward
@@ -81,7 +83,9 @@ SiteSolution solveSite(const dsl::Statement& st, const dsl::CExpr& site,
                        const std::vector<std::pair<dsl::Sym, dsl::Sym>>& ranges,
                        const std::vector<Split>& split = {});
 
-// The subscript's affine part with the forward indices replaced by their forms.
-Aff composeSubscript(const dsl::Subscript& s, const std::vector<Aff>& varAff);
+// The subscript's affine part with the forward indices replaced by their forms, over `slots`
+// slots (by default those of the forms; a statement without indices has no form to count them).
+Aff composeSubscript(const dsl::Subscript& s, const std::vector<Aff>& varAff,
+                     std::optional<std::size_t> slots = std::nullopt);
 
 } // namespace einjit::grad

@@ -463,9 +463,16 @@ Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
 
 } // namespace
 
+const Kernel::Impl& Kernel::impl() const {
+  if (!impl_)
+    throw Error("this Kernel is empty (default-constructed): create kernels with "
+                "einjit::compile() or Kernel::gradient()");
+  return *impl_;
+}
+
 std::pair<std::vector<Tensor>, std::vector<double>>
 Kernel::splitArguments(const std::vector<Arg>& args) const {
-  const dsl::Program& p = impl_->program;
+  const dsl::Program& p = impl().program;
   const dsl::Source& src = *p.source;
   const std::size_t nt = p.arguments.size(), ns = p.params.size();
   if (args.size() != nt + ns) {
@@ -502,12 +509,12 @@ Kernel::splitArguments(const std::vector<Arg>& args) const {
 
 Outputs Kernel::call(const std::vector<Arg>& args) const {
   auto [tensors, scalars] = splitArguments(args);
-  return run(*impl_, tensors, scalars);
+  return run(impl(), tensors, scalars);
 }
 
 Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
                      const std::map<std::string, double>& scalars) const {
-  const dsl::Program& p = impl_->program;
+  const dsl::Program& p = impl().program;
   const dsl::Source& src = *p.source;
   for (const auto& [name, t] : tensors) {
     int id = p.findTensor(name);
@@ -534,19 +541,19 @@ Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
       dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
     ss.push_back(it->second);
   }
-  return run(*impl_, ts, ss);
+  return run(impl(), ts, ss);
 }
 
 std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   auto [tensors, scalars] = splitArguments(args);
-  const dsl::Program& p = impl_->program;
-  dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl_->options);
-  if (impl_->options.device.kind == Device::Kind::cuda) {
+  const dsl::Program& p = impl().program;
+  dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl().options);
+  if (impl().options.device.kind == Device::Kind::cuda) {
 #if EINJIT_HAVE_CUDA
     runtime::CudaProgram cp =
         runtime::generateCuda(p, bound, stridesOf(p, bound, tensors), alignedOnDevice(p, tensors),
-                              runtime::codeArch(impl_->options.device.index));
-    std::string out = "# target: CUDA (" + impl_->options.device.name() + ")\n";
+                              runtime::codeArch(impl().options.device.index));
+    std::string out = "# target: CUDA (" + impl().options.device.name() + ")\n";
     for (std::size_t k = 0; k < p.stmts.size(); ++k)
       out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
     for (int id : cp.lowered.zeroFill)
@@ -562,11 +569,11 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
     throw Error("this build of einjit has no CUDA support");
 #endif
   }
-  if (impl_->options.device.kind != Device::Kind::cpu)
-    return "device " + impl_->options.device.name() +
+  if (impl().options.device.kind != Device::Kind::cpu)
+    return "device " + impl().options.device.name() +
            ": the reference interpreter runs the checked program directly\n";
 #if EINJIT_HAVE_LLVM
-  auto prep = prepare(*impl_, bound, tensors, llvmIR);
+  auto prep = prepare(impl(), bound, tensors, llvmIR);
   std::string out = "# target: " + runtime::hostDescription() + "\n";
   out += "# code: " + prep->code->origin + "\n";
   for (std::size_t k = 0; k < p.stmts.size(); ++k)
@@ -585,47 +592,48 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
 
 std::vector<std::string> Kernel::tensorArguments() const {
   std::vector<std::string> v;
-  for (int id : impl_->program.arguments)
-    v.push_back(impl_->program.tensors[static_cast<std::size_t>(id)].name);
+  for (int id : impl().program.arguments)
+    v.push_back(impl().program.tensors[static_cast<std::size_t>(id)].name);
   return v;
 }
 
 std::vector<std::string> Kernel::scalarArguments() const {
   std::vector<std::string> v;
-  for (const auto& prm : impl_->program.params) v.push_back(prm.name);
+  for (const auto& prm : impl().program.params) v.push_back(prm.name);
   return v;
 }
 
 std::vector<std::string> Kernel::outputNames() const {
   std::vector<std::string> v;
-  for (int id : impl_->program.outputs)
-    v.push_back(impl_->program.tensors[static_cast<std::size_t>(id)].name);
+  for (int id : impl().program.outputs)
+    v.push_back(impl().program.tensors[static_cast<std::size_t>(id)].name);
   return v;
 }
 
 Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
-  grad::Gradient g = grad::differentiate(impl_->program, wrt);
-  auto impl = std::make_shared<Kernel::Impl>();
-  impl->program = dsl::check(dsl::printProgram(g.program), impl_->options.name + " (gradient)");
-  impl->options = impl_->options;
-  impl->gradientInputs = g.outputGrads;
-  impl->gradientOutputs = g.inputGrads;
-  impl->scatters = g.scatters;
-  impl->masked = g.masked;
+  const Impl& self = impl();
+  grad::Gradient g = grad::differentiate(self.program, wrt);
+  auto made = std::make_shared<Kernel::Impl>();
+  made->program = dsl::check(dsl::printProgram(g.program), self.options.name + " (gradient)");
+  made->options = self.options;
+  made->gradientInputs = g.outputGrads;
+  made->gradientOutputs = g.inputGrads;
+  made->scatters = g.scatters;
+  made->masked = g.masked;
   Kernel k;
-  k.impl_ = std::move(impl);
+  k.impl_ = std::move(made);
   return k;
 }
 
-std::vector<std::string> Kernel::gradientInputs() const { return impl_->gradientInputs; }
-std::vector<std::string> Kernel::gradientOutputs() const { return impl_->gradientOutputs; }
-std::vector<std::string> Kernel::scatters() const { return impl_->scatters; }
-std::vector<std::string> Kernel::maskedGathers() const { return impl_->masked; }
+std::vector<std::string> Kernel::gradientInputs() const { return impl().gradientInputs; }
+std::vector<std::string> Kernel::gradientOutputs() const { return impl().gradientOutputs; }
+std::vector<std::string> Kernel::scatters() const { return impl().scatters; }
+std::vector<std::string> Kernel::maskedGathers() const { return impl().masked; }
 
-std::string Kernel::source() const { return dsl::printProgram(impl_->program.ast); }
-std::string Kernel::ranges() const { return dsl::describeRanges(impl_->program); }
-const Options& Kernel::options() const { return impl_->options; }
-const dsl::Program& Kernel::program() const { return impl_->program; }
+std::string Kernel::source() const { return dsl::printProgram(impl().program.ast); }
+std::string Kernel::ranges() const { return dsl::describeRanges(impl().program); }
+const Options& Kernel::options() const { return impl().options; }
+const dsl::Program& Kernel::program() const { return impl().program; }
 
 void synchronize(Device device) {
   if (device.kind != Device::Kind::cuda) return;

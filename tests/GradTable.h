@@ -113,6 +113,19 @@ inline const std::vector<GradRow> kGradRows = {
     {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:2, b in 0:2", {{"x", {6, 7}}}},
     {"(max) y[i,j] := x[2i+a, 2j+b] where a in 0:3, b in 0:3", {{"x", {7, 9}}}},
     {"(max) s := x[i] * w[i]", {{"x", {5}}, {"w", {5}}}},
+    // summands that round (stored once by the gradient), windows clipped at the borders
+    {"(max) y[i] := x[i,j] * w[j] + b[i]", {{"x", {3, 5}}, {"w", {5}}, {"b", {3}}}},
+    {"(max) y[i] := x[2i+a-1] * w[a] where i in 0:fdiv(size(x,0)+1, 2), "
+     "a in max(0, 1-2i):min(3, size(x,0)+1-2i)",
+     {{"x", {9}}, {"w", {3}}},
+     {},
+     {"x"}}, // (the scatter-form reference cannot express dw over a's range)
+    {"(min) y[i] := x[pad(i+k)] * w[k+1] where i in 0:size(x,0), k in -1:2",
+     {{"x", {6}}, {"w", {3}}}},
+    {"(max) y[i,j] := x[2i+a-1, 2j+b-1] where i in 0:fdiv(size(x,0)+1, 2), "
+     "j in 0:fdiv(size(x,1)+1, 2), a in max(0, 1-2i):min(3, size(x,0)+1-2i), "
+     "b in max(0, 1-2j):min(3, size(x,1)+1-2j)",
+     {{"x", {7, 8}}}},
     {"(*) y[i] := x[i,j]", {{"x", {3, 4}}}},
     {"(*) y[i] := x[i,j] + w[j]", {{"x", {2, 3}}, {"w", {3}}}},
     {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]",

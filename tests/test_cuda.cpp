@@ -1157,3 +1157,20 @@ TEST_CASE("cuda: split (max)/(min) gradients land on the first extreme, reruns a
   }
   CHECK(checked == 2 * largeSplitCases());
 }
+
+TEST_CASE("cuda: NVRTC compiles a chain at the expression limit, forward and gradient (no GPU needed)") {
+  // Every operation is parenthesised in the CUDA C, so the deepest expression the parser
+  // accepts (kMaxExprHeight) nests as many parentheses.
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  std::string program = "y[i] := x[i, 0]";
+  for (int t = 1; t < 510; ++t)
+    program += " + x[i, " + std::to_string(t % 7) + "] * " + std::to_string(t);
+  for (DType dt : {DType::f32, DType::f64}) {
+    Kernel k = einjit::compile(program, on(Device::cuda(), dt));
+    Tensor x = Tensor::random({3, 7}, dt, 1);
+    compileCall(k, {{"x", x}}, {}, dt);
+    Kernel g = einjit::compile(k.gradient().source(), on(Device::cuda(), dt));
+    compileCall(g, {{"x", x}, {"dy", Tensor::random({3}, dt, 2)}}, {}, dt);
+  }
+}

@@ -454,10 +454,21 @@ TEST_CASE("error table: every kind of user mistake is an einjit::Error with a ca
       std::string header =
           "<program>:" + std::to_string(row.line) + ":" + std::to_string(row.column) + ": error: ";
       CHECK(what.rfind(header, 0) == 0);
-      // The source line, and right under it the caret at the column.
-      std::string source = gutter(row.line) + " | " + lineOf(row.program, row.line) + "\n";
+      // The source line, and right under it the caret at the column. A line longer than 160
+      // characters is shown as a window: 60 characters before the caret, 100 from it.
+      std::string text = lineOf(row.program, row.line), before, after;
+      auto col = static_cast<std::size_t>(row.column - 1);
+      if (text.size() > 160) {
+        std::size_t from = col > 60 ? col - 60 : 0;
+        std::size_t to = std::min(text.size(), std::max(col, from) + 100);
+        before = from > 0 ? "..." : "";
+        after = to < text.size() ? "..." : "";
+        text = text.substr(from, to - from);
+        col -= from;
+      }
+      std::string source = gutter(row.line) + " | " + before + text + after + "\n";
       std::string caret = std::string(gutter(row.line).size(), ' ') + " | " +
-                          std::string(static_cast<std::size_t>(row.column - 1), ' ') + "^";
+                          std::string(before.size() + col, ' ') + "^";
       CHECK(what.find(source + caret) != std::string::npos);
     }
     // Nothing was written to the outputs passed in.

@@ -7,6 +7,7 @@
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
 
+#include <map>
 #include <random>
 
 namespace {
@@ -126,4 +127,156 @@ TEST_CASE("10,000 mutated valid programs: success or einjit::Error, nothing else
     compiled += survive(join(toks), rng) ? 1 : 0;
   }
   MESSAGE("mutated programs that compiled: " << compiled);
+}
+
+// --- regressions: crashes and exceptions other than einjit::Error ----------------------------
+
+TEST_CASE("gradients of statements without index variables (a subscript of constants)") {
+  struct Row {
+    const char* program;
+    std::map<std::string, einjit::Shape> shapes;
+  };
+  const std::vector<Row> rows = {
+      {"y := x[0]", {{"x", {3}}}},
+      {"out[i] := x[i] * 2\nloss := out[0] * 2", {{"x", {4}}}},
+      {"out[i] := x[i] * 2\nloss := out[0] * 2 + out[2] * x[1]", {{"x", {4}}}},
+      {"(max) y := x[1] * x[2]", {{"x", {3}}}},
+      {"y[i] := x[i, 1] * x[1, 0] where i in 0:2", {{"x", {2, 2}}}},
+  };
+  for (const Row& row : rows) {
+    INFO(std::string(row.program));
+    for (einjit::Device dev : {einjit::Device::reference(), einjit::Device::cpu()}) {
+      einjit::GradCheckResult r = einjit::gradcheck(row.program, row.shapes, {}, {}, 3, 1e-6, dev);
+      CHECK(r.passed);
+      CHECK(!r.inputs.empty());
+    }
+  }
+  // By hand: the gradient of y := x[0] is dy at element 0 only.
+  einjit::Kernel g = einjit::compile("y := x[0]").gradient();
+  einjit::Tensor dx = g.call({{"x", einjit::Tensor::zeros({3}, einjit::DType::f64)}}, {{"dy", 3}})[0];
+  CHECK(dx.toVector() == std::vector<double>{3, 0, 0});
+}
+
+TEST_CASE("a default-constructed Kernel is an einjit::Error to use, not a crash") {
+  einjit::Kernel k;
+  const char* msg = "this Kernel is empty (default-constructed)";
+  CHECK_THROWS_WITH_AS(k(einjit::Tensor::zeros({2})), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.call({}, {}), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.source(), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.ranges(), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.gradient(), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.tensorArguments(), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.explain({}), doctest::Contains(msg), einjit::Error);
+  CHECK_THROWS_WITH_AS(k.program(), doctest::Contains(msg), einjit::Error);
+}
+
+TEST_CASE("an index solve that leaves 64-bit integers is an einjit::Error at the statement") {
+  try {
+    einjit::compile("y[k] := a[333333k] * b[666666666666666-k]").gradient();
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    CHECK(std::string(e.what()).find("cannot differentiate this statement: solving its index "
+                                     "equations leaves 64-bit integers") != std::string::npos);
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 1);
+  }
+}
+
+TEST_CASE("schedules: a register tile with no second index, and empty ranges with huge extents") {
+  // The tile's row index is chosen among indices that score above nothing; here the only
+  // candidate (i) scores -1 (C reads along both i and j), which once compared the extent of
+  // index -1 (an out-of-bounds read).
+  auto k = einjit::compile("y[i,j] := A[k,j] * B[k,j] * C[i,k,j]");
+  auto ref = einjit::compile("y[i,j] := A[k,j] * B[k,j] * C[i,k,j]",
+                             {einjit::Device::reference(), einjit::DType::f64});
+  einjit::Tensor A = einjit::Tensor::random({5, 32}, einjit::DType::f64, 1);
+  einjit::Tensor B = einjit::Tensor::random({5, 32}, einjit::DType::f64, 2);
+  einjit::Tensor C = einjit::Tensor::random({4, 5, 32}, einjit::DType::f64, 3);
+  std::vector<double> got = einjit::Tensor(k(A, B, C)).toVector();
+  std::vector<double> want = einjit::Tensor(ref(A, B, C)).toVector();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == doctest::Approx(want[e]));
+  // Two empty reduction ranges of -5e9 each: their product must not count as 2.5e19 iterations
+  // (a signed overflow in the split-reduction planner); the sums are empty.
+  auto empty = einjit::compile("y[i] := x[i] * (j + k) where j in 0:N, k in 0:N");
+  einjit::Tensor x = einjit::Tensor::random({3}, einjit::DType::f64, 4);
+  einjit::Tensor y = empty(x, -5000000000.0);
+  CHECK(y.toVector() == std::vector<double>{0, 0, 0});
+}
+
+// --- limits: long chains are as deep as they are long ----------------------------------------
+
+namespace {
+
+// "x[i] OP x[i] OP ..." with `terms` terms (height terms + 1: an access is two nodes).
+std::string chain(const std::string& head, int terms, const std::string& op,
+                  const std::string& term) {
+  std::string s = head;
+  for (int t = 0; t < terms; ++t) s += (t ? op : "") + term;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("expressions deeper than the limit are an einjit::Error at the operator") {
+  struct Row {
+    std::string what, text, message;
+  };
+  const std::vector<Row> rows = {
+      {"a 30,000-term sum", chain("y[i] := ", 30000, " + ", "x[i]"), "expression too long"},
+      {"a 100,000-term subscript", chain("y[i] := x[", 100000, "+", "i") + "]",
+       "expression too long"},
+      {"a 10 MB statement", chain("y[i] := ", 1400000, " * ", "w[i]"), "expression too long"},
+      {"a 512-term sum (one past the limit)", chain("y[i] := ", 512, " + ", "x[i]"),
+       "expression too long: more than 512 operations deep"},
+      {"a where bound", chain("y[i] := x[i] where i in 0:", 600, "+", "1"), "expression too long"},
+      {"30,000 negations", std::string("y[i] := ") + std::string(30000, '-') + "x[i]",
+       "nested too deeply"},
+      {"30,000 parentheses", "y[i] := " + std::string(30000, '(') + "x[i]" +
+                                 std::string(30000, ')'),
+       "nested too deeply"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    try {
+      einjit::compile(row.text);
+      FAIL_CHECK("no error");
+    } catch (const einjit::Error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find(row.message) != std::string::npos);
+      CHECK(e.line() == 1);
+      CHECK(e.column() > 8);
+      // The diagnostic shows a window of the line, not all of it.
+      CHECK(msg.size() < 2000);
+    }
+  }
+  // The first operator past the limit gets the caret: "x[i]" is 2 nodes deep and each '+' adds
+  // one, so the 511th '+' (column 14 + 7 * 510) makes the 513th level.
+  try {
+    einjit::compile(chain("y[i] := ", 600, " + ", "x[i]"));
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    CHECK(e.column() == 14 + 7 * 510);
+  }
+}
+
+TEST_CASE("a chain at the expression limit runs, differentiates and agrees with the interpreter") {
+  // 510 terms, the last 509 three nodes deep: height 512, the most the parser accepts. The
+  // terms differ, so the simplifier cannot fold the sum.
+  std::string sum = "y[i] := x[i, 0]";
+  for (int t = 1; t < 510; ++t) sum += " + x[i, " + std::to_string(t % 7) + "] * " + std::to_string(t);
+  std::string product = chain("y[i] := ", 255, " * ", "(x[i, 1] + 1)");
+  for (const std::string& program : {sum, product}) {
+    INFO(program.substr(0, 60));
+    einjit::Tensor x = einjit::Tensor::random({3, 7}, einjit::DType::f64, 5);
+    auto cpu = einjit::compile(program, {einjit::Device::cpu(), einjit::DType::f64});
+    auto ref = einjit::compile(program, {einjit::Device::reference(), einjit::DType::f64});
+    std::vector<double> got = einjit::Tensor(cpu(x)).toVector();
+    std::vector<double> want = einjit::Tensor(ref(x)).toVector();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t e = 0; e < got.size(); ++e)
+      CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-12));
+    einjit::GradCheckResult r = einjit::gradcheck(program, {{"x", {3, 7}}}, {}, {}, 2, 1e-6);
+    CHECK(r.passed);
+  }
 }

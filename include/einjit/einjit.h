@@ -137,6 +137,7 @@ public:
 
 private:
   friend Kernel compile(const std::string&, const Options&);
+  const Impl& impl() const; // an einjit::Error for a default-constructed Kernel
   std::pair<std::vector<Tensor>, std::vector<double>>
   splitArguments(const std::vector<Arg>& args) const;
   std::shared_ptr<const Impl> impl_;
