@@ -56,6 +56,56 @@ std::string concreteRanges(const dsl::Program& prog, const dsl::BoundProgram& b)
   return os.str();
 }
 
+// What `check` cannot decide without shapes: the checks Binding makes per call, listed for
+// this program, so that a program that checks clean is not taken for one that runs.
+std::string pendingChecks(const dsl::Program& prog) {
+  std::ostringstream os;
+  os << "checked without shapes; these checks run once shapes are known (--shape NAME=AxB):\n";
+  for (std::size_t k = 0; k < prog.stmts.size(); ++k) {
+    const dsl::Statement& st = prog.stmts[k];
+    const std::string where = "  statement " + std::to_string(k + 1) + ": ";
+    std::vector<int> bareSeen;
+    for (const dsl::BareUse& u : st.bareUses) {
+      const dsl::IndexVar& iv = st.vars[static_cast<std::size_t>(u.var)];
+      if (iv.fromWhere) continue;
+      if (std::find(bareSeen.begin(), bareSeen.end(), u.var) != bareSeen.end())
+        os << where << "every bare use of '" << iv.name << "' has the same extent\n";
+      bareSeen.push_back(u.var);
+    }
+    for (const dsl::BoundsCheck& c : st.boundsChecks) {
+      auto bare = c.sub->bareVar();
+      // A bare use of an index whose range it fixes is in bounds by construction.
+      if (bare && !st.vars[static_cast<std::size_t>(*bare)].fromWhere) continue;
+      std::string text(prog.source->slice(c.sub->range));
+      // A subscript over an index inferred from it is in bounds by construction too.
+      bool dependent = false, inferred = false;
+      for (std::size_t v = 0; v < c.sub->coef.size(); ++v) {
+        if (c.sub->coef[v] == 0) continue;
+        dependent = dependent || st.vars[v].dependent;
+        bool fixedByBare =
+            std::any_of(st.bareUses.begin(), st.bareUses.end(),
+                        [&](const dsl::BareUse& u) { return u.var == static_cast<int>(v); });
+        inferred = inferred || (!st.vars[v].fromWhere && !fixedByBare);
+      }
+      if (inferred && !dependent) continue;
+      os << where << "subscript '" << text << "' of '"
+         << prog.tensors[static_cast<std::size_t>(c.tensor)].name << "' (dimension " << c.dim
+         << ") stays in bounds" << (dependent ? " (checked while running)" : "") << '\n';
+    }
+    if (st.assign == dsl::Assign::Define)
+      for (int v : st.lhsVars) {
+        const dsl::IndexVar& iv = st.vars[static_cast<std::size_t>(v)];
+        std::int64_t lo = 0;
+        if (!dsl::symIsConst(iv.lo, &lo))
+          os << where << "output index '" << iv.name << "' does not start below 0 ("
+             << dsl::symPrint(iv.lo) << ")\n";
+      }
+  }
+  os << "  arguments: ranks, dtypes, size(t, d) dimensions, integer parameters in subscripts\n"
+        "  while running: gather indices stay in bounds\n";
+  return os.str();
+}
+
 } // namespace
 
 int help(std::ostream& out) {
@@ -82,7 +132,7 @@ int check(const Words& words, std::ostream& out, std::ostream&) {
   Kernel k = compile(args.program, opt);
   const dsl::Program& prog = k.program();
   if (args.shapes.empty() && args.scalars.empty()) {
-    out << dsl::describeRanges(prog);
+    out << dsl::describeRanges(prog) << pendingChecks(prog);
     return 0;
   }
   Inputs in = makeInputs(prog, args);

@@ -59,7 +59,8 @@ Inputs makeInputs(const dsl::Program& prog, const Arguments& args) {
   for (const auto& prm : prog.params) {
     auto it = args.scalars.find(prm.name);
     if (it == args.scalars.end())
-      dsl::fail(*prog.source, prm.firstUse, "missing --scalar " + prm.name + "=...");
+      dsl::fail(*prog.source, prm.firstUse, "missing --scalar " + prm.name + "=...",
+                dsl::parameterNotes(prog, static_cast<int>(&prm - prog.params.data())));
     in.scalars.push_back(it->second);
   }
   for (const auto& [name, s] : args.shapes)

@@ -49,6 +49,10 @@ struct BoundProgram {
   std::int64_t eval(const Program& p, const Sym& s) const;
 };
 
+// Notes for a diagnostic about parameter `param` (a missing value): a name in a subscript that
+// begins with an upper-case letter is a parameter, which surprises whoever meant an index.
+std::vector<Note> parameterNotes(const Program& p, int param);
+
 // args: one per Program::arguments entry, in that order; params: one per Program::params.
 BoundProgram bind(const Program& p, const std::vector<ArgSpec>& args,
                   const std::vector<double>& params, DType defaultDType = DType::f32);

@@ -3,6 +3,7 @@
 #include "dsl/Printer.h"
 #include "grad/Derivative.h"
 #include "grad/IndexSolver.h"
+#include "grad/UnusedIndices.h"
 
 #include <algorithm>
 #include <functional>
@@ -343,9 +344,10 @@ private:
     // place (the gradient program only has its values from before the forward call).
     CExprPtr extreme = st.lhs;
     if (p_.tensors[static_cast<std::size_t>(st.output)].isArgument)
-      extreme = sameElementOf(st, helperStatement(st, (st.reduce == Reduce::Max ? "max_" : "min_") +
-                                                          tensorName(st.output),
-                                                  st.reduce, copy(st.rhs)));
+      extreme = sameElementOf(
+          st,
+          helperStatement(st, (st.reduce == Reduce::Max ? "max_" : "min_") + tensorName(st.output),
+                          st.reduce, copy(st.rhs)));
     CExprPtr isExtreme = binary(BinOp::Eq, copy(st.rhs), extreme);
     bool dependent = false;
     for (const IndexVar& v : st.vars) dependent = dependent || (v.dependent && !v.isOutput);
@@ -890,6 +892,7 @@ private:
     out.rhs = summand(dy, partial, st, varAff, emit);
     if (cond) out.rhs = Expr::makeTernary(cond, out.rhs, num(0));
     forwardRanges(st, out);
+    foldUnusedIndices(out);
     g_.masked.push_back(printStmt(out) + "   # " + why);
     defined_.insert(x);
     stmts_.push_back(std::move(out));
@@ -924,6 +927,7 @@ private:
     ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
     out.rhs = summand(dy, partial, st, varAff, emit);
     forwardRanges(st, out);
+    foldUnusedIndices(out);
     g_.scatters.push_back(printStmt(out) + "   # " + why);
     stmts_.push_back(std::move(out));
   }
@@ -933,6 +937,7 @@ private:
   // Forward statements whose results the gradient statements read, in forward order, then
   // the gradient statements.
   void assemble() {
+    for (Stmt& s : stmts_) foldUnusedIndices(s);
     std::set<std::string> read, values; // every tensor read; those read as values
     std::function<void(const Expr&)> names = [&](const Expr& e) {
       if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) {

@@ -70,12 +70,12 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[i] := x[wrap(i-3)] * w[i] where i in 0:size(w,0)", {{"x", {3}}, {"w", {8}}}},
     {"y[i] := x[wrap(i+k)] * w[k] * g[i] where i in 0:size(x,0)",
      {{"x", {4}}, {"w", {3}}, {"g", {4}}}},
-    // transposed convolution in its gather form
-    {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
+    // transposed convolution in its gather form (pad: each o meets only the taps that exist)
+    {"y[o] := x[i] * w[pad(o + 1 - 2i)] where o in 0:2*size(x,0)-1+size(w,0)-2",
      {{"x", {4}}, {"w", {3}}}},
     // shifts and subsampling
     {"y[i] := x[2i]", {{"x", {7}}}},
-    {"y[i] := x[i+1] - x[i]", {{"x", {6}}}},
+    {"y[i] := x[i+1] - x[i] where i in 0:size(x,0)-1", {{"x", {6}}}},
     {"y[i] := x[N-1-i]", {{"x", {5}}}, {{"N", 5}}},
     {"y[i] := x[i+S] * alpha where i in 0:size(x,0)-S", {{"x", {6}}}, {{"S", 2}, {"alpha", 1.5}}},
     // elementwise functions and their derivatives

@@ -40,7 +40,24 @@ TEST_CASE("check without shapes prints the canonical program and symbolic ranges
   Result r = runCli("check 'y[i]:=x[i+k]*w[k]'");
   CHECK(r.status == 0);
   CHECK(r.out ==
-        "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n");
+        "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n"
+        "checked without shapes; these checks run once shapes are known (--shape NAME=AxB):\n"
+        "  arguments: ranks, dtypes, size(t, d) dimensions, integer parameters in subscripts\n"
+        "  while running: gather indices stay in bounds\n");
+}
+
+TEST_CASE("check without shapes names the checks of this program that need shapes") {
+  Result r = runCli("check 'y[i] := x[i+1] - x[i] + a[i]'");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "  statement 1: every bare use of 'i' has the same extent\n"));
+  CHECK(has(r.out, "  statement 1: subscript 'i+1' of 'x' (dimension 0) stays in bounds\n"));
+  // ...and with shapes, that check is what fails.
+  Result s = runCli("check 'y[i] := x[i+1] - x[i] + a[i]' --shape x=4 --shape a=4");
+  CHECK(s.status == 1);
+  CHECK(has(s.out, "error: subscript 'i+1' goes out of bounds: it reaches 4"));
+  Result t = runCli("check 't[i] := x[i-j]*w[j]; y[k] := t[k] where k in 1:N'");
+  CHECK(has(t.out, "  statement 1: output index 'i' does not start below 0 (size(w,0) - 1)\n"));
+  CHECK(has(t.out, "  statement 2: subscript 'k' of 't' (dimension 0) stays in bounds\n"));
 }
 
 TEST_CASE("check with shapes prints numbers and output shapes") {
