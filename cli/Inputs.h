@@ -18,10 +18,4 @@ struct Inputs {
 Inputs makeInputs(const dsl::Program& prog, const Arguments& args);
 std::vector<dsl::ArgSpec> specsOf(const std::vector<Tensor>& ts);
 
-// max |a - b| / max |b| over all elements (0 when both are all zero; infinite on a shape
-// mismatch or a NaN in only one of them).
-double relativeError(const Tensor& a, const Tensor& b);
-// What `run --check` accepts against the float64 interpreter.
-double toleranceFor(DType t);
-
 } // namespace einjit::cli

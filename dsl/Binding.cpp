@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 namespace einjit::dsl {
 
@@ -363,6 +365,47 @@ std::int64_t BoundProgram::eval(const Program& p, const Sym& s) const {
     return static_cast<std::int64_t>(v);
   };
   return symEval(s, env);
+}
+
+std::pair<std::int64_t, std::int64_t> gatherValueRange(const Program& p, const BoundProgram& b,
+                                                       int indexTensor) {
+  std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  bool found = false;
+  for (std::size_t k = 0; k < p.stmts.size(); ++k) {
+    const Statement& st = p.stmts[k];
+    const BoundStatement& bs = b.stmts[k];
+    std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
+      for (std::size_t d = 0; d < e.subs.size(); ++d) {
+        const Subscript& s = e.subs[d];
+        if (!s.gather) continue;
+        walk(*s.gather);
+        if (s.gather->tensor != indexTensor) continue;
+        found = true;
+        // min and max of the subscript's affine part over the box.
+        std::int64_t amin = b.eval(p, s.constant), amax = amin;
+        for (std::size_t v = 0; v < s.coef.size(); ++v) {
+          std::int64_t c = s.coef[v];
+          if (c == 0 || bs.empty) continue;
+          amin = checkedAdd(amin, checkedMul(c, c > 0 ? bs.lo[v] : bs.hi[v] - 1));
+          amax = checkedAdd(amax, checkedMul(c, c > 0 ? bs.hi[v] - 1 : bs.lo[v]));
+        }
+        std::int64_t extent =
+            b.tensors[static_cast<std::size_t>(e.tensor)].shape[d];
+        lo = std::max(lo, checkedMul(amin, -1));
+        hi = std::min(hi, checkedAdd(extent - 1, checkedMul(amax, -1)));
+      }
+      for (const CExprPtr& a : e.args) walk(*a);
+    };
+    try {
+      walk(*st.rhs);
+      if (st.lhs) walk(*st.lhs);
+    } catch (const SymOverflow&) {
+      return {0, -1};
+    }
+  }
+  if (!found) return {0, -1};
+  return {lo, hi};
 }
 
 std::vector<Note> parameterNotes(const Program& p, int param) {

@@ -1,9 +1,12 @@
 // The einjit command-line tool, run as a process: output and exit status of each command.
+#include "cli/Comparison.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
 
 #include <array>
+#include <limits>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -229,4 +232,76 @@ TEST_CASE("run --dtype bf16 --check, and an unknown --dtype") {
   Result e = runCli("run 'y[i] := x[i]' --shape x=3 --dtype f16");
   CHECK(e.status != 0);
   CHECK(has(e.out, "--dtype takes f32, f64 or bf16, got 'f16'"));
+}
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct CompareRow {
+  std::vector<double> got, ref;
+  const char* failure; // "" for a pass, else a part of Comparison::failure
+};
+
+} // namespace
+
+TEST_CASE("the comparison behind run --check fails on NaN, infinities and empty results") {
+  const std::vector<CompareRow> rows = {
+      {{1, 2}, {1, 2}, ""},
+      {{1, 2.00001}, {1, 2}, ""},                        // within 1e-4 relative
+      {{1, 2.01}, {1, 2}, "relative error above the tolerance"},
+      {{1, kNaN}, {1, 2}, "not finite on one side and different (element 1: nan against 2)"},
+      {{1, 2}, {1, kNaN}, "(element 1: 2 against nan)"},
+      {{1, 2}, {1, kInf}, "(element 1: 2 against inf)"}, // a finite value is no match for inf
+      {{kInf, 2}, {1, 2}, "(element 0: inf against 1)"},
+      {{-kInf, 2}, {kInf, 2}, "(element 0: -inf against inf)"},
+      {{kInf, -kInf, 3}, {kInf, -kInf, 3}, ""}, // the same infinities agree
+      {{kNaN, 1}, {kNaN, 1}, ""},               // NaN where the reference is NaN agrees
+      {{kNaN, kNaN}, {kNaN, kNaN}, "every value is NaN on both sides"},
+      {{}, {}, "nothing compared: every output is empty"},
+  };
+  for (const CompareRow& row : rows) {
+    CAPTURE(row.failure);
+    auto t = [](const std::vector<double>& v) {
+      return einjit::Tensor::fromValues({static_cast<std::int64_t>(v.size())}, v,
+                                        einjit::DType::f64);
+    };
+    einjit::cli::Comparison c = einjit::cli::compare(t(row.got), t(row.ref));
+    std::string why = c.failure(1e-4);
+    CAPTURE(why);
+    if (*row.failure == 0)
+      CHECK(why.empty());
+    else
+      CHECK(has(why, row.failure));
+  }
+  // A shape mismatch is a failure even when both are empty.
+  einjit::cli::Comparison c = einjit::cli::compare(einjit::Tensor::zeros({0, 2}),
+                                                   einjit::Tensor::zeros({2, 0}));
+  CHECK(has(c.failure(1e-4), "shape 0x2 against 2x0"));
+}
+
+TEST_CASE("run --check and gradcheck fail on NaN and say when they compared nothing") {
+  Result nan = runCli("run 'y[i] := log(x[i] - 2)' --shape x=4 --check");
+  CHECK(nan.status == 1);
+  CHECK(has(nan.out, "check: FAIL (every value is NaN on both sides)"));
+  Result empty = runCli("run 'y[i] := x[i+k] * w[k]' --shape x=2 --shape w=5 --check");
+  CHECK(empty.status == 1);
+  CHECK(has(empty.out, "over 0 element(s)"));
+  CHECK(has(empty.out, "check: EMPTY (nothing compared: every output is empty)"));
+  Result inf = runCli("run 'y[i] := x[i] / 0 + 1' --shape x=4 --dtype f64 --check");
+  CHECK(inf.status == 0);
+  CHECK(has(inf.out, "check: PASS"));
+
+  Result g = runCli("gradcheck 'y[i] := log(x[i] - 2)' --shape x=4");
+  CHECK(g.status == 1);
+  CHECK(has(g.out, "dx: max relative error inf over 4 element(s)"));
+  CHECK(has(g.out, "gradcheck: FAIL (dx element 0: finite differences give nan, the gradient "
+                   "program "));
+  Result ge = runCli("gradcheck 'y[i] := x[i+k] * w[k]' --shape x=2 --shape w=5");
+  CHECK(ge.status == 1);
+  CHECK(has(ge.out, "gradcheck: EMPTY (nothing to compare: every output is empty)"));
+  Result gi = runCli("gradcheck 'y[i] := x[i] * 2' --shape x=0");
+  CHECK(gi.status == 1);
+  CHECK(has(gi.out, "gradcheck: EMPTY"));
 }
