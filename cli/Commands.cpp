@@ -3,6 +3,7 @@
 #include "Arguments.h"
 #include "Comparison.h"
 #include "Inputs.h"
+#include "Npy.h"
 
 #include "codegen/Interpreter.h"
 #include "dsl/Binding.h"
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -109,24 +111,6 @@ std::string pendingChecks(const dsl::Program& prog) {
 
 } // namespace
 
-int help(std::ostream& out) {
-  out << "usage:\n"
-         "  einjit check '<program>' [--shape NAME=AxBxC ...] [--scalar NAME=VALUE ...]\n"
-         "      print the canonical program and the range of every index\n"
-         "  einjit run '<program>' --shape NAME=AxB ... [--scalar NAME=VALUE] [--seed N]\n"
-         "             [--dtype f32|f64|bf16]\n"
-         "      run on random inputs; print each output's shape and checksum\n"
-         "  einjit grad '<program>' [--wrt x,w]\n"
-         "      print the gradient program (gather form) as einjit text\n"
-         "  einjit gradcheck '<program>' --shape NAME=AxB ... [--wrt x,w] [--scalar ...] [--seed "
-         "N]\n"
-         "      the gradient against central finite differences in float64 (status 1 above 1e-6)\n"
-         "  einjit demo\n"
-         "      a strided convolution layer: parsed, ranges inferred, run, differentiated, "
-         "checked\n";
-  return 0;
-}
-
 int check(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
   Options opt = args.options();
@@ -137,7 +121,7 @@ int check(const Words& words, std::ostream& out, std::ostream&) {
     return 0;
   }
   Inputs in = makeInputs(prog, args);
-  dsl::BoundProgram b = dsl::bind(prog, specsOf(in.tensors), in.scalars, args.dtype);
+  dsl::BoundProgram b = dsl::bind(prog, specsOf(in.tensors), in.scalars, in.dtype);
   out << concreteRanges(prog, b);
   return 0;
 }
@@ -151,19 +135,31 @@ int run(const Words& words, std::ostream& out, std::ostream&) {
   for (std::size_t i = 0; i < res.size(); ++i)
     out << res.names()[i] << ": shape " << res[i].shapeString() << ' ' << dtypeName(res[i].dtype())
         << ' ' << checksum(res[i]) << '\n';
+  if (!args.saveDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.saveDir, ec);
+    if (ec)
+      throw Error("--save " + args.saveDir + ": cannot create the directory (" + ec.message() +
+                  ")");
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      std::string path = (std::filesystem::path(args.saveDir) / (res.names()[i] + ".npy")).string();
+      writeNpy(path, res[i]);
+      out << "saved " << path << '\n';
+    }
+  }
   if (!args.check) return 0;
   // The same inputs through the reference interpreter.
   opt.device = Device::reference();
   Outputs ref = compile(args.program, opt).call(in.positional());
   Comparison all;
   for (std::size_t i = 0; i < res.size(); ++i) all.add(compare(res[i], ref[i]));
-  const double tol = toleranceFor(args.dtype);
+  const double tol = toleranceFor(in.dtype);
   char buf[300];
   std::snprintf(buf, sizeof buf,
                 "max relative error vs the reference interpreter: %.3g over %lld element(s) "
                 "(tolerance %.0e for %s)\n",
                 all.relativeError, static_cast<long long>(all.elements), tol,
-                std::string(dtypeName(args.dtype)).c_str());
+                std::string(dtypeName(in.dtype)).c_str());
   out << buf;
   const std::string why = all.failure(tol);
   if (why.empty())
@@ -230,8 +226,7 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
       y.shapeString().c_str(), maxErr, maxRef, firstMs, jitMs, flops / (jitMs * 1e6), refMs,
       flops / (refMs * 1e6));
   out << buf;
-  bool ok =
-      finite && maxErr <= 1e-4 * std::max(1.0, maxRef) && y.shape() == Shape{N, O, OH, OW};
+  bool ok = finite && maxErr <= 1e-4 * std::max(1.0, maxRef) && y.shape() == Shape{N, O, OH, OW};
   out << (ok ? "forward check: PASS\n" : "forward check: FAIL\n");
 
   // The backward pass: one gather-form statement per gradient, compiled like any program.

@@ -36,8 +36,8 @@ Comparison compare(const Tensor& got, const Tensor& ref) {
       ++c.bothNaN;
     } else if (a[i] != b[i]) {
       if (c.mismatched++ == 0)
-        c.firstMismatch = "element " + std::to_string(i) + ": " + number(a[i]) + " against " +
-                          number(b[i]);
+        c.firstMismatch =
+            "element " + std::to_string(i) + ": " + number(a[i]) + " against " + number(b[i]);
     }
   }
   c.relativeError = num == 0 ? 0 : num / std::max(den, 1e-300);

@@ -10,11 +10,11 @@
 namespace einjit::cli {
 
 struct Comparison {
-  double relativeError = 0;    // max |a - b| / max |b| over the elements finite in both
-  std::int64_t elements = 0;   // elements compared
-  std::int64_t bothNaN = 0;    // elements NaN in both
-  std::int64_t mismatched = 0; // elements that disagree on finiteness (all, on a shape mismatch)
-  std::string firstMismatch;   // "element 3: 1.5 against nan"
+  double relativeError = 0;      // max |a - b| / max |b| over the elements finite in both
+  std::int64_t elements = 0;     // elements compared
+  std::int64_t bothNaN = 0;      // elements NaN in both
+  std::int64_t mismatched = 0;   // elements that disagree on finiteness (all, on a shape mismatch)
+  std::string firstMismatch;     // "element 3: 1.5 against nan"
   void add(const Comparison& o); // several outputs together
   // "" when it passes at `tolerance`; otherwise why not ("nothing compared: ...", ...).
   std::string failure(double tolerance) const;

@@ -390,8 +390,7 @@ std::pair<std::int64_t, std::int64_t> gatherValueRange(const Program& p, const B
           amin = checkedAdd(amin, checkedMul(c, c > 0 ? bs.lo[v] : bs.hi[v] - 1));
           amax = checkedAdd(amax, checkedMul(c, c > 0 ? bs.hi[v] - 1 : bs.lo[v]));
         }
-        std::int64_t extent =
-            b.tensors[static_cast<std::size_t>(e.tensor)].shape[d];
+        std::int64_t extent = b.tensors[static_cast<std::size_t>(e.tensor)].shape[d];
         lo = std::max(lo, checkedMul(amin, -1));
         hi = std::min(hi, checkedAdd(extent - 1, checkedMul(amax, -1)));
       }

@@ -153,9 +153,12 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
     res.compared.push_back(x.numel());
     comparedAll += x.numel();
   }
-  if (xs.empty()) failWith("nothing to compare: the program has no input to differentiate");
-  else if (outputElements == 0) failWith("nothing to compare: every output is empty");
-  else if (comparedAll == 0) failWith("nothing to compare: every differentiated input is empty");
+  if (xs.empty())
+    failWith("nothing to compare: the program has no input to differentiate");
+  else if (outputElements == 0)
+    failWith("nothing to compare: every output is empty");
+  else if (comparedAll == 0)
+    failWith("nothing to compare: every differentiated input is empty");
   res.passed = ok;
   return res;
 }

@@ -518,16 +518,19 @@ TEST_CASE("gradcheck fails on NaN and infinities and does not pass on an empty c
   };
   const std::vector<Row> rows = {
       // The loss is NaN: every finite difference is NaN, the gradient program finite.
-      {"y[i] := log(x[i] - 2)", {{"x", {4}}},
+      {"y[i] := log(x[i] - 2)",
+       {{"x", {4}}},
        "dx element 0: finite differences give nan, the gradient program "},
       // NaN on both sides everywhere compares nothing.
       {"y[i] := sqrt(x[i] - 2) * sqrt(x[i] - 2)", {{"x", {3}}}, "every value is NaN"},
       // An infinite analytic gradient against NaN finite differences.
       {"y[i] := x[i] / 0", {{"x", {3}}}, "the gradient program -inf"},
-      {"y[i] := x[i+k] * w[k]", {{"x", {2}}, {"w", {5}}},
+      {"y[i] := x[i+k] * w[k]",
+       {{"x", {2}}, {"w", {5}}},
        "nothing to compare: every output is empty"},
       {"y[i] := x[i] * 2", {{"x", {0}}}, "nothing to compare: every output is empty"},
-      {"y[b] := E[tok[b]] * 2", {{"E", {0}}, {"tok", {0}}},
+      {"y[b] := E[tok[b]] * 2",
+       {{"E", {0}}, {"tok", {0}}},
        "nothing to compare: every output is empty"},
   };
   for (const Row& row : rows) {
