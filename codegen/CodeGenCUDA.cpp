@@ -425,6 +425,17 @@ private:
     case Fn::Ceil: return math("ceil");
     case Fn::Tanh: return math("tanh");
     case Fn::Erf: return math("erf");
+    case Fn::Atan: return math("atan");
+    case Fn::Atan2: return std::string(f ? "atan2f(" : "atan2(") + a + ", " + expr(n.args[1]) + ")";
+    case Fn::Log2: return math("log2");
+    case Fn::Log10: return math("log10");
+    case Fn::Log1p: return math("log1p");
+    case Fn::Expm1: return math("expm1");
+    case Fn::Cbrt: return math("cbrt");
+    case Fn::Round: return math("round"); // half away from zero
+    case Fn::Sign:
+      return "(" + a + " > " + zero + " ? " + one + " : " + a + " < " + zero + " ? -" + one +
+             " : " + a + ")";
     case Fn::Sigmoid:
       return "(" + one + " / (" + one + " + " + (f ? "expf(-" : "exp(-") + a + ")))";
     case Fn::Relu: return "(" + a + " > " + zero + " ? " + a + " : " + zero + ")";

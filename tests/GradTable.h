@@ -84,6 +84,12 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[i] := sin(x[i]) * cos(x[i]) + erf(x[i]) + abs(x[i] - 0.3) + relu(x[i] - 0.1)",
      {{"x", {6}}}},
     {"y[i] := x[i] ^ 3 + pow(x[i] + 2, w[i]) + (x[i] + 2) ^ w[i]", {{"x", {4}}, {"w", {4}}}},
+    {"y[i] := atan(x[i]) + atan2(x[i], w[i] + 2) + atan2(w[i], x[i] - 2) + log2(x[i] + 2) + "
+     "log10(w[i] + 2) + log1p(x[i] + 1) + expm1(x[i]) + cbrt(x[i] + 2)",
+     {{"x", {5}}, {"w", {5}}}},
+    {"y[i] := 0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))", {{"x", {6}}}}, // GELU
+    // round and sign are piecewise constant: their derivative is 0 (away from the jumps).
+    {"y[i] := round(x[i] * 3) * x[i] + sign(x[i]) * x[i] ^ 2", {{"x", {6}}}},
     {"y[i] := x[i] / (w[i] + 3) - w[i] / (x[i] + 3)", {{"x", {4}}, {"w", {4}}}},
     {"y[i] := min(x[i], w[i]) + max(x[i], 0.2 * w[i])", {{"x", {6}}, {"w", {6}}}},
     {"y[i] := x[i] * 2 + floor(x[i]) + i32(x[i] * 4) + ceil(x[i]) * x[i]", {{"x", {5}}}},
