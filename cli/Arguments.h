@@ -17,17 +17,20 @@ namespace einjit::cli {
 
 struct Arguments {
   std::string program;
-  std::map<std::string, Shape> shapes;   // --shape NAME=AxBxC
-  std::map<std::string, double> scalars; // --scalar NAME=VALUE
-  std::uint64_t seed = 1;                // --seed N
-  DType dtype = DType::f32;              // --dtype f32|f64
-  std::vector<std::string> wrt;          // --wrt x,w
-  Device device = Device::cpu();         // --device reference|cpu|cuda[:N]
-  bool check = false;                    // --check: compare with the reference interpreter
-  bool ir = false, llvm = false;         // --ir, --llvm (explain)
-  bool grad = false;                     // --grad (bench: forward + gradients)
-  int reps = 0;                          // --reps N (bench; 0: enough for 0.5 s)
-  Options options() const;               // dtype and device for compile()
+  std::map<std::string, Shape> shapes;       // --shape NAME=AxBxC, and the shapes of --input files
+  std::map<std::string, std::string> inputs; // --input NAME=file.npy
+  std::string saveDir;                       // --save DIR: each output to DIR/NAME.npy (run)
+  std::map<std::string, double> scalars;     // --scalar NAME=VALUE
+  std::uint64_t seed = 1;                    // --seed N
+  DType dtype = DType::f32;                  // --dtype f32|f64|bf16
+  bool dtypeGiven = false;                   // --dtype was given (else an --input file's may rule)
+  std::vector<std::string> wrt;              // --wrt x,w
+  Device device = Device::cpu();             // --device reference|cpu|cuda[:N]
+  bool check = false;                        // --check: compare with the reference interpreter
+  bool ir = false, llvm = false;             // --ir, --llvm (explain)
+  bool grad = false;                         // --grad (bench: forward + gradients)
+  int reps = 0;                              // --reps N (bench; 0: enough for 0.5 s)
+  Options options() const;                   // dtype and device for compile()
 };
 
 // Median seconds per call of f: one warm-up call (compilation), then `reps` calls, or with

@@ -31,11 +31,18 @@ int gradcheck(const Words& words, std::ostream& out, std::ostream&) {
       einjit::gradcheck(a.program, a.shapes, a.scalars, a.wrt, a.seed, 1e-6, a.device);
   for (std::size_t i = 0; i < r.inputs.size(); ++i) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "d%s: max relative error %.3g\n", r.inputs[i].c_str(),
-                  r.maxRelativeError[i]);
+    std::snprintf(buf, sizeof buf, "d%s: max relative error %.3g over %lld element(s)\n",
+                  r.inputs[i].c_str(), r.maxRelativeError[i],
+                  static_cast<long long>(r.compared[i]));
     out << buf;
   }
-  out << (r.passed ? "gradcheck: PASS\n" : "gradcheck: FAIL\n");
+  // Nothing compared is no pass: said as such, and the status is that of a failure.
+  if (r.passed)
+    out << "gradcheck: PASS\n";
+  else if (r.why.rfind("nothing to compare", 0) == 0)
+    out << "gradcheck: EMPTY (" << r.why << ")\n";
+  else
+    out << "gradcheck: FAIL (" << r.why << ")\n";
   return r.passed ? 0 : 1;
 }
 

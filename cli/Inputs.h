@@ -1,6 +1,7 @@
 #pragma once
-// Random inputs for the tool's commands: tensors of the shapes given with --shape (index
-// tensors hold valid indices of the dimension they gather into), scalars from --scalar.
+// Inputs for the tool's commands: tensors read from --input NAME=file.npy, random tensors of
+// the shapes given with --shape (index tensors hold valid indices of the dimension they gather
+// into), scalars from --scalar.
 #include "Arguments.h"
 
 #include "dsl/Binding.h"
@@ -12,16 +13,11 @@ namespace einjit::cli {
 struct Inputs {
   std::vector<Tensor> tensors;
   std::vector<double> scalars;
+  DType dtype = DType::f32;            // of the random tensors: --dtype, or that of an --input file
   std::vector<Arg> positional() const; // tensors, then scalars
 };
 
 Inputs makeInputs(const dsl::Program& prog, const Arguments& args);
 std::vector<dsl::ArgSpec> specsOf(const std::vector<Tensor>& ts);
-
-// max |a - b| / max |b| over all elements (0 when both are all zero; infinite on a shape
-// mismatch or a NaN in only one of them).
-double relativeError(const Tensor& a, const Tensor& b);
-// What `run --check` accepts against the float64 interpreter.
-double toleranceFor(DType t);
 
 } // namespace einjit::cli

@@ -112,9 +112,9 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   std::vector<Arg> call = in.positional();
   Outputs y = k.call(call); // the first call compiles for these shapes
   double firstMs = std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
-  dsl::BoundProgram b = dsl::bind(k.program(), specsOf(in.tensors), in.scalars, args.dtype);
+  dsl::BoundProgram b = dsl::bind(k.program(), specsOf(in.tensors), in.scalars, in.dtype);
   const double f = flops(k.program(), b);
-  out << "device " << args.device.name() << ", " << dtypeName(args.dtype)
+  out << "device " << args.device.name() << ", " << dtypeName(in.dtype)
       << "; first call (parse, check, compile, run): " << firstMs << " ms\n";
   const double tf = secondsPerCall([&] { k.call(call); }, opt.device, args.reps);
   out << line("forward", tf, f);
@@ -125,7 +125,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   std::map<std::string, double> gs;
   const auto dys = g.gradientInputs();
   for (std::size_t i = 0; i < y.size(); ++i) {
-    Tensor dy = Tensor::random(y[i].shape(), args.dtype, args.seed + 77 + i);
+    Tensor dy = Tensor::random(y[i].shape(), in.dtype, args.seed + 77 + i);
     if (y[i].rank() == 0)
       gs[dys[i]] = dy.get({});
     else
@@ -146,7 +146,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
                       gtUsed.at(g.program().tensors[static_cast<std::size_t>(id)].name).shape()});
   std::vector<double> gscal;
   for (const auto& n : g.scalarArguments()) gscal.push_back(gsUsed.at(n));
-  dsl::BoundProgram gb = dsl::bind(g.program(), gspecs, gscal, args.dtype);
+  dsl::BoundProgram gb = dsl::bind(g.program(), gspecs, gscal, in.dtype);
   out << line("gradients", tg, flops(g.program(), gb));
   char buf[160];
   std::snprintf(buf, sizeof buf, "(forward + gradients) / forward = %.2f\n", (tf + tg) / tf);

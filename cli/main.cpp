@@ -3,6 +3,7 @@
 
 #include "einjit/Error.h"
 
+#include <algorithm>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -10,6 +11,19 @@ int main(int argc, char** argv) {
   if (argc < 2) return help(std::cerr), 2;
   std::string cmd = argv[1];
   Words args(argv + 2, argv + argc);
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    if (!args.empty()) {
+      const std::string& of = args[0] == "--help" || args[0] == "-h" ? "help" : args[0];
+      if (commandHelp(of, std::cout)) return 0;
+      std::cerr << "einjit: unknown command '" << args[0] << "'\n";
+      return 2;
+    }
+    return help(std::cout);
+  }
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    if (commandHelp(cmd, std::cout)) return 0;
+  }
   try {
     if (cmd == "check") return check(args, std::cout, std::cerr);
     if (cmd == "run") return run(args, std::cout, std::cerr);
@@ -18,7 +32,6 @@ int main(int argc, char** argv) {
     if (cmd == "gradcheck") return gradcheck(args, std::cout, std::cerr);
     if (cmd == "explain") return explain(args, std::cout, std::cerr);
     if (cmd == "bench") return bench(args, std::cout, std::cerr);
-    if (cmd == "help" || cmd == "--help" || cmd == "-h") return help(std::cout);
     std::cerr << "einjit: unknown command '" << cmd << "'\n";
     help(std::cerr);
     return 2;

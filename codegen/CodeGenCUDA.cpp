@@ -29,6 +29,15 @@ const std::map<std::string, std::string>& helpers() {
                   "b; return q + (a % b > 0); }\n"},
       {"ej_emod", "template <class T> __device__ __forceinline__ T ej_emod(T a, T b) { T r = a % "
                   "b; return r < 0 ? r + b : r; }\n"},
+      // Float to integer as the interpreter and the CPU JIT do it (Rust's and Java's rule):
+      // toward zero, NaN to 0, saturating at the type's limits (the bounds are powers of two,
+      // exact in either float type). CUDA's own conversions leave NaN to the hardware.
+      {"ej_f2i", "__device__ __forceinline__ int ej_f2i(double v) { return v != v ? 0 : v >= "
+                 "2147483648.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v; "
+                 "}\n"},
+      {"ej_f2ll", "__device__ __forceinline__ long long ej_f2ll(double v) { return v != v ? 0 : "
+                  "v >= 9223372036854775808.0 ? 9223372036854775807LL : v <= "
+                  "-9223372036854775808.0 ? (-9223372036854775807LL - 1) : (long long)v; }\n"},
       {"ej_bf16",
        "__device__ __forceinline__ unsigned short ej_bf16(float f) {\n"
        "  unsigned u = __float_as_uint(f);\n"
@@ -318,13 +327,9 @@ private:
   std::string castText(Type from, Type to, const std::string& v) {
     if (from == to) return v;
     if (isFloat(to)) return "((" + typeText(to) + ")" + v + ")";
-    if (isFloat(from)) { // saturating, NaN -> 0, like the interpreter
-      const bool f = from == Type::f32;
-      if (to == Type::i32) return std::string(f ? "__float2int_rz(" : "__double2int_rz(") + v + ")";
-      if (to == Type::i64) {
-        std::string c = std::string(f ? "__float2ll_rz(" : "__double2ll_rz(") + v + ")";
-        return c;
-      }
+    if (isFloat(from)) { // saturating, NaN -> 0, like the interpreter (an f32 widens exactly)
+      if (to == Type::i32) return use("ej_f2i") + "(" + v + ")";
+      if (to == Type::i64) return use("ej_f2ll") + "(" + v + ")";
       return "(" + v + " != 0)";
     }
     if (to == Type::i1) return "(" + v + " != 0)";
@@ -333,12 +338,51 @@ private:
     return "((" + typeText(to) + ")" + v + ")";
   }
 
+  // Whether the C text of an integer expression is long long where its IR type is emitted as
+  // int: in index32 mode, what comes from 64-bit storage (an i64 tensor's offsets), wide
+  // literals, and casts to i64 from anything but i32 stay long long. The integer helpers are
+  // templates, so a call mixing the two widths names its type (ej_max<long long>(...)).
+  bool wide(const Expr& e) const {
+    if (!opt_.index32 || isFloat(e->type)) return false;
+    switch (e->kind) {
+    case NodeKind::IntImm:
+      return intLiteral(static_cast<const IntImm&>(*e).value).find("LL") != std::string::npos;
+    case NodeKind::Load: return bufferType(static_cast<const Load&>(*e).buffer) == Type::i64;
+    case NodeKind::Cast: {
+      const auto& n = static_cast<const Cast&>(*e);
+      if (n.type == n.value->type) return wide(n.value);
+      return n.type == Type::i64 && n.value->type != Type::i32;
+    }
+    case NodeKind::Unary: return wide(static_cast<const Unary&>(*e).a);
+    case NodeKind::Select: {
+      const auto& n = static_cast<const Select&>(*e);
+      return wide(n.a) || wide(n.b);
+    }
+    case NodeKind::Binary: {
+      const auto& n = static_cast<const Binary&>(*e);
+      switch (n.op) {
+      case BinOp::Lt:
+      case BinOp::Le:
+      case BinOp::Gt:
+      case BinOp::Ge:
+      case BinOp::Eq:
+      case BinOp::Ne:
+      case BinOp::And:
+      case BinOp::Or: return false;
+      default: return wide(n.a) || wide(n.b);
+      }
+    }
+    default: return false;
+    }
+  }
+
   std::string binaryExpr(const Binary& n) {
     std::string a = expr(n.a), b = expr(n.b);
     const bool fl = isFloat(n.a->type);
     const bool f32 = n.a->type == Type::f32;
     auto infix = [&](const char* op) { return "(" + a + " " + op + " " + b + ")"; };
-    auto fn = [&](const std::string& name) { return name + "(" + a + ", " + b + ")"; };
+    const std::string width = !fl && (wide(n.a) || wide(n.b)) ? "<long long>" : "";
+    auto fn = [&](const std::string& name) { return name + width + "(" + a + ", " + b + ")"; };
     switch (n.op) {
     case BinOp::Add: return infix("+");
     case BinOp::Sub: return infix("-");
@@ -381,6 +425,17 @@ private:
     case Fn::Ceil: return math("ceil");
     case Fn::Tanh: return math("tanh");
     case Fn::Erf: return math("erf");
+    case Fn::Atan: return math("atan");
+    case Fn::Atan2: return std::string(f ? "atan2f(" : "atan2(") + a + ", " + expr(n.args[1]) + ")";
+    case Fn::Log2: return math("log2");
+    case Fn::Log10: return math("log10");
+    case Fn::Log1p: return math("log1p");
+    case Fn::Expm1: return math("expm1");
+    case Fn::Cbrt: return math("cbrt");
+    case Fn::Round: return math("round"); // half away from zero
+    case Fn::Sign:
+      return "(" + a + " > " + zero + " ? " + one + " : " + a + " < " + zero + " ? -" + one +
+             " : " + a + ")";
     case Fn::Sigmoid:
       return "(" + one + " / (" + one + " + " + (f ? "expf(-" : "exp(-") + a + ")))";
     case Fn::Relu: return "(" + a + " > " + zero + " ? " + a + " : " + zero + ")";

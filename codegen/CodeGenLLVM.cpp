@@ -344,6 +344,19 @@ private:
     return r;
   }
 
+  // A two-argument libm function applied lane by lane.
+  llvm::Value* libm2(const char* f32, const char* f64, llvm::Value* a, llvm::Value* b) {
+    llvm::Type* s = a->getType()->getScalarType();
+    llvm::FunctionCallee fn = m_.getOrInsertFunction(s->isFloatTy() ? f32 : f64,
+                                                     llvm::FunctionType::get(s, {s, s}, false));
+    if (!isVec(a)) return b_.CreateCall(fn, {a, b});
+    llvm::Value* r = llvm::PoisonValue::get(a->getType());
+    for (unsigned l = 0; l < lanes_; ++l)
+      r = b_.CreateInsertElement(
+          r, b_.CreateCall(fn, {b_.CreateExtractElement(a, l), b_.CreateExtractElement(b, l)}), l);
+    return r;
+  }
+
   llvm::Value* callExpr(const Call& n) {
     using dsl::Fn;
     llvm::Value* a = expr(n.args[0]);
@@ -359,6 +372,23 @@ private:
     case Fn::Ceil: return unaryIntrinsic(llvm::Intrinsic::ceil);
     case Fn::Tanh: return libm("tanhf", "tanh", a);
     case Fn::Erf: return libm("erff", "erf", a);
+    case Fn::Atan: return libm("atanf", "atan", a);
+    case Fn::Atan2: {
+      llvm::Value* c = expr(n.args[1]);
+      unify(a, c);
+      return libm2("atan2f", "atan2", a, c);
+    }
+    case Fn::Log2: return unaryIntrinsic(llvm::Intrinsic::log2);
+    case Fn::Log10: return unaryIntrinsic(llvm::Intrinsic::log10);
+    case Fn::Log1p: return libm("log1pf", "log1p", a);
+    case Fn::Expm1: return libm("expm1f", "expm1", a);
+    case Fn::Cbrt: return libm("cbrtf", "cbrt", a);
+    case Fn::Round: return unaryIntrinsic(llvm::Intrinsic::round); // half away from zero
+    case Fn::Sign: { // x > 0 ? 1 : x < 0 ? -1 : x (keeps -0 and NaN)
+      llvm::Value* zero = constLike(a, 0.0);
+      llvm::Value* neg = b_.CreateSelect(b_.CreateFCmpOLT(a, zero), constLike(a, -1.0), a);
+      return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), constLike(a, 1.0), neg);
+    }
     case Fn::Sigmoid: {
       llvm::Value* one = constLike(a, 1.0);
       llvm::Value* ex = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(a));

@@ -100,6 +100,15 @@ double callFunction(Fn f, const double* a) {
   case Fn::Sin: return std::sin(a[0]);
   case Fn::Cos: return std::cos(a[0]);
   case Fn::Erf: return std::erf(a[0]);
+  case Fn::Atan: return std::atan(a[0]);
+  case Fn::Atan2: return std::atan2(a[0], a[1]);
+  case Fn::Log2: return std::log2(a[0]);
+  case Fn::Log10: return std::log10(a[0]);
+  case Fn::Log1p: return std::log1p(a[0]);
+  case Fn::Expm1: return std::expm1(a[0]);
+  case Fn::Cbrt: return std::cbrt(a[0]);
+  case Fn::Round: return std::round(a[0]);
+  case Fn::Sign: return a[0] > 0 ? 1.0 : a[0] < 0 ? -1.0 : a[0];
   case Fn::Floor: return std::floor(a[0]);
   case Fn::Ceil: return std::ceil(a[0]);
   case Fn::FDiv: return std::floor(a[0] / a[1]);

@@ -3,7 +3,10 @@
 #include "dsl/Printer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 namespace einjit::dsl {
 
@@ -161,6 +164,15 @@ private:
     return false;
   }
 
+  // The first index of `s` whose range a bare use fixes.
+  static int firstFixed(const Statement& st, const Subscript& s) {
+    for (std::size_t v = 0; v < s.coef.size(); ++v)
+      if (s.coef[v] != 0 && !st.vars[v].fromWhere)
+        for (const BareUse& u : st.bareUses)
+          if (u.var == static_cast<int>(v)) return static_cast<int>(v);
+    return 0;
+  }
+
   ConcreteBound concrete(const IndexBound& b) const {
     ConcreteBound c;
     c.kind = b.kind;
@@ -222,11 +234,28 @@ private:
     if (!overflow && lo >= 0 && hi < e) return;
     const std::string& name = p_.tensors[static_cast<std::size_t>(c.tensor)].name;
     std::vector<Note> notes;
-    for (std::size_t v = 0; v < s.coef.size(); ++v)
-      if (s.coef[v] != 0 && st.vars[v].fromWhere)
-        notes.push_back({st.vars[v].whereRange,
-                         "'where' ranges are authoritative: " + st.vars[v].name + " in " +
-                             std::to_string(bs.lo[v]) + ":" + std::to_string(bs.hi[v])});
+    bool fixedByBare = false;
+    for (std::size_t v = 0; v < s.coef.size(); ++v) {
+      if (s.coef[v] == 0) continue;
+      const IndexVar& iv = st.vars[v];
+      std::string range =
+          iv.name + " in " + std::to_string(bs.lo[v]) + ":" + std::to_string(bs.hi[v]);
+      if (iv.fromWhere) {
+        notes.push_back({iv.whereRange, "'where' ranges are authoritative: " + range});
+        continue;
+      }
+      for (const BareUse& u : st.bareUses)
+        if (u.var == static_cast<int>(v)) {
+          notes.push_back({u.range, "a bare use fixes the range: " + range});
+          fixedByBare = true;
+          break;
+        }
+    }
+    if (fixedByBare)
+      notes.push_back({{},
+                       "to use only part of that range, give it with 'where', e.g. 'where " +
+                           st.vars[static_cast<std::size_t>(firstFixed(st, s))].name + " in lo:hi'",
+                       false});
     notes.push_back({{}, "wrap the subscript in pad(...) to read zeros outside the tensor", false});
     std::string reach = overflow ? "beyond 64-bit integers" : std::to_string(lo < 0 ? lo : hi);
     fail(src_, s.range,
@@ -367,6 +396,57 @@ std::int64_t BoundProgram::eval(const Program& p, const Sym& s) const {
     return static_cast<std::int64_t>(v);
   };
   return symEval(s, env);
+}
+
+std::pair<std::int64_t, std::int64_t> gatherValueRange(const Program& p, const BoundProgram& b,
+                                                       int indexTensor) {
+  std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  bool found = false;
+  for (std::size_t k = 0; k < p.stmts.size(); ++k) {
+    const Statement& st = p.stmts[k];
+    const BoundStatement& bs = b.stmts[k];
+    std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
+      for (std::size_t d = 0; d < e.subs.size(); ++d) {
+        const Subscript& s = e.subs[d];
+        if (!s.gather) continue;
+        walk(*s.gather);
+        if (s.gather->tensor != indexTensor) continue;
+        found = true;
+        // min and max of the subscript's affine part over the box.
+        std::int64_t amin = b.eval(p, s.constant), amax = amin;
+        for (std::size_t v = 0; v < s.coef.size(); ++v) {
+          std::int64_t c = s.coef[v];
+          if (c == 0 || bs.empty) continue;
+          amin = checkedAdd(amin, checkedMul(c, c > 0 ? bs.lo[v] : bs.hi[v] - 1));
+          amax = checkedAdd(amax, checkedMul(c, c > 0 ? bs.hi[v] - 1 : bs.lo[v]));
+        }
+        std::int64_t extent = b.tensors[static_cast<std::size_t>(e.tensor)].shape[d];
+        lo = std::max(lo, checkedMul(amin, -1));
+        hi = std::min(hi, checkedAdd(extent - 1, checkedMul(amax, -1)));
+      }
+      for (const CExprPtr& a : e.args) walk(*a);
+    };
+    try {
+      walk(*st.rhs);
+      if (st.lhs) walk(*st.lhs);
+    } catch (const SymOverflow&) {
+      return {0, -1};
+    }
+  }
+  if (!found) return {0, -1};
+  return {lo, hi};
+}
+
+std::vector<Note> parameterNotes(const Program& p, int param) {
+  const ParamInfo& prm = p.params[static_cast<std::size_t>(param)];
+  if (!prm.usedInIndex || prm.name.empty() ||
+      !std::isupper(static_cast<unsigned char>(prm.name[0])))
+    return {};
+  return {{prm.firstUse, "'" + prm.name + "' is a scalar parameter, not an index: a name in a " +
+                             "subscript that begins with an upper-case letter is a parameter " +
+                             "(pass its value); to loop over it, write it in lower case or give " +
+                             "it a range with 'where " + prm.name + " in lo:hi'"}};
 }
 
 BoundProgram bind(const Program& p, const std::vector<ArgSpec>& args,

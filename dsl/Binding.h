@@ -52,6 +52,17 @@ struct BoundProgram {
   std::int64_t eval(const Program& p, const Sym& s) const;
 };
 
+// The values an integer index tensor may hold so that every gather through it stays inside
+// the gathered dimension for all values of the other terms of its subscript, inclusive
+// ([lo, hi]; lo > hi when no value does). Gathers under pad/clamp/wrap count the same (the
+// values then read inside the tensor). For tools that make up valid inputs (gradcheck, run).
+std::pair<std::int64_t, std::int64_t> gatherValueRange(const Program& p, const BoundProgram& b,
+                                                       int indexTensor);
+
+// Notes for a diagnostic about parameter `param` (a missing value): a name in a subscript that
+// begins with an upper-case letter is a parameter, which surprises whoever meant an index.
+std::vector<Note> parameterNotes(const Program& p, int param);
+
 // args: one per Program::arguments entry, in that order; params: one per Program::params.
 BoundProgram bind(const Program& p, const std::vector<ArgSpec>& args,
                   const std::vector<double>& params, DType defaultDType = DType::f32);

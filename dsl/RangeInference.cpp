@@ -46,12 +46,47 @@ struct Collector {
 
 bool involves(const Subscript& s, int v) { return s.coef[static_cast<std::size_t>(v)] != 0; }
 
+// Marks every index variable that a subscript or a value of `e` reads.
+void markUsed(const CExpr& e, std::vector<bool>& used) {
+  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
+  for (const Subscript& s : e.subs) {
+    for (std::size_t v = 0; v < s.coef.size(); ++v)
+      if (s.coef[v] != 0) used[v] = true;
+    if (s.gather) markUsed(*s.gather, used);
+  }
+  for (const CExprPtr& a : e.args) markUsed(*a, used);
+}
+
+// A 'where' index that nothing reads repeats the right-hand side once per value: a sum would
+// silently be multiplied by the range's length.
+void checkWhereIndicesUsed(const Statement& st, const Source& src) {
+  std::vector<bool> used(st.vars.size(), false);
+  markUsed(*st.rhs, used);
+  if (st.lhs) markUsed(*st.lhs, used);
+  for (const IndexVar& iv : st.vars)
+    if (iv.dependent) {
+      iv.loBound.collectVars(used);
+      iv.hiBound.collectVars(used);
+    }
+  for (std::size_t v = 0; v < st.vars.size(); ++v) {
+    const IndexVar& iv = st.vars[v];
+    if (used[v] || iv.isOutput || !iv.fromWhere) continue;
+    fail(src, iv.firstUse, "index '" + iv.name + "' has a 'where' range but nothing uses it",
+         {{{},
+           "the right-hand side would be repeated once per value of '" + iv.name +
+               "' (a sum multiplied by the length of its range)",
+           false},
+          {{}, "use it in a subscript or an expression, or remove it from 'where'", false}});
+  }
+}
+
 } // namespace
 
 void inferRanges(Program& p, int k) {
   Statement& st = p.stmts[static_cast<std::size_t>(k)];
   const Source& src = *p.source;
   const std::size_t n = st.vars.size();
+  checkWhereIndicesUsed(st, src);
   Collector c{p, st, {}, std::vector<std::vector<SourceRange>>(n)};
   // The left-hand side of '='/'+=' is an access of an existing tensor like any other (it
   // bounds its indices); that of ':=' defines the shape and bounds nothing.
@@ -76,21 +111,26 @@ void inferRanges(Program& p, int k) {
                        [&](const Constraint& x) { return x.bare && involves(*x.sub, v); });
   };
 
-  // The range of v from every constraint whose other variables are resolved.
+  // The range of v from every constraint whose other variables are resolved. A bare use fixes
+  // the range by itself: the other uses of v are then accesses that Binding proves in bounds,
+  // never constraints that narrow it (narrowing would silently drop terms of a sum, or leave
+  // elements of an '=' output unwritten).
   auto resolve = [&](int v) {
     std::vector<Sym> los, his;
-    // Bare uses must all agree (Binding checks it), so the first one stands for all.
-    bool haveBare = false;
+    const bool fixedByBare = hasBareUse(v);
     for (const Constraint& x : c.constraints) {
       const Subscript& s = *x.sub;
       if (!involves(s, v) || !othersResolved(s, v)) continue;
+      if (fixedByBare) {
+        if (!x.bare) continue;
+        // Bare uses must all agree (Binding checks it), so the first one stands for all.
+        los.push_back(symConst(0));
+        his.push_back(x.extent);
+        break;
+      }
       // An index with a range that depends on others has no box to reason with: such uses
       // are checked while running instead.
       if (readsDependent(s, v)) continue;
-      if (x.bare) {
-        if (haveBare) continue;
-        haveBare = true;
-      }
       std::int64_t a = s.coef[static_cast<std::size_t>(v)];
       // min and max of the other terms over their ranges (hi is exclusive).
       Sym minS = s.constant, maxS = s.constant;
@@ -122,12 +162,15 @@ void inferRanges(Program& p, int k) {
     resolved[static_cast<std::size_t>(v)] = true;
   };
 
+  // Ranges fixed by a bare use first: they are known without any other index.
+  for (std::size_t v = 0; v < n; ++v)
+    if (!resolved[v] && hasBareUse(static_cast<int>(v))) resolve(static_cast<int>(v));
   for (;;) {
     bool progress = false;
     for (std::size_t v = 0; v < n; ++v) {
       if (resolved[v]) continue;
       int vi = static_cast<int>(v);
-      bool bounded = hasBareUse(vi);
+      bool bounded = false;
       bool ready = true;
       for (const Constraint& x : c.constraints)
         if (involves(*x.sub, vi)) {
@@ -141,20 +184,6 @@ void inferRanges(Program& p, int k) {
     }
     if (std::all_of(resolved.begin(), resolved.end(), [](bool b) { return b; })) break;
     if (progress) continue;
-    // A cycle (i and k bound only through each other): break it at a variable with a bare
-    // use; Binding checks the constraints this leaves out.
-    // Reduction indices first: their bare uses are kernels and windows, whose extents must be
-    // used whole; the output indices then shrink to fit (y[i] := a[i]*x[i+k]*w[k] keeps
-    // every tap of w and narrows i).
-    int pick = -1;
-    for (int pass = 0; pass < 2 && pick < 0; ++pass)
-      for (std::size_t v = 0; v < n && pick < 0; ++v)
-        if (!resolved[v] && st.vars[v].isOutput == (pass == 1) && hasBareUse(static_cast<int>(v)))
-          pick = static_cast<int>(v);
-    if (pick >= 0) {
-      resolve(pick);
-      continue;
-    }
     // Nothing bounds the first unresolved variable on its own.
     for (std::size_t v = 0; v < n; ++v) {
       if (resolved[v]) continue;

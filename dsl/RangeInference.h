@@ -2,14 +2,14 @@
 // Range inference, a stage of its own (after Sema): gives every index variable of a statement
 // a symbolic half-open range [lo, hi).
 //  - 'where' ranges are authoritative.
-//  - A bare use "x[..., i, ...]" bounds i by [0, size(x,d)); all bare uses must agree
-//    (checked by Binding when the extents are known).
-//  - An affine use bounds i so that the access is in bounds for all values of the other
-//    indices in it; the range is the intersection over all uses.
+//  - A bare use "x[..., i, ...]" fixes the range of i to [0, size(x,d)); all bare uses must
+//    agree (checked by Binding when the extents are known). Other uses never narrow it.
+//  - An index with neither a 'where' range nor a bare use takes the largest range for which
+//    each affine use is in bounds for all values of the other indices (the intersection).
 //  - pad/clamp/wrap dimensions and gathered dimensions bound nothing.
 //  - An index with no bound is an error naming it.
-// Variables are resolved in dependency order; a cycle is broken at a variable with a bare use,
-// and the constraints that could not be used become bounds checks for Binding.
+// Every plain subscript becomes a bounds check that Binding proves over the whole box, so a
+// fixed range that an access would leave is an error there, not a narrower loop.
 #include "dsl/Program.h"
 
 namespace einjit::dsl {

@@ -54,6 +54,23 @@ CExprPtr callPartial(const CExpr& e, std::size_t i) {
   case Fn::Erf: // 2/sqrt(pi) exp(-a^2)
     return binary(BinOp::Mul, constant(2.0 / std::sqrt(M_PI)),
                   call(Fn::Exp, {unary(UnOp::Neg, binary(BinOp::Mul, a, a))}));
+  case Fn::Atan:
+    return binary(BinOp::Div, one(), binary(BinOp::Add, one(), binary(BinOp::Mul, a, a)));
+  case Fn::Atan2: { // atan2(y, x): x / (x^2 + y^2) for y, -y / (x^2 + y^2) for x
+    const CExprPtr& x = e.args[1];
+    CExprPtr r2 = binary(BinOp::Add, binary(BinOp::Mul, x, x), binary(BinOp::Mul, a, a));
+    return i == 0 ? binary(BinOp::Div, x, r2) : binary(BinOp::Div, unary(UnOp::Neg, a), r2);
+  }
+  case Fn::Log2: return binary(BinOp::Div, constant(1 / std::log(2.0)), a);
+  case Fn::Log10: return binary(BinOp::Div, constant(1 / std::log(10.0)), a);
+  case Fn::Log1p: return binary(BinOp::Div, one(), binary(BinOp::Add, one(), a));
+  case Fn::Expm1: return call(Fn::Exp, {a});
+  case Fn::Cbrt: { // 1 / (3 cbrt(a)^2)
+    CExprPtr c = call(Fn::Cbrt, {a});
+    return binary(BinOp::Div, one(), binary(BinOp::Mul, constant(3), binary(BinOp::Mul, c, c)));
+  }
+  case Fn::Round:
+  case Fn::Sign: return constant(0);
   case Fn::ToF32:
   case Fn::ToF64: return one();
   case Fn::Floor:

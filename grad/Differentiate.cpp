@@ -5,6 +5,7 @@
 #include "grad/IndexHull.h"
 #include "grad/IndexSolver.h"
 #include "grad/Syntax.h"
+#include "grad/UnusedIndices.h"
 
 #include <algorithm>
 #include <functional>
@@ -859,6 +860,7 @@ private:
     out.rhs = summand(dy, partial, st, varAff, emit);
     if (cond) out.rhs = Expr::makeTernary(cond, out.rhs, num(0));
     forwardRanges(st, out);
+    foldUnusedIndices(out);
     g_.masked.push_back(printStmt(out) + "   # " + why);
     defined_.insert(x);
     stmts_.push_back(std::move(out));
@@ -893,6 +895,7 @@ private:
     ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
     out.rhs = summand(dy, partial, st, varAff, emit);
     forwardRanges(st, out);
+    foldUnusedIndices(out);
     g_.scatters.push_back(printStmt(out) + "   # " + why);
     stmts_.push_back(std::move(out));
   }
@@ -902,6 +905,7 @@ private:
   // Forward statements whose results the gradient statements read, in forward order, then
   // the gradient statements.
   void assemble() {
+    for (Stmt& s : stmts_) foldUnusedIndices(s);
     std::set<std::string> read, values; // every tensor read; those read as values
     std::function<void(const Expr&)> names = [&](const Expr& e) {
       if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) {

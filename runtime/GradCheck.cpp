@@ -2,11 +2,24 @@
 #include "einjit/einjit.h"
 
 #include "dsl/Program.h"
+#include "runtime/RandomInputs.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace einjit {
+
+namespace {
+
+std::string number(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+} // namespace
 
 GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
                           const std::map<std::string, double>& scalars,
@@ -20,13 +33,20 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
   const dsl::Program& p = fwd.program();
 
   std::map<std::string, Tensor> inputs;
+  bool gathers = false;
   for (int id : p.arguments) {
     const auto& t = p.tensors[static_cast<std::size_t>(id)];
-    auto it = shapes.find(t.name);
-    if (it == shapes.end())
+    if (!shapes.count(t.name))
       dsl::fail(*p.source, t.firstUse, "gradcheck needs a shape for '" + t.name + "'");
-    inputs[t.name] = t.readAsIndex ? Tensor::randomInt(it->second, 0, 2, DType::i64, ++seed)
-                                   : Tensor::random(it->second, DType::f64, ++seed);
+    gathers = gathers || t.readAsIndex;
+  }
+  dsl::BoundProgram bound;
+  if (gathers) bound = bindShapes(p, shapes, scalars, DType::f64);
+  for (int id : p.arguments) {
+    const auto& t = p.tensors[static_cast<std::size_t>(id)];
+    const Shape& shape = shapes.at(t.name);
+    inputs[t.name] = t.readAsIndex ? randomIndices(p, bound, id, shape, ++seed)
+                                   : Tensor::random(shape, DType::f64, ++seed);
   }
   // Tensors the program changes in place ('='/'+=' outputs) start from the same values in
   // every forward call.
@@ -70,18 +90,26 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
   };
 
   GradCheckResult res;
-  res.passed = true;
   std::vector<std::string> xs = wrt;
   if (xs.empty())
     for (int id : p.arguments) {
       const auto& t = p.tensors[static_cast<std::size_t>(id)];
       if (t.readAsValue && !t.readAsIndex && t.writtenBy.empty()) xs.push_back(t.name);
     }
+  std::int64_t outputElements = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) outputElements += y[i].numel();
   std::vector<std::string> gnames = back.gradientOutputs();
+  std::int64_t comparedAll = 0;
+  bool ok = true;
+  auto failWith = [&](const std::string& why) {
+    if (ok) res.why = why;
+    ok = false;
+  };
   for (std::size_t w = 0; w < xs.size(); ++w) {
     Tensor x = inputs.at(xs[w]);
     std::vector<double> analytic = grads[std::string_view(gnames[w])].toVector();
     double maxErr = 0, scale = 0;
+    std::int64_t bothNaN = 0, bad = 0;
     const double h = 1e-6;
     std::vector<std::int64_t> idx(static_cast<std::size_t>(x.rank()), 0);
     for (std::int64_t e = 0; e < x.numel(); ++e) {
@@ -92,18 +120,46 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
       double lm = loss();
       x.set(idx, orig);
       double fd = (lp - lm) / (2 * h);
-      maxErr = std::max(maxErr, std::fabs(fd - analytic[static_cast<std::size_t>(e)]));
-      scale = std::max(scale, std::fabs(fd));
+      double an = analytic[static_cast<std::size_t>(e)];
+      if (std::isfinite(fd) && std::isfinite(an)) {
+        maxErr = std::max(maxErr, std::fabs(fd - an));
+        scale = std::max(scale, std::fabs(fd));
+      } else if (std::isnan(fd) && std::isnan(an)) {
+        ++bothNaN;
+      } else if (fd != an) { // one finite and one not, NaN against a number, or inf vs -inf
+        ++bad;
+        failWith("d" + xs[w] + " element " + std::to_string(e) + ": finite differences give " +
+                 number(fd) + ", the gradient program " + number(an));
+      }
       for (std::size_t d = idx.size(); d-- > 0;) {
         if (++idx[d] < x.dim(static_cast<int>(d))) break;
         idx[d] = 0;
       }
     }
     double rel = maxErr / std::max(1.0, scale);
+    if (bad > 0) rel = INFINITY;
+    if (x.numel() > 0 && bothNaN == x.numel()) {
+      rel = INFINITY;
+      failWith("d" + xs[w] + ": every value is NaN, in the finite differences and the gradient");
+    }
+    if (rel > tolerance && ok) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "d%s: max relative error %.3g above the tolerance %.0e",
+                    xs[w].c_str(), rel, tolerance);
+      failWith(buf);
+    }
     res.inputs.push_back(xs[w]);
     res.maxRelativeError.push_back(rel);
-    res.passed = res.passed && rel <= tolerance;
+    res.compared.push_back(x.numel());
+    comparedAll += x.numel();
   }
+  if (xs.empty())
+    failWith("nothing to compare: the program has no input to differentiate");
+  else if (outputElements == 0)
+    failWith("nothing to compare: every output is empty");
+  else if (comparedAll == 0)
+    failWith("nothing to compare: every differentiated input is empty");
+  res.passed = ok;
   return res;
 }
 

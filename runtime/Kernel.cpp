@@ -91,7 +91,8 @@ std::string paramNames(const dsl::Program& p) {
 }
 
 std::string expectedArguments(const dsl::Program& p) {
-  return std::to_string(p.arguments.size()) + " tensor(s) (" + joinNames(p, p.arguments) +
+  return std::to_string(p.arguments.size() + p.params.size()) + ": " +
+         std::to_string(p.arguments.size()) + " tensor(s) (" + joinNames(p, p.arguments) +
          ") then " + std::to_string(p.params.size()) + " scalar(s) (" + paramNames(p) + ")";
 }
 
@@ -481,9 +482,14 @@ Kernel::splitArguments(const std::vector<Arg>& args) const {
       at = p.tensors[static_cast<std::size_t>(p.arguments[args.size()])].firstUse;
     else if (args.size() < nt + ns)
       at = p.params[args.size() - nt].firstUse;
+    std::vector<dsl::Note> notes;
+    if (args.size() < nt + ns)
+      for (std::size_t i = args.size() > nt ? args.size() - nt : 0; i < ns; ++i)
+        for (dsl::Note& n : dsl::parameterNotes(p, static_cast<int>(i))) notes.push_back(n);
     dsl::fail(src, at,
               "wrong number of arguments: got " + std::to_string(args.size()) + ", expected " +
-                  expectedArguments(p));
+                  expectedArguments(p),
+              notes);
   }
   std::vector<Tensor> tensors;
   std::vector<double> scalars;
@@ -538,7 +544,8 @@ Outputs Kernel::call(const std::map<std::string, Tensor>& tensors,
   for (const auto& prm : p.params) {
     auto it = scalars.find(prm.name);
     if (it == scalars.end())
-      dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'");
+      dsl::fail(src, prm.firstUse, "missing scalar argument '" + prm.name + "'",
+                dsl::parameterNotes(p, static_cast<int>(&prm - p.params.data())));
     ss.push_back(it->second);
   }
   return run(impl(), ts, ss);

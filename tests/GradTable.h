@@ -70,12 +70,12 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[i] := x[wrap(i-3)] * w[i] where i in 0:size(w,0)", {{"x", {3}}, {"w", {8}}}},
     {"y[i] := x[wrap(i+k)] * w[k] * g[i] where i in 0:size(x,0)",
      {{"x", {4}}, {"w", {3}}, {"g", {4}}}},
-    // transposed convolution in its gather form
-    {"y[o] := x[i] * w[o + 1 - 2i] where o in 0:2*size(x,0)-1+size(w,0)-2",
+    // transposed convolution in its gather form (pad: each o meets only the taps that exist)
+    {"y[o] := x[i] * w[pad(o + 1 - 2i)] where o in 0:2*size(x,0)-1+size(w,0)-2",
      {{"x", {4}}, {"w", {3}}}},
     // shifts and subsampling
     {"y[i] := x[2i]", {{"x", {7}}}},
-    {"y[i] := x[i+1] - x[i]", {{"x", {6}}}},
+    {"y[i] := x[i+1] - x[i] where i in 0:size(x,0)-1", {{"x", {6}}}},
     {"y[i] := x[N-1-i]", {{"x", {5}}}, {{"N", 5}}},
     {"y[i] := x[i+S] * alpha where i in 0:size(x,0)-S", {{"x", {6}}}, {{"S", 2}, {"alpha", 1.5}}},
     // elementwise functions and their derivatives
@@ -84,6 +84,12 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[i] := sin(x[i]) * cos(x[i]) + erf(x[i]) + abs(x[i] - 0.3) + relu(x[i] - 0.1)",
      {{"x", {6}}}},
     {"y[i] := x[i] ^ 3 + pow(x[i] + 2, w[i]) + (x[i] + 2) ^ w[i]", {{"x", {4}}, {"w", {4}}}},
+    {"y[i] := atan(x[i]) + atan2(x[i], w[i] + 2) + atan2(w[i], x[i] - 2) + log2(x[i] + 2) + "
+     "log10(w[i] + 2) + log1p(x[i] + 1) + expm1(x[i]) + cbrt(x[i] + 2)",
+     {{"x", {5}}, {"w", {5}}}},
+    {"y[i] := 0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))", {{"x", {6}}}}, // GELU
+    // round and sign are piecewise constant: their derivative is 0 (away from the jumps).
+    {"y[i] := round(x[i] * 3) * x[i] + sign(x[i]) * x[i] ^ 2", {{"x", {6}}}},
     {"y[i] := x[i] / (w[i] + 3) - w[i] / (x[i] + 3)", {{"x", {4}}, {"w", {4}}}},
     {"y[i] := min(x[i], w[i]) + max(x[i], 0.2 * w[i])", {{"x", {6}}, {"w", {6}}}},
     {"y[i] := x[i] * 2 + floor(x[i]) + i32(x[i] * 4) + ceil(x[i]) * x[i]", {{"x", {5}}}},

@@ -1,4 +1,6 @@
 // The einjit command-line tool, run as a process: output and exit status of each command.
+#include "cli/Comparison.h"
+#include "cli/Npy.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
@@ -6,9 +8,14 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -40,7 +47,24 @@ TEST_CASE("check without shapes prints the canonical program and symbolic ranges
   Result r = runCli("check 'y[i]:=x[i+k]*w[k]'");
   CHECK(r.status == 0);
   CHECK(r.out ==
-        "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n");
+        "y[i] := x[i + k] * w[k]\n  i in 0:size(x,0) - size(w,0) + 1\n  k in 0:size(w,0)\n"
+        "checked without shapes; these checks run once shapes are known (--shape NAME=AxB):\n"
+        "  arguments: ranks, dtypes, size(t, d) dimensions, integer parameters in subscripts\n"
+        "  while running: gather indices stay in bounds\n");
+}
+
+TEST_CASE("check without shapes names the checks of this program that need shapes") {
+  Result r = runCli("check 'y[i] := x[i+1] - x[i] + a[i]'");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "  statement 1: every bare use of 'i' has the same extent\n"));
+  CHECK(has(r.out, "  statement 1: subscript 'i+1' of 'x' (dimension 0) stays in bounds\n"));
+  // ...and with shapes, that check is what fails.
+  Result s = runCli("check 'y[i] := x[i+1] - x[i] + a[i]' --shape x=4 --shape a=4");
+  CHECK(s.status == 1);
+  CHECK(has(s.out, "error: subscript 'i+1' goes out of bounds: it reaches 4"));
+  Result t = runCli("check 't[i] := x[i-j]*w[j]; y[k] := t[k] where k in 1:N'");
+  CHECK(has(t.out, "  statement 1: output index 'i' does not start below 0 (size(w,0) - 1)\n"));
+  CHECK(has(t.out, "  statement 2: subscript 'k' of 't' (dimension 0) stays in bounds\n"));
 }
 
 TEST_CASE("check with shapes prints numbers and output shapes") {
@@ -212,4 +236,317 @@ TEST_CASE("run --dtype bf16 --check, and an unknown --dtype") {
   Result e = runCli("run 'y[i] := x[i]' --shape x=3 --dtype f16");
   CHECK(e.status != 0);
   CHECK(has(e.out, "--dtype takes f32, f64 or bf16, got 'f16'"));
+}
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct CompareRow {
+  std::vector<double> got, ref;
+  const char* failure; // "" for a pass, else a part of Comparison::failure
+};
+
+} // namespace
+
+TEST_CASE("the comparison behind run --check fails on NaN, infinities and empty results") {
+  const std::vector<CompareRow> rows = {
+      {{1, 2}, {1, 2}, ""},
+      {{1, 2.00001}, {1, 2}, ""}, // within 1e-4 relative
+      {{1, 2.01}, {1, 2}, "relative error above the tolerance"},
+      {{1, kNaN}, {1, 2}, "not finite on one side and different (element 1: nan against 2)"},
+      {{1, 2}, {1, kNaN}, "(element 1: 2 against nan)"},
+      {{1, 2}, {1, kInf}, "(element 1: 2 against inf)"}, // a finite value is no match for inf
+      {{kInf, 2}, {1, 2}, "(element 0: inf against 1)"},
+      {{-kInf, 2}, {kInf, 2}, "(element 0: -inf against inf)"},
+      {{kInf, -kInf, 3}, {kInf, -kInf, 3}, ""}, // the same infinities agree
+      {{kNaN, 1}, {kNaN, 1}, ""},               // NaN where the reference is NaN agrees
+      {{kNaN, kNaN}, {kNaN, kNaN}, "every value is NaN on both sides"},
+      {{}, {}, "nothing compared: every output is empty"},
+  };
+  for (const CompareRow& row : rows) {
+    CAPTURE(row.failure);
+    auto t = [](const std::vector<double>& v) {
+      return einjit::Tensor::fromValues({static_cast<std::int64_t>(v.size())}, v,
+                                        einjit::DType::f64);
+    };
+    einjit::cli::Comparison c = einjit::cli::compare(t(row.got), t(row.ref));
+    std::string why = c.failure(1e-4);
+    CAPTURE(why);
+    if (*row.failure == 0)
+      CHECK(why.empty());
+    else
+      CHECK(has(why, row.failure));
+  }
+  // A shape mismatch is a failure even when both are empty.
+  einjit::cli::Comparison c =
+      einjit::cli::compare(einjit::Tensor::zeros({0, 2}), einjit::Tensor::zeros({2, 0}));
+  CHECK(has(c.failure(1e-4), "shape 0x2 against 2x0"));
+}
+
+TEST_CASE("run --check and gradcheck fail on NaN and say when they compared nothing") {
+  Result nan = runCli("run 'y[i] := log(x[i] - 2)' --shape x=4 --check");
+  CHECK(nan.status == 1);
+  CHECK(has(nan.out, "check: FAIL (every value is NaN on both sides)"));
+  Result empty = runCli("run 'y[i] := x[i+k] * w[k]' --shape x=2 --shape w=5 --check");
+  CHECK(empty.status == 1);
+  CHECK(has(empty.out, "over 0 element(s)"));
+  CHECK(has(empty.out, "check: EMPTY (nothing compared: every output is empty)"));
+  Result inf = runCli("run 'y[i] := x[i] / 0 + 1' --shape x=4 --dtype f64 --check");
+  CHECK(inf.status == 0);
+  CHECK(has(inf.out, "check: PASS"));
+
+  Result g = runCli("gradcheck 'y[i] := log(x[i] - 2)' --shape x=4");
+  CHECK(g.status == 1);
+  CHECK(has(g.out, "dx: max relative error inf over 4 element(s)"));
+  CHECK(has(g.out, "gradcheck: FAIL (dx element 0: finite differences give nan, the gradient "
+                   "program "));
+  Result ge = runCli("gradcheck 'y[i] := x[i+k] * w[k]' --shape x=2 --shape w=5");
+  CHECK(ge.status == 1);
+  CHECK(has(ge.out, "gradcheck: EMPTY (nothing to compare: every output is empty)"));
+  Result gi = runCli("gradcheck 'y[i] := x[i] * 2' --shape x=0");
+  CHECK(gi.status == 1);
+  CHECK(has(gi.out, "gradcheck: EMPTY"));
+}
+
+TEST_CASE("--help lists every command and flag; CMD --help works for every command") {
+  Result h = runCli("--help");
+  CHECK(h.status == 0);
+  const std::vector<std::string> commands = {"check",   "run",   "grad", "gradcheck",
+                                             "explain", "bench", "demo", "help"};
+  const std::vector<std::string> flags = {
+      "--shape", "--input", "--scalar", "--seed", "--dtype", "--device", "--check", "--save",
+      "--wrt",   "--cuda",  "--ir",     "--llvm", "--grad",  "--reps",   "--help",  "bf16"};
+  for (const std::string& c : commands) {
+    CAPTURE(c);
+    CHECK(has(h.out, "  einjit " + c));
+    Result one = runCli(c + " --help");
+    CHECK(one.status == 0);
+    CHECK(has(one.out, "usage: einjit " + c));
+    CHECK(runCli("help " + c).out == one.out);
+  }
+  for (const std::string& f : flags) {
+    CAPTURE(f);
+    CHECK(has(h.out, f));
+  }
+  CHECK(runCli("help").out == h.out);
+  CHECK(has(runCli("run --help").out, "--save DIR"));
+  CHECK(!has(runCli("grad --help").out, "--reps"));
+  CHECK(runCli("help frobnicate").status == 2);
+}
+
+TEST_CASE("numeric flags are validated") {
+  struct Row {
+    const char* args;
+    const char* message;
+  };
+  const std::vector<Row> rows = {
+      {"--seed abc", "--seed takes an integer from 0 to 18446744073709551615, got 'abc'"},
+      {"--seed -1", "--seed takes an integer from 0 to 18446744073709551615, got '-1'"},
+      {"--seed 99999999999999999999", "--seed takes an integer"},
+      {"--seed ''", "--seed takes an integer"},
+      {"--device cuda:99999999999999999999", "--device cuda:N takes an integer from 0 to 4095"},
+      {"--device cuda:-1", "--device cuda:N takes an integer from 0 to 4095, got '-1'"},
+      {"--device cuda:", "--device cuda:N takes an integer"},
+      {"--reps 1e3", "--reps takes an integer from 0 to 1000000, got '1e3'"},
+      {"--reps 0", "--reps takes a positive count, got '0'"},
+      {"--scalar a=1e999", "--scalar a=1e999: out of the range of a double"},
+      {"--scalar a=1x", "--scalar a=1x: not a number"},
+      {"--shape x=99999999999999999999", "extents are non-negative integers"},
+      {"--shape x=+3", "extents are non-negative integers"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.args);
+    Result r = runCli("run 'y[i] := x[i] * a' --shape x=3 --scalar a=2 " + std::string(row.args));
+    CHECK(r.status == 1);
+    CHECK(has(r.out, row.message));
+  }
+}
+
+TEST_CASE("a diagnostic is printed once and ends in a newline") {
+  const std::vector<std::string> commands = {
+      "check 'y[i] := x[i] $ 2'",                                          // syntax
+      "run 'y[i] := x[i] * w[i]' --shape x=3 --shape w=4",                 // shapes
+      "run 'y[i] := x[i+1] - x[i]' --shape x=3 --check",                   // bounds
+      "run 't[i] := x[i] * 100; y[i] := E[t[i]]' --shape x=3 --shape E=4", // while running
+      "gradcheck 'y[i] := x[i]' --shape x=3 --wrt q",                      // gradient
+      "run 'y[i] := x[i]' --shape x=3 --seed abc",                         // usage
+  };
+  for (const std::string& c : commands) {
+    CAPTURE(c);
+    Result r = runCli(c);
+    CHECK(r.status == 1);
+    REQUIRE(!r.out.empty());
+    CHECK(r.out.back() == '\n');
+    CHECK(r.out.find("\n\n") == std::string::npos);
+    std::size_t first = r.out.find("error");
+    if (first != std::string::npos) CHECK(r.out.find("error", first + 1) == std::string::npos);
+  }
+}
+
+namespace {
+
+std::string fileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A .npy file written by hand from the format's specification (not by einjit's writer).
+std::string npy(int version, const std::string& header, const std::string& data) {
+  std::string h = header;
+  std::size_t prefix = version == 1 ? 10 : 12;
+  while ((prefix + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = std::string("\x93NUMPY", 6) + static_cast<char>(version) + '\0';
+  for (int b = 0; b < (version == 1 ? 2 : 4); ++b)
+    out += static_cast<char>((h.size() >> (8 * b)) & 0xff);
+  return out + h + data;
+}
+
+template <class T>
+std::string raw(const std::vector<T>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
+}
+
+struct TempDir {
+  std::string path = "/tmp/einjit-npy-" + std::to_string(::getpid());
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+} // namespace
+
+TEST_CASE("run --input reads .npy files and --save writes the outputs as .npy") {
+  TempDir dir;
+  // x = [[1, 2, 3], [4, 5, 6]] (f32), w = [10, 20, 30] (f64 stored big-endian, version 2).
+  writeBytes(dir / "x.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                raw(std::vector<float>{1, 2, 3, 4, 5, 6})));
+  Result r = runCli("run 'y[i] := x[i,j] * 2' --input x=" + (dir / "x.npy") + " --save " +
+                    (dir / "out") + " --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "y: shape 2 f32 sum=42"));
+  CHECK(has(r.out, "check: PASS"));
+  std::string saved = fileBytes(dir / "out/y.npy");
+  REQUIRE(saved.size() > 10);
+  CHECK(saved.substr(0, 8) == std::string("\x93NUMPY\x01\x00", 8));
+  std::size_t hlen = static_cast<unsigned char>(saved[8]) | static_cast<unsigned char>(saved[9])
+                                                                << 8;
+  CHECK((10 + hlen) % 64 == 0);
+  CHECK(has(saved, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }"));
+  CHECK(saved.substr(10 + hlen) == raw(std::vector<float>{12, 30}));
+
+  // f64 from a big-endian version-2 file: the random tensors follow its dtype.
+  std::string be;
+  for (double v : {10.0, 20.0, 30.0}) {
+    std::string b = raw(std::vector<double>{v});
+    be += std::string(b.rbegin(), b.rend());
+  }
+  writeBytes(dir / "w.npy",
+             npy(2, "{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }", be));
+  Result w = runCli("run 's := w[i] * v[i]' --input w=" + (dir / "w.npy") +
+                    " --input v=" + (dir / "w.npy") + " --save " + (dir / "out"));
+  CHECK(w.status == 0);
+  CHECK(has(w.out, "s: shape scalar f64 sum=1400 "));
+  einjit::Tensor s = einjit::cli::readNpy(dir / "out/s.npy");
+  CHECK(s.dtype() == einjit::DType::f64);
+  CHECK(s.rank() == 0);
+  CHECK(s.toVector() == std::vector<double>{1400});
+
+  // Gather indices from an i64 file.
+  writeBytes(dir / "tok.npy", npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }",
+                                  raw(std::vector<std::int64_t>{2, 0, 2, 1})));
+  Result g = runCli("run 'y[b] := E[tok[b]]' --input E=" + (dir / "w.npy") +
+                    " --input tok=" + (dir / "tok.npy") + " --save " + (dir / "out"));
+  CHECK(g.status == 0);
+  CHECK(einjit::cli::readNpy(dir / "out/y.npy").toVector() == std::vector<double>{30, 10, 30, 20});
+  // Nothing is saved when the call fails.
+  writeBytes(dir / "bad_tok.npy",
+             npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+                 raw(std::vector<std::int64_t>{3})));
+  Result b = runCli("run 'y[b] := E[tok[b]]' --input E=" + (dir / "w.npy") +
+                    " --input tok=" + (dir / "bad_tok.npy") + " --save " + (dir / "failed"));
+  CHECK(b.status == 1);
+  CHECK(has(b.out, "gather index 3 is out of bounds for 'E' (extent 3)"));
+  CHECK(!std::filesystem::exists(dir / "failed"));
+}
+
+TEST_CASE(".npy files round-trip every dtype and shape") {
+  TempDir dir;
+  const std::vector<einjit::DType> dtypes = {einjit::DType::f32, einjit::DType::f64,
+                                             einjit::DType::bf16, einjit::DType::i32,
+                                             einjit::DType::i64};
+  const std::vector<einjit::Shape> shapes = {{}, {0}, {5}, {2, 3, 4}, {3, 0, 2}};
+  for (einjit::DType d : dtypes)
+    for (const einjit::Shape& shape : shapes) {
+      CAPTURE(einjit::dtypeName(d));
+      einjit::Tensor t = einjit::isFloat(d) ? einjit::Tensor::random(shape, d, 5)
+                                            : einjit::Tensor::randomInt(shape, -50, 50, d, 5);
+      CAPTURE(t.shapeString());
+      einjit::cli::writeNpy(dir / "t.npy", t);
+      einjit::Tensor back = einjit::cli::readNpy(dir / "t.npy");
+      CHECK(back.dtype() == d);
+      CHECK(back.shape() == shape);
+      CHECK(back.toVector() == t.toVector());
+    }
+  // A strided view is written in C order.
+  einjit::Tensor m = einjit::Tensor::fromValues({2, 3}, {1, 2, 3, 4, 5, 6}, einjit::DType::f32);
+  einjit::cli::writeNpy(dir / "mt.npy", m.transpose(0, 1));
+  einjit::Tensor mt = einjit::cli::readNpy(dir / "mt.npy");
+  CHECK(mt.shape() == einjit::Shape{3, 2});
+  CHECK(mt.toVector() == std::vector<double>{1, 4, 2, 5, 3, 6});
+  // bf16 is written as two raw bytes per element ('|V2'): 1.5 is 0x3fc0.
+  einjit::cli::writeNpy(dir / "b.npy", einjit::Tensor::fromValues({1}, {1.5}, einjit::DType::bf16));
+  std::string b = fileBytes(dir / "b.npy");
+  CHECK(has(b, "'descr': '|V2'"));
+  CHECK(b.substr(b.size() - 2) == std::string("\xc0\x3f", 2));
+}
+
+TEST_CASE("bad .npy files are clear errors") {
+  TempDir dir;
+  const std::string f4 = raw(std::vector<float>{1, 2, 3});
+  struct Row {
+    std::string bytes;
+    const char* message;
+  };
+  const std::vector<Row> rows = {
+      {"not numpy at all", "not a NumPy .npy file"},
+      {std::string("\x93NUMPY\x01\x00", 8), "not a NumPy .npy file"},
+      {std::string("\x93NUMPY\x01\x00\xff\x00{", 11), "the file ends inside its header"},
+      {std::string("\x93NUMPY\x09\x00\x10\x00", 10) + std::string(16, ' '),
+       ".npy format version 9 is not supported"},
+      {npy(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", f4),
+       "dtype '<f2' is not supported"},
+      {npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", f4),
+       "the array is in Fortran order"},
+      {npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", f4),
+       "the data holds 12 bytes but shape (4,) of f32 needs 16"},
+      {npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f4 + "x"),
+       "the data holds 13 bytes"},
+      {npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': [3], }", f4), "is not a tuple"},
+      {npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (a,), }", f4),
+       "is not a tuple of integers"},
+      {npy(1, "{'descr': '<f4', 'shape': (3,), }", f4), "the header lacks"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.message);
+    writeBytes(dir / "bad.npy", row.bytes);
+    Result r = runCli("run 'y[i] := x[i] * 2' --input x=" + (dir / "bad.npy"));
+    CHECK(r.status == 1);
+    CHECK(has(r.out, dir / "bad.npy: "));
+    CHECK(has(r.out, row.message));
+  }
+  Result missing = runCli("run 'y[i] := x[i]' --input x=" + (dir / "nope.npy"));
+  CHECK(missing.status == 1);
+  CHECK(has(missing.out, "nope.npy: cannot open it (No such file or directory)"));
+  Result both = runCli("run 'y[i] := x[i]' --input x=" + (dir / "nope.npy") + " --shape x=3");
+  CHECK(has(both.out, "--input x and --shape x: give one of them"));
+  Result unknown = runCli("run 'y[i] := x[i]' --input q=" + (dir / "nope.npy") + " --shape x=3");
+  CHECK(has(unknown.out, "--input q: the program has no tensor argument named 'q'"));
 }

@@ -10,7 +10,9 @@
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
 #include "grad/Differentiate.h"
+#include "runtime/RandomInputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -50,6 +52,7 @@ TEST_CASE("gradients: central finite differences in float64") {
         CAPTURE(r.inputs[i]);
         CHECK(r.maxRelativeError[i] <= 1e-6);
       }
+      CHECK_MESSAGE(r.passed, r.why);
       CHECK(!r.inputs.empty());
     } catch (const std::exception& e) {
       FAIL_CHECK("threw: " << std::string(e.what()));
@@ -504,4 +507,74 @@ TEST_CASE("gradients: a sub-lattice such as A[i,i] is written directly, not mask
         "dA[u, u] += dy[u] where u in 0:size(A, 1)");
   auto t = einjit::grad::differentiate(einjit::dsl::check("y[i,j] := T[i,j,i]"), {});
   CHECK(einjit::dsl::printProgram(t.program).find("dT[u, j, u] += dy[u, j]") != std::string::npos);
+}
+
+// gradcheck is an oracle: it must be able to fail. One row per way it used to pass blindly.
+TEST_CASE("gradcheck fails on NaN and infinities and does not pass on an empty comparison") {
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    const char* why; // a part of GradCheckResult::why
+  };
+  const std::vector<Row> rows = {
+      // The loss is NaN: every finite difference is NaN, the gradient program finite.
+      {"y[i] := log(x[i] - 2)",
+       {{"x", {4}}},
+       "dx element 0: finite differences give nan, the gradient program "},
+      // NaN on both sides everywhere compares nothing.
+      {"y[i] := sqrt(x[i] - 2) * sqrt(x[i] - 2)", {{"x", {3}}}, "every value is NaN"},
+      // An infinite analytic gradient against NaN finite differences.
+      {"y[i] := x[i] / 0", {{"x", {3}}}, "the gradient program -inf"},
+      {"y[i] := x[i+k] * w[k]",
+       {{"x", {2}}, {"w", {5}}},
+       "nothing to compare: every output is empty"},
+      {"y[i] := x[i] * 2", {{"x", {0}}}, "nothing to compare: every output is empty"},
+      {"y[b] := E[tok[b]] * 2",
+       {{"E", {0}}, {"tok", {0}}},
+       "nothing to compare: every output is empty"},
+  };
+  for (const Row& row : rows) {
+    std::string program = row.program;
+    CAPTURE(program);
+    einjit::GradCheckResult r = einjit::gradcheck(row.program, row.shapes);
+    CAPTURE(r.why);
+    CHECK(!r.passed);
+    CHECK(r.why.find(row.why) != std::string::npos);
+  }
+}
+
+// Gather indices made up for gradcheck and `einjit run` cover the whole valid range: both
+// ends, a repeat (the gradient is a scatter that must accumulate), and nothing outside.
+TEST_CASE("gradcheck draws gather indices over the whole valid range, ends and repeats included") {
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::int64_t lo, hi; // valid values of tok, inclusive, worked out by hand
+  };
+  const std::vector<Row> rows = {
+      {"y[b,d] := E[tok[b], d] * s[b]", {{"E", {7, 3}}, {"tok", {40}}, {"s", {40}}}, 0, 6},
+      // tok + 1 in 0:5 -> tok in -1:3; tok - i with i in 0:2 (bare in s) -> tok in 1:4.
+      {"y[b] := E[tok[b] + 1] * s[b]", {{"E", {5}}, {"tok", {30}}, {"s", {30}}}, -1, 3},
+      {"y[b] := E[tok[b] - i] * s[b] * w[i]",
+       {{"E", {5}}, {"tok", {30}}, {"s", {30}}, {"w", {2}}},
+       1,
+       4},
+      // Two gathers through one index tensor: the intersection.
+      {"y[b] := E[tok[b]] * F[tok[b]]", {{"E", {9}}, {"F", {4}}, {"tok", {30}}}, 0, 3},
+  };
+  for (const Row& row : rows) {
+    std::string program = row.program;
+    CAPTURE(program);
+    einjit::dsl::Program p = einjit::dsl::check(row.program);
+    einjit::dsl::BoundProgram b = einjit::bindShapes(p, row.shapes, {}, DType::f64);
+    int tok = p.findTensor("tok");
+    CHECK(einjit::dsl::gatherValueRange(p, b, tok) == std::make_pair(row.lo, row.hi));
+    std::vector<double> v = einjit::randomIndices(p, b, tok, row.shapes.at("tok"), 3).toVector();
+    CHECK(*std::min_element(v.begin(), v.end()) == static_cast<double>(row.lo));
+    CHECK(*std::max_element(v.begin(), v.end()) == static_cast<double>(row.hi));
+    std::sort(v.begin(), v.end());
+    CHECK(std::adjacent_find(v.begin(), v.end()) != v.end()); // a repeated index
+    einjit::GradCheckResult r = einjit::gradcheck(row.program, row.shapes);
+    CHECK_MESSAGE(r.passed, r.why);
+  }
 }

@@ -1,8 +1,9 @@
 // Range inference: a table of programs, argument shapes and scalars, with the concrete index
 // ranges worked out by hand from the rules of the language (DESIGN.md, "The language"):
 //   - a bare index in dimension d of x ranges over 0:size(x,d), and all bare uses must agree;
-//   - an index inside affine subscripts takes the largest range for which every access is in
-//     bounds for all values of the other indices (the intersection over its uses);
+//     its other uses never narrow that range: an access it pushes out of bounds is an error;
+//   - an index with neither a bare use nor a 'where' takes the largest range for which every
+//     affine access is in bounds for all values of the other indices (the intersection);
 //   - 'where i in lo:hi' is authoritative (half-open); an access it pushes out of bounds is an
 //     error unless that dimension is wrapped in pad/clamp/wrap;
 //   - pad/clamp/wrap dimensions and gathered dimensions do not bound an index;
@@ -181,12 +182,21 @@ const std::vector<RangeRow> kRows = {
                "  i in size(w,1) - 1:size(x,0) - size(w,0) + 1\n"
                "  j in 0:size(w,0)\n"
                "  k in 0:size(w,1)\n"},
-  // Two uses of one index: the bare use and the shifted one intersect.
+  // --- a bare use fixes the range: other uses never narrow it --------------------------------
+  // x[i] fixes i to 0:10, so x[i+1] reads x[10]: an error, not a shorter y.
   {.program = "y[i] := x[i+1] - x[i]",
    .shapes = {{"x", {10}}},
+   .error = "subscript 'i+1' goes out of bounds: it reaches 10 but dimension 0 of 'x' has "
+            "extent 10"},
+  {.program = "y[i] := x[i+1] - x[i]",
+   .shapes = {{"x", {10}}},
+   .error = "note: a bare use fixes the range: i in 0:10"},
+  {.program = "y[i] := x[i+1] - x[i] where i in 0:size(x,0)-1",
+   .shapes = {{"x", {10}}},
    .ranges = "i=0:9", .outputs = "y=9",
-   .symbolic = "y[i] := x[i + 1] - x[i]\n"
+   .symbolic = "y[i] := x[i + 1] - x[i] where i in 0:size(x, 0) - 1\n"
                "  i in 0:size(x,0) - 1\n"},
+  // Without a bare use, shifted uses intersect.
   {.program = "y[i] := x[i-1] + x[i+1]",
    .shapes = {{"x", {10}}},
    .ranges = "i=1:9", .outputs = "y=9",
@@ -194,21 +204,47 @@ const std::vector<RangeRow> kRows = {
                "  i in 1:size(x,0) - 1\n"},
   {.program = "y[i] := x[i] + z[i+1]",
    .shapes = {{"x", {10}}, {"z", {5}}},
-   .ranges = "i=0:4", .outputs = "y=4"},
+   .error = "subscript 'i+1' goes out of bounds: it reaches 10 but dimension 0 of 'z' has "
+            "extent 5"},
+  // Fits: i in 0:4 from x, i+1 <= 4.
+  {.program = "y[i] := x[i] + z[i+1]",
+   .shapes = {{"x", {4}}, {"z", {5}}},
+   .ranges = "i=0:4", .outputs = "y=4",
+   .symbolic = "y[i] := x[i] + z[i + 1]\n"
+               "  i in 0:size(x,0)\n"},
   {.program = "y[i] := x[i] * z[2i]",
    .shapes = {{"x", {10}}, {"z", {10}}},
-   .ranges = "i=0:5", .outputs = "y=5",
-   .symbolic = "y[i] := x[i] * z[2i]\n"
-               "  i in 0:min(fdiv(size(z,0) - 1, 2) + 1, size(x,0))\n"},
+   .error = "subscript '2i' goes out of bounds: it reaches 18 but dimension 0 of 'z' has "
+            "extent 10"},
+  {.program = "y[i] := x[i] * z[2i]",
+   .shapes = {{"x", {5}}, {"z", {10}}},
+   .ranges = "i=0:5", .outputs = "y=5"},
+  // The five-point stencil: x[i,j-1] fixes i to all rows, so x[i-1,j] leaves the tensor.
   {.program = "y[i,j] := x[i-1,j] + x[i+1,j] + x[i,j-1] + x[i,j+1]",
    .shapes = {{"x", {5, 6}}},
-   .ranges = "i=1:4 j=1:5", .outputs = "y=4x5",
-   .symbolic = "y[i, j] := x[i - 1, j] + x[i + 1, j] + x[i, j - 1] + x[i, j + 1]\n"
-               "  i in 1:size(x,0) - 1\n"
-               "  j in 1:size(x,1) - 1\n"},
+   .error = "subscript 'i-1' goes out of bounds: it reaches -1 but dimension 0 of 'x' has "
+            "extent 5"},
+  {.program = "y[i,j] := x[i-1,j] + x[i+1,j] + x[i,j-1] + x[i,j+1] "
+              "where i in 1:size(x,0)-1, j in 1:size(x,1)-1",
+   .shapes = {{"x", {5, 6}}},
+   .ranges = "i=1:4 j=1:5", .outputs = "y=4x5"},
   {.program = "y[i,j] := x[i+1,j] - x[i,j+1]",
    .shapes = {{"x", {5, 6}}},
-   .ranges = "i=0:4 j=0:5", .outputs = "y=4x5"},
+   .error = "subscript 'i+1' goes out of bounds: it reaches 5"},
+  // The example: 'where' fixes i, w[k] fixes k; x[i+k] would need a narrower k.
+  {.program = "y[i] := x[i+k]*w[k] where i in 0:size(x,0)",
+   .shapes = {{"x", {10}}, {"w", {3}}},
+   .error = "subscript 'i+k' goes out of bounds: it reaches 11 but dimension 0 of 'x' has "
+            "extent 10"},
+  {.program = "y[i] := x[i+k]*w[k] where i in 0:size(x,0)",
+   .shapes = {{"x", {10}}, {"w", {3}}},
+   .error = "note: a bare use fixes the range: k in 0:3"},
+  // A gather fixes nothing, its index tensor's bare use does: tok[i] fixes i, x[i+1] leaves x.
+  {.program = "y[i] := E[tok[i]] * x[i+1]",
+   .shapes = {{"E", {10}}, {"tok", {4}}, {"x", {4}}},
+   .error = "subscript 'i+1' goes out of bounds: it reaches 4 but dimension 0 of 'x' has "
+            "extent 4",
+   .ints = {"tok"}},
   // k is bounded only through i once i is known: 0 <= i+k <= 9 for i in 0:4.
   {.program = "y[i] := x[i] * z[i+k]",
    .shapes = {{"x", {4}}, {"z", {10}}},
@@ -216,10 +252,14 @@ const std::vector<RangeRow> kRows = {
    .symbolic = "y[i] := x[i] * z[i + k]\n"
                "  i in 0:size(x,0)\n"
                "  k in 0:size(z,0) - size(x,0) + 1\n"},
-  // k bare in w[k] ranges over all of w (0:3); i is bare in a (0:9) and x[i+k] narrows it to
-  // 0:8. Dropping the tap w[2] instead (k in 0:2) would silently change the result.
+  // k bare in w[k] ranges over all of w (0:3), i bare in a over all of a (0:9): x[i+k]
+  // reaches 10, an error (narrowing either would silently drop terms).
   {.program = "y[i] := a[i] * x[i+k] * w[k]",
    .shapes = {{"a", {9}}, {"x", {10}}, {"w", {3}}},
+   .error = "subscript 'i+k' goes out of bounds: it reaches 10 but dimension 0 of 'x' has "
+            "extent 10"},
+  {.program = "y[i] := a[i] * x[i+k] * w[k]",
+   .shapes = {{"a", {8}}, {"x", {10}}, {"w", {3}}},
    .ranges = "i=0:8 k=0:3", .outputs = "y=8"},
   // Strided 2-d convolution, NCHW: 2h+2 <= 8 gives h <= 3; 2w+1 <= 9 gives w <= 4.
   {.program = "y[n,o,h,w] := x[n,c,2h+a,2w+b]*k[o,c,a,b]",
@@ -372,7 +412,7 @@ const std::vector<RangeRow> kRows = {
                "y[i] := t[i - 1] + t[i + 1]\n"
                "  i in 1:size(t,0) - 1\n"},
   // a: 2i <= 8 gives 5; b: 0:4; c sums b.
-  {.program = "a[i] := x[2i]; b[i] := a[i] * a[i+1]; c := b[i]",
+  {.program = "a[i] := x[2i]; b[i] := a[i] * a[i+1] where i in 0:size(a,0)-1; c := b[i]",
    .shapes = {{"x", {9}}},
    .ranges = "i=0:5 ; i=0:4 ; i=0:4", .outputs = "a=5 b=4 c=scalar"},
   {.program = "t[i] := x[i+k]*w[k]\ny[i] := t[pad(i-1)] where i in 0:size(t,0)+2",
@@ -387,15 +427,19 @@ const std::vector<RangeRow> kRows = {
   {.program = "y[i] = x[i+k]*w[k]",
    .shapes = {{"y", {5}}, {"x", {10}}, {"w", {3}}},
    .ranges = "i=0:5 k=0:3"},
-  // As for ':=' with a[i] above: k keeps all of w, i is narrowed to 0:8.
+  // The left-hand side is a bare use: all of y is written, or it is an error (a narrower i
+  // would leave y[8] with its old value).
   {.program = "y[i] = x[i+k]*w[k]",
    .shapes = {{"y", {9}}, {"x", {10}}, {"w", {3}}},
-   .ranges = "i=0:8 k=0:3"},
+   .error = "subscript 'i+k' goes out of bounds: it reaches 10"},
   {.program = "y[i] = x[i+1]",
    .shapes = {{"y", {10}}, {"x", {10}}},
+   .error = "note: a bare use fixes the range: i in 0:10"},
+  {.program = "y[i] = x[i+1]",
+   .shapes = {{"y", {9}}, {"x", {10}}},
    .ranges = "i=0:9",
    .symbolic = "y[i] = x[i + 1]\n"
-               "  i in 0:min(size(x,0) - 1, size(y,0))\n"},
+               "  i in 0:size(y,0)\n"},
   {.program = "y[i] = x[i]",
    .shapes = {{"y", {4}}, {"x", {5}}},
    .error = "index 'i' ranges over 5 (dimension 0 of 'x') here but over 4 (dimension 0 of 'y')"},

@@ -156,13 +156,22 @@ void synchronize(Device device);
 bool cudaAvailable(std::string* why = nullptr);
 
 // Checks a gradient against central finite differences in float64: random f64 inputs of the
-// given shapes (index tensors get random valid-looking small integers), a random gradient for
-// each output, loss = sum <dY, Y>. One entry per differentiated input. The forward and
-// gradient programs run on `device`.
+// given shapes (index tensors get indices over the whole valid range of the dimension they
+// gather into, both ends and a repeat included), a random gradient for each output,
+// loss = sum <dY, Y>. One entry per differentiated input. The forward and gradient programs
+// run on `device`.
+// A check that can fail: an element where one of the two values is finite and the other is
+// not (NaN, or an infinity of the other sign) fails the input, so does an input whose values
+// are NaN in both everywhere; a check that compares nothing (no input to differentiate, empty
+// inputs, empty outputs) is not passed, and `why` says so.
 struct GradCheckResult {
   std::vector<std::string> inputs;      // X names
-  std::vector<double> maxRelativeError; // max |fd - analytic| / max(1, max |fd|)
-  bool passed = false;                  // every error <= tolerance
+  std::vector<double> maxRelativeError; // max |fd - analytic| / max(1, max |fd|) where both are
+                                        // finite; +inf for a failed element as above
+  std::vector<std::int64_t> compared;   // elements compared per input
+  bool passed = false;                  // something compared, every error <= tolerance
+  std::string why;                      // when not passed: the first failure, or "nothing to
+                                        // compare: ..."
 };
 GradCheckResult gradcheck(const std::string& source, const std::map<std::string, Shape>& shapes,
                           const std::map<std::string, double>& scalars = {},
