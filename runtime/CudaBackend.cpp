@@ -219,7 +219,7 @@ CudaStats cudaStats() {
     s = e.stats;
     s.memoryEntries = static_cast<std::int64_t>(e.modules.size());
   }
-  s.diskRejected = DiskCache::instance().stats().rejected;
+  s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 

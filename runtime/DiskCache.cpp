@@ -253,6 +253,7 @@ void DiskCache::close() {
   if (dirFd_ >= 0) ::close(dirFd_);
   dirFd_ = -1;
   checked_ = false;
+  scanned_ = false;
   problem_.clear();
 }
 
@@ -417,7 +418,11 @@ void DiskCache::write(std::string_view kind, const std::string& key, const std::
       return;
     }
     ++stats_.written;
-    scan(name, false);
+    // The directory is listed at this process's first write, every 64th, and whenever the
+    // running total would pass the limit (other processes' writes are seen at their scans).
+    stats_.bytes += bytes.size();
+    ++stats_.entries;
+    if (++writesSinceScan_ >= 64 || !scanned_ || stats_.bytes > maxBytes_) scan(name, false);
   } catch (const std::exception&) {
   }
 }
@@ -475,6 +480,8 @@ void DiskCache::scan(const std::string& keep, bool evictAll) {
   }
   stats_.entries = count;
   stats_.bytes = total;
+  scanned_ = true;
+  writesSinceScan_ = 0;
 }
 
 std::int64_t DiskCache::clear() {
@@ -519,10 +526,10 @@ void DiskCache::setExpectedOwner(uid_t uid) {
   uid_ = uid;
 }
 
-DiskCache::Stats DiskCache::stats() {
+DiskCache::Stats DiskCache::stats(bool list) {
   std::lock_guard<std::mutex> lock(mu_);
   try {
-    if (ready()) scan("", false);
+    if (list && ready()) scan("", false);
   } catch (const std::exception&) {
   }
   return stats_;

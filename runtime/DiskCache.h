@@ -18,9 +18,10 @@
 //   rejected; the caller rebuilds and write() replaces it.
 // - Writing: a temporary file in the same directory (O_CREAT | O_EXCL | O_NOFOLLOW, 0600),
 //   renamed over the entry: readers see a whole entry or none.
-// - Bound: after each write, the least recently used entries (by modification time, which a
-//   hit refreshes) are deleted until the directory's entries fit CacheLimits::diskBytes;
-//   temporary files left by a crashed writer are deleted after an hour.
+// - Bound: the least recently used entries (by modification time, which a hit refreshes) are
+//   deleted until the directory's entries fit CacheLimits::diskBytes. The directory is listed
+//   at a process's first write, every 64th, and whenever its running total would pass the
+//   limit; temporary files left by a crashed writer are deleted (after an hour) then.
 //
 // One process-wide instance; every member is thread-safe and nothing throws (a cache that
 // cannot be used only costs compile time).
@@ -67,10 +68,11 @@ public:
 
   struct Stats {
     std::int64_t hits = 0, misses = 0, rejected = 0, written = 0, evicted = 0;
-    std::int64_t entries = 0; // after the last scan (each write, clear or stats call)
+    std::int64_t entries = 0; // at the last listing, plus this process's writes since
     std::uint64_t bytes = 0;
   };
-  Stats stats(); // scans the directory
+  // list: list the directory first (exact entries and bytes; evicts when over the limit).
+  Stats stats(bool list = true);
 
   // The entry format, exposed for tests that forge entries: magic, key and payload lengths,
   // key, payload, then the MAC.
@@ -102,6 +104,8 @@ private:
   uid_t uid_;
   std::uint64_t maxBytes_;
   std::uint64_t tmpCounter_ = 0;
+  bool scanned_ = false; // the directory was listed since it was opened
+  int writesSinceScan_ = 0;
   Stats stats_;
 };
 

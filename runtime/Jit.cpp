@@ -276,7 +276,7 @@ JitStats jitStats() {
     s.memoryEntries = static_cast<std::int64_t>(e.memory.size());
     s.memoryEvicted = static_cast<std::int64_t>(e.memory.evicted());
   }
-  s.diskRejected = DiskCache::instance().stats().rejected;
+  s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 
