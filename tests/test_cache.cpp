@@ -86,6 +86,22 @@ struct UseCache {
   }
 };
 
+struct Shell {
+  int status;
+  std::string out; // stdout and stderr
+};
+
+Shell runShell(const std::string& cmd) {
+  Shell r{-1, {}};
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
+  const int st = pclose(pipe);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
 } // namespace
 
 #if EINJIT_HAVE_LLVM
@@ -597,10 +613,13 @@ TEST_CASE("cache: the process keeps at most CacheLimits::memoryModules modules")
   CHECK(einjit::cacheStatus().memoryModules <= 3);
   einjit::CacheLimits none = l;
   none.memoryModules = 0;
-  CHECK_THROWS_AS(einjit::setCacheLimits(none), einjit::Error);
+  CHECK_THROWS_WITH_AS(einjit::setCacheLimits(none),
+                       "CacheLimits::memoryModules must be at least 1 (got 0)", einjit::Error);
   none = l;
   none.diskBytes = 0;
-  CHECK_THROWS_AS(einjit::setCacheLimits(none), einjit::Error);
+  CHECK_THROWS_WITH_AS(einjit::setCacheLimits(none),
+                       doctest::Contains("CacheLimits::diskBytes must be at least 1 (got 0)"),
+                       einjit::Error);
 }
 
 TEST_CASE(
@@ -775,16 +794,10 @@ TEST_CASE("cache: two processes sharing one disk cache compute the interpreter's
   }
   // Every program left one authentic entry, which a third process loads.
   CHECK(entries(t.path).size() == programs.size());
-  const std::string explain =
-      std::string(EINJIT_CLI) + " explain --dtype f64 '" + programs[1] + "' " + shapes[1] + " 2>&1";
-  const std::string cmd = "EINJIT_CACHE_DIR='" + t.path.string() + "' " + explain;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-  CHECK(pclose(pipe) == 0);
-  CHECK(out.find("# code: disk cache") != std::string::npos);
+  Shell third = runShell("EINJIT_CACHE_DIR='" + t.path.string() + "' " + std::string(EINJIT_CLI) +
+                         " explain --dtype f64 '" + programs[1] + "' " + shapes[1]);
+  CHECK(third.status == 0);
+  CHECK(third.out.find("# code: disk cache") != std::string::npos);
 }
 
 #endif // EINJIT_HAVE_LLVM
@@ -805,4 +818,45 @@ TEST_CASE("cache: builds without a keyed hash say so and do not use the disk") {
   CHECK(!fs::exists(t.path));
   CHECK(einjit::cacheStatus().problem == why);
 #endif
+}
+
+TEST_CASE("cache: einjit cache info and clear; limits from the environment") {
+  TempPath t("cli");
+  const std::string cli = "EINJIT_CACHE_DIR='" + t.path.string() + "' " + std::string(EINJIT_CLI);
+  Shell info = runShell("EINJIT_CACHE_MEMORY=7 EINJIT_CACHE_DISK_MB=3 " + cli + " cache info");
+  CHECK(info.status == 0);
+  CHECK(info.out.find("directory: " + t.path.string() + "\n") != std::string::npos);
+  CHECK(info.out.find("(limit 3145728)") != std::string::npos);
+  CHECK(info.out.find("in-memory modules per backend: at most 7") != std::string::npos);
+  std::string why;
+  if (DiskCache::supported(&why)) {
+    CHECK(info.out.find("not used") == std::string::npos);
+#if EINJIT_HAVE_LLVM
+    CHECK(runShell(cli + " run 'y[i] := x[i] * 5.5' --shape x=9").status == 0);
+    CHECK(entries(t.path).size() == 1);
+    Shell clear = runShell(cli + " cache clear");
+    CHECK(clear.status == 0);
+    CHECK(clear.out == "deleted 1 entry from " + t.path.string() + "\n");
+    CHECK(entries(t.path).empty());
+#endif
+  } else {
+    CHECK(info.out.find("not used: " + why) != std::string::npos);
+    Shell clear = runShell(cli + " cache clear");
+    CHECK(clear.status == 1);
+    CHECK(clear.out.find("the disk cache is not used: " + why) != std::string::npos);
+  }
+  // A limit that is not a positive whole number: one warning, the default.
+  Shell bad = runShell("EINJIT_CACHE_MEMORY=lots " + cli + " cache info");
+  CHECK(bad.status == 0);
+  CHECK(bad.out.find("einjit: warning: EINJIT_CACHE_MEMORY='lots' is not a whole number from 1 "
+                     "to 1073741824; using 256") != std::string::npos);
+  CHECK(bad.out.find("in-memory modules per backend: at most 256") != std::string::npos);
+  Shell zero = runShell("EINJIT_CACHE_DISK_MB=0 " + cli + " cache info");
+  CHECK(zero.out.find("EINJIT_CACHE_DISK_MB='0' is not a whole number") != std::string::npos);
+  Shell off = runShell("EINJIT_CACHE_DIR=off " + std::string(EINJIT_CLI) + " cache clear");
+  CHECK(off.status == 0);
+  CHECK(off.out == "the disk cache is off (EINJIT_CACHE_DIR=off): nothing to delete\n");
+  Shell wrong = runShell(cli + " cache purge");
+  CHECK(wrong.status == 2);
+  CHECK(wrong.out == "einjit cache takes 'info' or 'clear'\n");
 }
