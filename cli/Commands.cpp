@@ -111,6 +111,37 @@ std::string pendingChecks(const dsl::Program& prog) {
 
 } // namespace
 
+int cache(const Words& words, std::ostream& out, std::ostream& err) {
+  const std::string what = words.empty() ? "info" : words[0];
+  if (words.size() > 1 || (what != "info" && what != "clear")) {
+    err << "einjit cache takes 'info' or 'clear'\n";
+    return 2;
+  }
+  if (what == "clear") {
+    const std::int64_t n = clearCaches(true);
+    CacheStatus s = cacheStatus();
+    if (s.directory.empty()) {
+      out << "the disk cache is off (EINJIT_CACHE_DIR=off): nothing to delete\n";
+      return 0;
+    }
+    if (!s.problem.empty()) {
+      err << "einjit: the disk cache is not used: " << s.problem << "\n";
+      return 1;
+    }
+    out << "deleted " << n << " entr" << (n == 1 ? "y" : "ies") << " from " << s.directory << "\n";
+    return 0;
+  }
+  CacheStatus s = cacheStatus();
+  CacheLimits l = cacheLimits();
+  out << "directory: " << (s.directory.empty() ? "off (EINJIT_CACHE_DIR=off)" : s.directory)
+      << "\n";
+  if (!s.problem.empty()) out << "not used: " << s.problem << "\n";
+  out << "entries: " << s.diskEntries << ", " << s.diskBytes << " bytes (limit " << l.diskBytes
+      << ")\n";
+  out << "in-memory modules per backend: at most " << l.memoryModules << "\n";
+  return 0;
+}
+
 int check(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
   Options opt = args.options();

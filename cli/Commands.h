@@ -16,6 +16,7 @@ int grad(const Words& args, std::ostream& out, std::ostream& err);
 int gradcheck(const Words& args, std::ostream& out, std::ostream& err);
 int explain(const Words& args, std::ostream& out, std::ostream& err);
 int bench(const Words& args, std::ostream& out, std::ostream& err);
+int cache(const Words& args, std::ostream& out, std::ostream& err);
 // Every command and flag; commandHelp: one command's (false for an unknown name).
 int help(std::ostream& out);
 bool commandHelp(const std::string& name, std::ostream& out);

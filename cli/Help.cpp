@@ -72,6 +72,11 @@ const std::vector<CommandHelp>& commands() {
        "a strided convolution layer: parsed, ranges inferred, run, differentiated, "
        "checked",
        {}},
+      {"cache",
+       "[info|clear]",
+       "the disk cache of compiled kernels: where, how big, whether it is used; or\n"
+       "      delete its entries",
+       {}},
       {"help", "[CMD]", "this text, or that of one command", {}},
   };
   return table;

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     if (cmd == "gradcheck") return gradcheck(args, std::cout, std::cerr);
     if (cmd == "explain") return explain(args, std::cout, std::cerr);
     if (cmd == "bench") return bench(args, std::cout, std::cerr);
+    if (cmd == "cache") return cache(args, std::cout, std::cerr);
     std::cerr << "einjit: unknown command '" << cmd << "'\n";
     help(std::cerr);
     return 2;

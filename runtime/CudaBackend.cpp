@@ -1,6 +1,8 @@
 #include "runtime/CudaBackend.h"
 
+#include "runtime/Caches.h"
 #include "runtime/DiskCache.h"
+#include "runtime/Lru.h"
 #include "runtime/Nvrtc.h"
 
 #include "einjit/Error.h"
@@ -19,8 +21,8 @@ constexpr const char* kCudaCodegenVersion = "einjit-cuda-3";
 
 struct CudaEngine {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<const cuda::Module>> modules; // key + device
-  DiskCache disk{".cubin"};
+  LruMap<std::shared_ptr<const cuda::Module>> modules{
+      currentLimits().memoryModules}; // key + device
   CudaStats stats;
 };
 
@@ -111,34 +113,47 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
   std::vector<std::string> names;
   for (const auto& k : prep->program.cuda.kernels) names.push_back(k.name);
   CudaEngine& e = engine();
+  std::vector<std::shared_ptr<const cuda::Module>> dropped; // unloaded after the lock
   std::lock_guard<std::mutex> lock(e.mu);
   const std::string moduleKey = key + "\ndevice " + std::to_string(device);
   auto t0 = std::chrono::steady_clock::now();
   prep->target = "sm_" + std::to_string(arch);
-  if (auto it = e.modules.find(moduleKey); it != e.modules.end()) {
+  if (auto* hit = e.modules.find(moduleKey)) {
     ++e.stats.memoryHits;
-    prep->module = it->second;
+    prep->module = *hit;
     prep->origin = "memory cache";
     return prep;
   }
-  std::string image = e.disk.read(key);
-  prep->origin = "disk cache";
-  if (image.empty()) {
+  DiskCache& disk = DiskCache::instance();
+  auto build = [&] {
     nvrtc::Compiled c =
         nvrtc::compile(prep->program.cuda.source, arch, prep->program.cuda.archSpecific);
-    image = std::move(c.image);
     prep->target = c.target;
     prep->origin = "compiled";
-    e.disk.write(key, image);
-    ++e.stats.compiled;
-  } else {
-    ++e.stats.diskHits;
+    disk.write("cubin", key, c.image);
+    return std::move(c.image);
+  };
+  std::string image = disk.read("cubin", key);
+  prep->origin = "disk cache";
+  if (image.empty()) image = build();
+  try {
+    prep->module = std::make_shared<cuda::Module>(device, image, names);
+  } catch (const Error&) {
+    // An authenticated entry the driver does not load: rebuilt and replaced, not a kernel
+    // that fails for good.
+    if (prep->origin != "disk cache") throw;
+    image = build();
+    prep->module = std::make_shared<cuda::Module>(device, image, names);
   }
-  prep->module = std::make_shared<cuda::Module>(device, image, names);
+  if (prep->origin == "compiled")
+    ++e.stats.compiled;
+  else
+    ++e.stats.diskHits;
   prep->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   e.stats.lastCompileMs = prep->compileMs;
-  e.modules[moduleKey] = prep->module;
+  e.modules.setCapacity(currentLimits().memoryModules, dropped);
+  e.modules.put(moduleKey, prep->module, dropped);
   return prep;
 }
 
@@ -197,17 +212,29 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
 }
 
 CudaStats cudaStats() {
-  CudaEngine& e = engine();
-  std::lock_guard<std::mutex> lock(e.mu);
-  CudaStats s = e.stats;
-  s.diskRejected = e.disk.rejected();
+  CudaStats s;
+  {
+    CudaEngine& e = engine();
+    std::lock_guard<std::mutex> lock(e.mu);
+    s = e.stats;
+    s.memoryEntries = static_cast<std::int64_t>(e.modules.size());
+  }
+  s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 
 void cudaClearMemoryCache() {
   CudaEngine& e = engine();
+  std::vector<std::shared_ptr<const cuda::Module>> dropped;
   std::lock_guard<std::mutex> lock(e.mu);
-  e.modules.clear();
+  e.modules.clear(dropped);
+}
+
+void cudaTrimMemoryCache() {
+  CudaEngine& e = engine();
+  std::vector<std::shared_ptr<const cuda::Module>> dropped;
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.modules.setCapacity(currentLimits().memoryModules, dropped);
 }
 
 } // namespace einjit::runtime

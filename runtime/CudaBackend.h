@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA backend: one call's binding -> lowered loop nests for a GPU target (codegen/Lower.h)
-// -> CUDA C (codegen/CodeGenCUDA.h) -> NVRTC (cubin, cached in memory and on disk, keyed by
-// the source, the target architecture and NVRTC's version) -> a module loaded on the device
+// -> CUDA C (codegen/CodeGenCUDA.h) -> NVRTC (cubin, cached in memory — at most
+// CacheLimits::memoryModules — and on disk (DiskCache.h), keyed by the source, the target
+// architecture and NVRTC's version) -> a module loaded on the device
 // -> launches on the default stream. Buffers are device pointers with the call's strides;
 // floating-point scalar parameters are kernel arguments, so changing one does not recompile.
 #include "codegen/CodeGenCUDA.h"
@@ -51,11 +52,15 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
                 const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 
 struct CudaStats {
-  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0, diskRejected = 0;
+  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0;
+  std::int64_t diskRejected = 0; // the process's disk cache, both backends
+  std::int64_t memoryEntries = 0;
   double lastCompileMs = 0;
 };
 CudaStats cudaStats();
 void cudaClearMemoryCache();
+// Applies a lowered CacheLimits::memoryModules.
+void cudaTrimMemoryCache();
 
 using PreparedCudaCache = Memo<PreparedCuda>;
 

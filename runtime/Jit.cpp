@@ -2,7 +2,9 @@
 
 #include "codegen/CodeGenLLVM.h"
 #include "einjit/Error.h"
+#include "runtime/Caches.h"
 #include "runtime/DiskCache.h"
+#include "runtime/Lru.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -36,10 +38,16 @@ namespace einjit::runtime {
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
 constexpr const char* kCodegenVersion = "einjit-cpu-1";
 
+// One loaded module: its own JITDylib, removed (with the code, the symbol table and the
+// process-symbol generator) when the last holder lets go.
 struct CompiledCode::Resource {
-  llvm::orc::ResourceTrackerSP tracker;
+  llvm::orc::ExecutionSession* session = nullptr;
+  llvm::orc::JITDylib* dylib = nullptr;
+  Resource() = default;
+  Resource(const Resource&) = delete;
+  Resource& operator=(const Resource&) = delete;
   ~Resource() {
-    if (tracker) llvm::consumeError(tracker->remove());
+    if (session && dylib) llvm::consumeError(session->removeJITDylib(*dylib));
   }
 };
 
@@ -59,9 +67,8 @@ struct Engine {
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;
   std::string cpu, features, triple;
   int vectorBytes = 16;
-  std::map<std::string, std::shared_ptr<const CompiledCode>> memory;
+  LruMap<std::shared_ptr<const CompiledCode>> memory{currentLimits().memoryModules};
   JitStats stats;
-  DiskCache disk{".o"};
   std::uint64_t modules = 0;
 
   Engine() {
@@ -149,53 +156,72 @@ struct Engine {
     return std::string(buf.begin(), buf.end());
   }
 
+  // Loads an object into a JITDylib of its own and finds the functions.
+  void load(CompiledCode& code, const std::vector<codegen::ir::Func>& funcs,
+            const std::string& prefix, const std::string& obj) {
+    auto jdOr = jit->createJITDylib("einjit" + std::to_string(modules++));
+    if (!jdOr) throw Error("LLVM JIT: creating a JITDylib: " + errorText(jdOr.takeError()));
+    llvm::orc::JITDylib& jd = *jdOr;
+    auto resource = std::make_shared<CompiledCode::Resource>();
+    resource->session = &jit->getExecutionSession();
+    resource->dylib = &jd; // removed again if anything below fails
+    jd.addGenerator(check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                              jit->getDataLayout().getGlobalPrefix()),
+                          "process symbols"));
+    if (auto err = jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
+      throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
+    std::vector<KernelFn> fns;
+    for (const auto& f : funcs) {
+      auto addr = check(jit->lookup(jd, prefix + f.name), "finding " + f.name);
+      fns.push_back(addr.toPtr<KernelFn>());
+    }
+    code.fns = std::move(fns);
+    code.resource = std::move(resource);
+  }
+
   std::shared_ptr<const CompiledCode> compile(const std::vector<codegen::ir::Func>& funcs,
                                               bool keepIR) {
     const std::string key = keyOf(funcs);
+    std::vector<std::shared_ptr<const CompiledCode>> dropped; // released after the lock
     std::lock_guard<std::mutex> lock(mu);
     if (!keepIR) {
-      auto it = memory.find(key);
-      if (it != memory.end()) {
+      if (auto* hit = memory.find(key)) {
         ++stats.memoryHits;
-        return it->second;
+        return *hit;
       }
     }
     auto t0 = std::chrono::steady_clock::now();
     const std::string prefix = "ej" + hex(fnv1a(key)) + "_";
     auto code = std::make_shared<CompiledCode>();
-    std::string obj = disk.read(key);
+    DiskCache& disk = DiskCache::instance();
+    std::string obj = disk.read("o", key);
     code->origin = "disk cache";
     if (obj.empty() || keepIR) {
       std::string built = buildObject(funcs, prefix, keepIR ? &code->llvmIR : nullptr);
       if (obj.empty()) {
         obj = std::move(built);
         code->origin = "compiled";
-        disk.write(key, obj);
+        disk.write("o", key, obj);
       }
     }
-    auto existing = memory.find(key);
-    if (existing != memory.end()) { // explain --llvm of code that is already loaded
-      code->fns = existing->second->fns;
-      code->resource = existing->second->resource;
+    if (auto* existing = memory.find(key)) { // explain --llvm of code that is already loaded
+      code->fns = (*existing)->fns;
+      code->resource = (*existing)->resource;
       code->origin = "memory cache";
       return code;
     }
-    // Each module gets its own JITDylib: after jitClearMemoryCache() the same code may be
-    // loaded again while kernels still hold the old copy.
-    auto jdOr = jit->createJITDylib("einjit" + std::to_string(modules++));
-    if (!jdOr) throw Error("LLVM JIT: creating a JITDylib: " + errorText(jdOr.takeError()));
-    llvm::orc::JITDylib& jd = *jdOr;
-    jd.addGenerator(check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-                              jit->getDataLayout().getGlobalPrefix()),
-                          "process symbols"));
-    code->resource = std::make_shared<CompiledCode::Resource>();
-    code->resource->tracker = jd.getDefaultResourceTracker();
-    if (auto err = jit->addObjectFile(code->resource->tracker,
-                                      llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
-      throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
-    for (const auto& f : funcs) {
-      auto addr = check(jit->lookup(jd, prefix + f.name), "finding " + f.name);
-      code->fns.push_back(addr.toPtr<KernelFn>());
+    // Each module gets its own JITDylib: after an eviction or jitClearMemoryCache() the same
+    // code may be loaded again while kernels still hold the old copy.
+    try {
+      load(*code, funcs, prefix, obj);
+    } catch (const Error&) {
+      // An authenticated entry that does not load (it cannot happen unless the compiler
+      // changed without the key): rebuilt and replaced, never a kernel that fails for good.
+      if (code->origin != "disk cache") throw;
+      obj = buildObject(funcs, prefix, nullptr);
+      code->origin = "compiled";
+      disk.write("o", key, obj);
+      load(*code, funcs, prefix, obj);
     }
     code->compileMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -203,7 +229,8 @@ struct Engine {
       ++stats.compiled;
     else
       ++stats.diskHits;
-    memory[key] = code;
+    memory.setCapacity(currentLimits().memoryModules, dropped);
+    memory.put(key, code, dropped);
     return code;
   }
 };
@@ -242,29 +269,34 @@ std::shared_ptr<const CompiledCode> jitCompile(const std::vector<codegen::ir::Fu
 }
 
 JitStats jitStats() {
-  Engine& e = engine();
-  std::lock_guard<std::mutex> lock(e.mu);
-  JitStats s = e.stats;
-  s.diskRejected = e.disk.rejected();
+  JitStats s;
+  {
+    Engine& e = engine();
+    std::lock_guard<std::mutex> lock(e.mu);
+    s = e.stats;
+    s.memoryEntries = static_cast<std::int64_t>(e.memory.size());
+    s.memoryEvicted = static_cast<std::int64_t>(e.memory.evicted());
+  }
+  s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 
 void jitClearMemoryCache() {
   Engine& e = engine();
+  std::vector<std::shared_ptr<const CompiledCode>> dropped;
   std::lock_guard<std::mutex> lock(e.mu);
-  e.memory.clear();
+  e.memory.clear(dropped);
 }
 
-std::string jitCacheDirectory() {
+void jitTrimMemoryCache() {
   Engine& e = engine();
+  std::vector<std::shared_ptr<const CompiledCode>> dropped;
   std::lock_guard<std::mutex> lock(e.mu);
-  return e.disk.directory();
+  e.memory.setCapacity(currentLimits().memoryModules, dropped);
 }
 
-void jitSetCacheDirectory(const std::string& dir) {
-  Engine& e = engine();
-  std::lock_guard<std::mutex> lock(e.mu);
-  e.disk.setDirectory(dir);
-}
+std::string jitCacheDirectory() { return DiskCache::instance().directory(); }
+
+void jitSetCacheDirectory(const std::string& dir) { DiskCache::instance().setDirectory(dir); }
 
 } // namespace einjit::runtime

@@ -1,12 +1,10 @@
 #pragma once
 // The CPU JIT engine: lowered IR functions -> LLVM IR (CodeGenLLVM) -> the new pass manager's
 // O3 pipeline for the host TargetMachine -> an object file -> LLJIT. One process-wide engine;
-// compiled code is cached in memory by key (the printed IR plus the target) and on disk as
-// object files (write to a temporary file, then rename; each entry carries its key and a
-// checksum, so a corrupt or truncated entry is detected and rebuilt).
-//
-// Disk cache location: $EINJIT_CACHE_DIR, else $XDG_CACHE_HOME/einjit, else ~/.cache/einjit;
-// EINJIT_CACHE_DIR=off disables it.
+// compiled code is cached in memory by key (the printed IR plus the target; at most
+// CacheLimits::memoryModules modules, least recently used dropped) and on disk as object files
+// (DiskCache.h: authenticated entries in a private directory). Each module is loaded into a
+// JITDylib of its own, removed when the last holder releases the code.
 #include "codegen/IR.h"
 #include "codegen/Schedule.h"
 
@@ -30,7 +28,9 @@ struct CompiledCode {
 };
 
 struct JitStats {
-  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0, diskRejected = 0;
+  std::int64_t compiled = 0, memoryHits = 0, diskHits = 0;
+  std::int64_t diskRejected = 0; // the process's disk cache, both backends
+  std::int64_t memoryEntries = 0, memoryEvicted = 0;
 };
 
 // True when this build has the LLVM JIT.
@@ -48,6 +48,9 @@ JitStats jitStats();
 // Drops the in-memory cache (code stays loaded while kernels hold it); tests use it to reach
 // the disk cache.
 void jitClearMemoryCache();
+// Applies a lowered CacheLimits::memoryModules.
+void jitTrimMemoryCache();
+// The disk cache's directory, shared with the CUDA backend (DiskCache::instance()).
 std::string jitCacheDirectory();                   // empty when the disk cache is off
 void jitSetCacheDirectory(const std::string& dir); // "" turns the disk cache off
 

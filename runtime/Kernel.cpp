@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/Caches.h"
 #include "runtime/CallLayout.h"
 #if EINJIT_HAVE_LLVM
 #include "runtime/CpuBackend.h"
@@ -41,6 +42,16 @@ struct Kernel::Impl {
 #if EINJIT_HAVE_CUDA
   mutable runtime::PreparedCudaCache preparedCuda;
 #endif
+  // Bounds the binding memos (Options::maxVariants).
+  void limitVariants() {
+    [[maybe_unused]] const std::size_t n = runtime::variantLimit(options);
+#if EINJIT_HAVE_LLVM
+    prepared.setCapacity(n);
+#endif
+#if EINJIT_HAVE_CUDA
+    preparedCuda.setCapacity(n);
+#endif
+  }
 };
 
 // --- Outputs ---------------------------------------------------------------------------------
@@ -627,6 +638,7 @@ Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
   made->gradientOutputs = g.inputGrads;
   made->scatters = g.scatters;
   made->masked = g.masked;
+  made->limitVariants();
   Kernel k;
   k.impl_ = std::move(made);
   return k;
@@ -636,6 +648,17 @@ std::vector<std::string> Kernel::gradientInputs() const { return impl().gradient
 std::vector<std::string> Kernel::gradientOutputs() const { return impl().gradientOutputs; }
 std::vector<std::string> Kernel::scatters() const { return impl().scatters; }
 std::vector<std::string> Kernel::maskedGathers() const { return impl().masked; }
+
+std::size_t Kernel::cachedVariants() const {
+  std::size_t n = 0;
+#if EINJIT_HAVE_LLVM
+  n += impl().prepared.size();
+#endif
+#if EINJIT_HAVE_CUDA
+  n += impl().preparedCuda.size();
+#endif
+  return n;
+}
 
 std::string Kernel::source() const { return dsl::printProgram(impl().program.ast); }
 std::string Kernel::ranges() const { return dsl::describeRanges(impl().program); }
@@ -665,6 +688,7 @@ Kernel compile(const std::string& source, const Options& options) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->program = dsl::check(source, options.name);
   impl->options = options;
+  impl->limitVariants();
   Kernel k;
   k.impl_ = std::move(impl);
   return k;

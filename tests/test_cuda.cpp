@@ -12,6 +12,7 @@
 #include "dsl/Binding.h"
 #include "runtime/CallLayout.h"
 #include "runtime/CudaBackend.h"
+#include "runtime/DiskCache.h"
 #include "runtime/Nvrtc.h"
 
 #include <doctest/doctest.h>
@@ -496,7 +497,8 @@ TEST_CASE("cuda: compiled kernels are cached in memory and on disk") {
   auto after = einjit::runtime::cudaStats();
   CHECK(after.diskHits + after.compiled + after.memoryHits >
         before.diskHits + before.compiled + before.memoryHits);
-  CHECK(after.diskHits >= before.diskHits + 1);
+  // Builds without a keyed hash (no LLVM) have no disk cache (DiskCache::supported).
+  if (einjit::runtime::DiskCache::supported()) CHECK(after.diskHits >= before.diskHits + 1);
   CHECK(y.get({3}) == doctest::Approx(x.get({3}) * 41 + 1));
 }
 

@@ -14,6 +14,8 @@
 #include "einjit/Tensor.h"
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,7 +47,39 @@ struct Options {
   DType defaultDType = DType::f32;
   // Shown in diagnostics as the file name.
   std::string name = "<program>";
+  // Bindings (shapes, strides, dtypes, integer subscript parameters) a kernel keeps compiled;
+  // beyond it the least recently used is dropped (and compiled again if called again).
+  // 0: $EINJIT_KERNEL_VARIANTS, else 64.
+  std::size_t maxVariants = 0;
 };
+
+// The compiled-code caches (docs/RELIABILITY.md): each kernel keeps Options::maxVariants
+// bindings; the process keeps memoryModules compiled modules per backend (least recently used
+// dropped first; code stays loaded while a kernel holds it); the disk cache ($EINJIT_CACHE_DIR,
+// else ~/.cache/einjit; "off" disables it) keeps at most diskBytes of entries, deleting the least
+// recently used. Defaults: $EINJIT_CACHE_MEMORY (256) and $EINJIT_CACHE_DISK_MB (1024).
+struct CacheLimits {
+  std::size_t memoryModules = 256;
+  std::uint64_t diskBytes = std::uint64_t{1} << 30;
+};
+CacheLimits cacheLimits();
+// Applies at once (the caches are trimmed); an einjit::Error when a limit is 0.
+void setCacheLimits(const CacheLimits& limits);
+
+struct CacheStatus {
+  std::string directory; // the disk cache's directory; empty when it is off
+  std::string problem;   // why that directory is not used (refused, or no keyed hash in the build)
+  std::size_t memoryModules = 0; // compiled modules held process-wide (CPU and CUDA)
+  std::int64_t diskEntries = 0;
+  std::uint64_t diskBytes = 0;
+  std::int64_t diskHits = 0, diskRejected = 0, diskEvicted = 0; // this process's
+};
+CacheStatus cacheStatus();
+
+// Drops the in-memory caches: the process-wide modules and every kernel's bindings (code that
+// a running call uses stays loaded until it returns). With disk, also deletes every entry of
+// the disk cache (its secret key stays) and returns how many.
+std::int64_t clearCaches(bool disk = false);
 
 // One positional argument: a tensor or a scalar parameter.
 class Arg {
@@ -123,6 +157,8 @@ public:
   std::vector<std::string> tensorArguments() const;
   std::vector<std::string> scalarArguments() const;
   std::vector<std::string> outputNames() const;
+  // Bindings this kernel holds compiled on its device (at most Options::maxVariants).
+  std::size_t cachedVariants() const;
   std::string source() const; // the canonical program text
   std::string ranges() const; // "i in LO:HI" per index of each statement, symbolic
   const Options& options() const;
