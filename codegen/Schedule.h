@@ -51,9 +51,9 @@ struct Target {
   // Two per SM of an H100: the tensor-core tiles split their reduction (split-K) until there
   // are about a quarter of this many blocks; the f32 tiles' split-K model counts SMs as half.
   std::int64_t gpuBlocksWanted = 264;
-  // The f32 tiles' split-K model (H100 figures, measured): one SM's rate through a tile's
-  // products (flop/s; the Linear forward, 38.8 TFLOP/s on 132 SMs) and the memory bandwidth of
-  // the pass that adds the partial sums (bytes/s).
+  // The f32 tiles' split-K model (measured figures of the default GPU): one SM's rate through a
+  // tile's products (flop/s: the f32 Linear forward's rate in bench/RESULTS.md over its 132 SMs)
+  // and the memory bandwidth of the pass that adds the partial sums (bytes/s).
   double gpuSmFlops = 2.9e11, gpuBandwidth = 2.5e12;
   SplitPolicy split;
 };

@@ -17,11 +17,11 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   };
   Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
   Expr thr = ir::var("gpu.thread");
-  // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where
-  // the tile writes the output itself ('=', not split) and the output is contiguous along J
-  // in runs of whole vectors (as vectorRead for a read), else one cell. Measured on the H100
-  // (session 14, bench_cuda, bf16): 1x1 convolution forward 0.048 -> 0.044 ms, its input
-  // gradient 0.052 -> 0.048, 4096^3 NN 0.249 -> 0.238; the 3x3 convolutions 1-3% faster.
+  // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where the tile
+  // writes the output itself ('=', not split) and the output is contiguous along J in runs of whole
+  // vectors (as vectorRead for a read), else one cell. This measured faster for the bf16 1x1
+  // convolution forward and input gradient and the 4096^3 product, and slightly for the 3x3
+  // convolutions (bench/RESULTS.md, session 14).
   const Type et = elemType(st.output);
   std::int64_t vec = 1;
   if (split.splits == 1 && st.assign == Assign::Define && !atomic_) {
@@ -89,22 +89,21 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                    std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
     return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
   };
-  // The warpgroup tile where it measured faster on the H100 (session 7): both operands
-  // copied asynchronously, both tile dimensions filled and the reduction at least two
-  // slices. Otherwise the mma.sync tile: with an operand staged through registers (a
-  // convolution's im2col reads, masked ranges; 2-byte stores into the swizzled layout) the
-  // warpgroup tile ran 5-35% slower (conv bf16 stride-2 forward 0.181 -> 0.243 ms), and on
-  // the 1x1 convolution's half-filled tiles or single slice 3-14% slower.
+  // The warpgroup tile where it measured faster (bench/RESULTS.md, session 7): both operands copied
+  // asynchronously, both tile dimensions filled and the reduction at least two slices. Otherwise
+  // the mma.sync tile: with an operand staged through registers (a convolution's im2col reads,
+  // masked ranges; 2-byte stores into the swizzled layout) the warpgroup tile ran slower (the bf16
+  // stride-2 convolution forward among them), and so it did on the 1x1 convolution's half-filled
+  // tiles or single slice.
   auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
                     const std::vector<std::size_t>& masks) {
     return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
   };
-  // Rows for one warpgroup only (48 to 64: a convolution's 64 channels): the two stand side
-  // by side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). Measured on the
-  // H100 (session 14, bench_cuda, bf16, C=64 forward / input gradient): the mma.sync tile of
-  // 64 x 256 0.079 / 0.087 ms; side by side 64 x 128 with 4 slices 0.056 / 0.070, with 3
-  // 0.063 / 0.081 (per warpgroup 128 wide), 64 x 256 with 4 and one slice's products in
-  // flight 0.061 / 0.079, with 2 slices 0.062 / 0.084.
+  // Rows for one warpgroup only (48 to 64: a convolution's 64 channels): the two stand side by
+  // side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). For the bf16 C=64
+  // forward and input gradient this measured faster than the mma.sync tile of 64 x 256, than 3
+  // slices (per warpgroup 128 wide), and than 64 x 256 with 4 or 2 slices and one slice's products
+  // in flight (bench/RESULTS.md, session 14).
   const bool wgRow = extI <= 64 && extI >= 48;
   if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || (extI < 128 && !wgRow) ||
              extJ < 128 || extK < 2 * BK))
@@ -121,11 +120,11 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                      tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
   if (!storeOutput(st, num(0))) return false;
-  // Split-K aims at gpuBlocksWanted blocks for the mma.sync tile; for the warpgroup tile
-  // (one or two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than
-  // half the SMs (a weight gradient's few output tiles over a long reduction), at all of it.
-  // Measured on the H100 (session 15, bench_cuda, bf16 stride-2 weight gradient: 18 tiles of
-  // 365 slices): 4 ranges 0.152 ms, 8 0.133, 16 0.122, 32 0.116.
+  // Split-K aims at gpuBlocksWanted blocks for the mma.sync tile; for the warpgroup tile (one or
+  // two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than half the SMs
+  // (a weight gradient's few output tiles over a long reduction), at all of it: on the bf16
+  // stride-2 weight gradient (18 tiles of 365 slices) each doubling of the ranges from 4 to 32
+  // measured faster (bench/RESULTS.md, session 15).
   const std::int64_t tiles = tilesI * tilesJ * extB;
   std::int64_t wanted = target_.gpuBlocksWanted;
   if (wg && 4 * tiles >= target_.gpuBlocksWanted) wanted /= 4;

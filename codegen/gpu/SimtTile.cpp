@@ -96,10 +96,10 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                    L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
   if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
   if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
-  // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of
-  // two), or 7 or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the
-  // Linear layer's input features; its gradients 0.219 -> 0.205 ms and 0.217 -> 0.196 ms on
-  // the H100, session 13), 576 = 6 x 96 (a C=64 3x3 filter's (c,a,b)).
+  // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of two), or 7
+  // or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the Linear layer's input
+  // features, whose gradients measured faster so: bench/RESULTS.md, session 13), 576 = 6 x 96 (a
+  // C=64 3x3 filter's (c,a,b)).
   auto tileFor = [](std::int64_t ext) {
     std::int64_t t = 8;
     while (t > 1 && 16 * t / 2 >= ext) t /= 2;
@@ -133,14 +133,13 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
   // the row when the operand is contiguous there, else through registers, rows padded by 4
   // (consecutive threads store down a column: two on a bank).
-  // When only one operand would be copied row-major, it goes through registers into the
-  // k-major layout instead (ptxas reads a row-major operand 4 k at a time along its rows,
-  // which costs registers). Measured (H100, session 12): 4096^3 A[i,k] * B[k,j] 3.07 ->
-  // 2.92 ms, A[k,i] * B[j,k] 3.33 -> 2.92 ms (cuBLAS 2.66, 2.81); convolutions with a
-  // row-major filter 5-15% faster (1x1 forward 0.160 -> 0.138 ms). With both row-major
-  // (A[i,k] * B[j,k]: 214 registers, one block per SM) moving one is slower (3.41 -> 3.66
-  // ms), both faster at 4096 (3.19) but slower at 1024 (0.067 -> 0.070) and for the 1x1
-  // weight gradient (0.113 -> 0.131): both stay, except over whole long reductions (below).
+  // When only one operand would be copied row-major, it goes through registers into the k-major
+  // layout instead (ptxas reads a row-major operand 4 k at a time along its rows, which costs
+  // registers): faster for the 4096^3 products with one row-major operand and for the convolutions
+  // with a row-major filter. With both row-major (A[i,k] * B[j,k]: 214 registers, one block per SM)
+  // moving one measured slower, and moving both faster at 4096 but slower at 1024 and for the 1x1
+  // weight gradient: both stay, except over whole long reductions (below). Numbers in
+  // bench/RESULTS.md (session 12).
   auto layout = [BK](Staged& sg) {
     sg.rowMajor = sg.kFast && sg.vector > 1;
     sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
@@ -152,15 +151,13 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   };
   std::vector<Staged> ops = {stage(true, false), stage(false, false)};
   if ((ops[0].rowMajor || ops[1].rowMajor) && split.splits == 1 && slices >= kLongReduction) {
-    // Over a whole long reduction, a row-major operand is copied 4 bytes at a time
-    // asynchronously into the k-major layout instead (vector 1): no registers staged, and
-    // every operand asynchronous, so up to 4 slices in flight. Measured on the H100 (session
-    // 16): 4096^3 A[i,k] * B[j,k] 3.40 -> 3.15 ms, A[i,k] * B[k,j] 2.94 -> 2.85, A[k,i] *
-    // B[j,k] 2.91 -> 2.86, the Linear forward 0.170 -> 0.161, the C=64 3x3 forward
-    // convolution's filter 0.245 -> 0.236. Split ranges and short reductions lost: A[i,k] *
-    // B[j,k] at 1024^3 (2 ranges of 32 slices) 0.066 -> 0.071, the 1x1 weight gradient (131
-    // of 48) 0.100 -> 0.109 and forward (4 slices) 0.138 -> 0.164, the C=64 weight gradient
-    // (44 of 133) 0.219 -> 0.227; they keep the layouts below.
+    // Over a whole long reduction, a row-major operand is copied 4 bytes at a time asynchronously
+    // into the k-major layout instead (vector 1): no registers staged, and every operand
+    // asynchronous, so up to 4 slices in flight. This measured faster for the 4096^3 products, the
+    // Linear forward and the C=64 3x3 forward convolution. Split ranges and short reductions
+    // measured slower (A[i,k] * B[j,k] at 1024^3 in 2 ranges of 32 slices, the 1x1 weight gradient
+    // in 131 ranges of 48 and its forward of 4 slices, the C=64 weight gradient in 44 ranges of
+    // 133); they keep the layouts below. Numbers in bench/RESULTS.md (session 16).
     for (Staged& sg : ops)
       if (sg.rowMajor) {
         sg.vector = 1;

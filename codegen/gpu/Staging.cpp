@@ -31,18 +31,18 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
       separableRead(fs))
     sg.rowTable = buf + ".rows";
   else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
-    // Tables pay where the decomposition divides by other than powers of two (shifts and
-    // masks): an index after the first whose extent is not one (f32 stride-2 input gradient:
-    // tables over a reduction of extents 128 x 2 x 2 took 0.447 -> 0.563 ms).
+    // Tables pay where the decomposition divides by other than powers of two (shifts and masks): an
+    // index after the first whose extent is not one (f32 stride-2 input gradient: tables over a
+    // reduction of extents 128 x 2 x 2 measured slower; bench/RESULTS.md, session 9).
     auto dividing = [&](const std::vector<std::size_t>& g) {
       return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
         const std::int64_t e = r[v].second - r[v].first;
         return e > 1 && (e & (e - 1)) != 0;
       });
     };
-    // Row tables of a masked operand (the bounds then read table entries): bf16 stride-2
-    // input gradient 0.666 -> 0.440 ms, but f32 0.480 -> 0.556 (H100, session 9): f32 tiles
-    // keep decomposing a masked operand's rows.
+    // Row tables of a masked operand (the bounds then read table entries) measured faster for the
+    // bf16 stride-2 input gradient but slower for the f32 one (bench/RESULTS.md, session 9): f32
+    // tiles keep decomposing a masked operand's rows.
     if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
       sg.tables = Staged::Tables::Rows;
     else if (!sg.kFast && dividing(K) && !slicesAligned(K, r, BK) &&
@@ -112,9 +112,9 @@ Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, c
     fromTables(K, gk);
   else
     decomposeReduction(K, r, BK, slice, kk);
-  // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in
-  // CUDA 13.0 (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the
-  // bf16 convolution input gradient of bench/ (session 8); with them it compiles every time.
+  // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in CUDA 13.0
+  // (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the bf16 convolution
+  // input gradient of bench/ (bench/RESULTS.md, session 8); with them it compiles every time.
   const bool keep = !s.masks.empty();
   Expr inside;
   if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));

@@ -158,14 +158,13 @@ private:
 
   void statement(std::size_t k);
 
-  // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the
-  // output), widened before and rounded back after: each element is rounded once, as in the
-  // interpreter, instead of once per add. Returns the copy's name. Only the elements the
-  // scatter adds to are widened and rounded back when the output box has fewer points than the
-  // output has elements (an embedding's gradient: the rows of the batch's tokens, not the
-  // table); a thread per point of the box then, points that share an element writing the same
-  // value. Measured on the H100 (session 15, bench_cuda, 16384 tokens into a 32768 x 1024
-  // table): the whole table 0.298 ms, the tokens' rows 0.232 (f32, no copy: 0.096).
+  // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the output),
+  // widened before and rounded back after: each element is rounded once, as in the interpreter,
+  // instead of once per add. Returns the copy's name. Only the elements the scatter adds to are
+  // widened and rounded back when the output box has fewer points than the output has elements (an
+  // embedding's gradient: the rows of the batch's tokens, not the table); a thread per point of the
+  // box then, points that share an element writing the same value. Widening only the tokens' rows
+  // measured faster than widening the whole table; numbers in bench/RESULTS.md (session 15).
   std::string beginWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
                                const std::string& base);
   void endWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
@@ -178,13 +177,13 @@ private:
   void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
 
   // --- batch-fast tensors on the GPU ---------------------------------------------------------
-  // A contraction tile computes one batch element per block. When a tensor's unit stride lies
-  // on a batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]),
-  // each 32-byte sector a block reads or writes holds one useful element and L2 moves the
-  // tensor once per batch element (bf16 permuted batched product 1.26 ms on the H100, 0.12x
-  // PyTorch, which copies). Such tensors are copied once into a scratch buffer with the batch
-  // indices outermost (a shared-memory transpose, coalesced on both sides), the tile reads that
-  // copy; an output is computed in its copy and transposed back (copied in first unless ':='
+  // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
+  // batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]), each
+  // 32-byte sector a block reads or writes holds one useful element and L2 moves the tensor once
+  // per batch element (the bf16 permuted batched product ran far behind PyTorch, which copies:
+  // bench/RESULTS.md, session 10). Such tensors are copied once into a scratch buffer with the
+  // batch indices outermost (a shared-memory transpose, coalesced on both sides), the tile reads
+  // that copy; an output is computed in its copy and transposed back (copied in first unless ':='
   // covers it). Any layout computes the same values: only the sectors moved change.
   // The output indices of a product that every factor uses, with at least two values.
   std::vector<bool> batchIndices(const Statement& st, const Ranges& r) const;
@@ -223,24 +222,22 @@ private:
 
   // Channel-fast inputs (bf16 tensor-core tiles): a convolution's input read through a window
   // (x[n,c,h+a,w+b]) is contiguous along 3 elements of its reduction (c,a,b) in NCHW, so it is
-  // staged through registers 2 bytes at a time; with the channel fastest (NHWC) and the
-  // reduction run as (a,b,c), a slice is whole 16-byte vectors along c. A reduction index c
-  // qualifies when no output index has a dependent range, c's is not dependent, its extent is at
-  // least 16 and a multiple of 8, both factors are plain reads using c alone in one subscript, and
-  // a factor with a window subscript (two indices of two values or more) reads fewer than 8
-  // elements contiguously along the reduction (a forward convolution: 3; a stride-2 weight
-  // gradient, whose c is the image index n: 1; a stride-1 weight gradient reads 12-54 along (h,w)
-  // and measured slower copied: C=64 0.086 -> 0.118 ms). Factors whose c dimension is not already
-  // their fastest are copied with it fastest (the others in their order); kLast_ asks the tile
-  // to run c last. Measured on the H100 (session 11, bench_cuda, bf16): forward C=64 0.104 ->
-  // 0.080 ms, C=128 stride 2 0.088 -> 0.077, C=256 0.056 -> 0.042; stride-2 weight gradient
-  // 0.225 -> 0.152. f32 tiles keep their inputs (an NHWC input measured -21%, -21%, +19%).
-  // Reduction indices with dependent ranges (a solved input gradient's filter taps, masked in
-  // the tile) qualify too, the channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b]
-  // copied with o fastest, the masked operand's 16-byte copies zero-filled outside its ranges
-  // (a vector lies in one tap), residue phases sharing the copies. Measured on the H100
-  // (session 14, bench_cuda, bf16 input gradients): C=64 0.132 -> 0.088 ms, C=128 stride 2
-  // 0.169 -> 0.101, C=256 0.115 -> 0.052.
+  // staged through registers 2 bytes at a time; with the channel fastest (NHWC) and the reduction
+  // run as (a,b,c), a slice is whole 16-byte vectors along c. A reduction index c qualifies when no
+  // output index has a dependent range, c's is not dependent, its extent is at least 16 and a
+  // multiple of 8, both factors are plain reads using c alone in one subscript, and a factor with a
+  // window subscript (two indices of two values or more) reads fewer than 8 elements contiguously
+  // along the reduction (a forward convolution: 3; a stride-2 weight gradient, whose c is the image
+  // index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and measured slower copied).
+  // Factors whose c dimension is not already their fastest are copied with it fastest (the others
+  // in their order); kLast_ asks the tile to run c last. This measured faster for the bf16 forward
+  // convolutions and the stride-2 weight gradient (session 11); f32 tiles keep their inputs (an
+  // NHWC input measured faster for some convolutions and slower for others). Reduction indices with
+  // dependent ranges (a solved input gradient's filter taps, masked in the tile) qualify too, the
+  // channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b] copied with o fastest, the masked
+  // operand's 16-byte copies zero-filled outside its ranges (a vector lies in one tap), residue
+  // phases sharing the copies; faster for the bf16 input gradients (session 14). Numbers in
+  // bench/RESULTS.md.
   int channelIndex(const Statement& st, const BoundStatement& bs, const Ranges& r,
                    const std::vector<const CExpr*>& factors) const;
   // The dimension of read f that index v alone subscripts (plain, coefficient 1); -1 when f does
@@ -400,27 +397,24 @@ private:
   std::string gpuNote_;
 
   // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
-  // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block
-  // leaves its tile's partial sums in scratch[range * elements + o], and a second kernel adds
-  // them in range order (deterministic, like the split reductions).
+  // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block leaves
+  // its tile's partial sums in scratch[range * elements + o], and a second kernel adds them in
+  // range order (deterministic, like the split reductions).
   // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
   //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
   //   with one or two blocks).
   // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
   //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
-  //   (H100, session 13: the Linear layer's weight gradient, 56 tiles, whole 0.387 ms, in 4
-  //   ranges 0.197 with two blocks on the busiest SMs; smaller tiles lose more alone:
+  //   (measured on the Linear layer's weight gradient; smaller tiles lose more alone:
   //   kLoneBlock), so a split's time is that of the slices of the SM given the most blocks,
   //   ceil(tiles * s / SMs) * ceil(slices / s) (kLoneBlock times that for one block), at
   //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
-  //   written, read back by the combine pass, which writes the output (at 8192^3, 4 ranges
-  //   would cut the busiest SM's slices 16384 -> 16000 and took 23.6 -> 24.7 ms).
-  //   Measured against the doubling rule (H100, session 13): the Linear weight gradient in 7
-  //   ranges (392 blocks, 3 of 37 slices on the busiest SM; tiles of 128 x 112) takes the
-  //   layer's forward + gradients from 0.550 to 0.531 ms; the C=256 forward in 3 ranges 0.214
-  //   -> 0.185, its weight gradient in 7 0.209 -> 0.162, the C=64 weight gradient in 44 (64 x
-  //   96 tiles) 0.295 -> 0.220, the stride-2 one in 29 0.347 -> 0.241; the forward (256
-  //   tiles) and input gradient (224) of the Linear layer stay whole.
+  //   written, read back by the combine pass, which writes the output (counting only the combine
+  //   pass, the model split 8192^3 into 4 ranges, which measured slower than whole).
+  //   This model measured faster than the doubling rule for the Linear layer's weight gradient (7
+  //   ranges, tiles of 128 x 112) and for the convolutions' C=256 forward and weight gradient and
+  //   the C=64 and stride-2 weight gradients; the forward (256 tiles) and input gradient (224) of
+  //   the Linear layer stay whole. Numbers in bench/RESULTS.md (session 13).
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
     std::int64_t elements = 0; // output elements (the stride of a range's partials)
@@ -444,12 +438,12 @@ private:
   // Whether some read of e has unit stride along index v.
   bool unitAlong(const CExpr& e, std::size_t v) const;
 
-  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest
-  // (g >= 0, so truncating division and remainder are exact).
-  // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in
-  // 32 bits (g runs at most a tile or a block of threads past the extent, far inside 2^31): a
-  // 64-bit division by a constant takes several times the instructions (stride-2 bf16 weight
-  // gradient 0.416 -> 0.227 ms on the H100, session 10).
+  // value = lo + (g / div) % ext for each index of a group, the last one varying fastest (g >= 0,
+  // so truncating division and remainder are exact).
+  // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in 32
+  // bits (g runs at most a tile or a block of threads past the extent, far inside 2^31): a 64-bit
+  // division by a constant takes several times the instructions (it measured much slower on the
+  // stride-2 bf16 weight gradient: bench/RESULTS.md, session 10).
   void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g);
 
   // One operand of a contraction tile, staged in shared memory one slice at a time: BW rows of
@@ -542,25 +536,23 @@ private:
   Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                     std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk);
   // A masked tile's reduction (a solved input gradient's (o, a, b): the hull of the filter taps
-  // masked to each output position's range) reordered so that the last index is one whose
-  // extent BK divides, when there is one: every slice then lies in one tap (slicesAligned), so
-  // a thread's masks and offsets are the same for all the elements it stages in a slice (the
-  // sums run in another order). Measured on the H100 (session 10, bf16): stride-1 input
-  // gradient C=64 0.269 -> 0.133 ms, stride 2 0.398 -> 0.170, C=256 0.195 -> 0.115; f32
-  // (slices of 16) 0.376 -> 0.266, 0.489 -> 0.495, 0.308 -> 0.261. Unmasked
-  // tiles keep their order: a forward convolution's filter (o, c, a, b) is contiguous along
-  // (c, a, b) and copied by vectors, which (a, b, c) would lose (0.057 -> 0.169 ms at C=256).
+  // masked to each output position's range) reordered so that the last index is one whose extent BK
+  // divides, when there is one: every slice then lies in one tap (slicesAligned), so a thread's
+  // masks and offsets are the same for all the elements it stages in a slice (the sums run in
+  // another order). This measured faster for the bf16 input gradients and for the f32 ones but one,
+  // which it left even (session 10). Unmasked tiles keep their order: a forward convolution's
+  // filter (o, c, a, b) is contiguous along (c, a, b) and copied by vectors, which (a, b, c) would
+  // lose (measured much slower at C=256). Numbers in bench/RESULTS.md.
   // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
   static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
-  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the
-  // same slices than one given two (H100, session 13: the C=64 weight gradient's 6 tiles of
-  // 64 x 96 in 22 ranges, one block per SM, 0.237 ms, in 44, two, 0.220; the 1x1 weight
-  // gradient's 2 tiles of 128 x 64 in 64 ranges 0.111, in 128 0.101).
+  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the same
+  // slices than one given two (measured on the C=64 and 1x1 weight gradients: bench/RESULTS.md,
+  // session 13).
   static constexpr double kLoneBlock = 1.1;
   // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
-  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3
-  // (64 tiles of 128 x 128) split in 8 ranges of 8 slices took 0.092 ms, in 2 of 32 0.067-0.071
-  // (H100, session 12; cuBLAS 0.060).
+  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3 (64
+  // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32
+  // (bench/RESULTS.md, session 12).
   static constexpr std::int64_t kSplitReduction = 512;
   // The fewest slices of an f32 tile's reduction for which row-major operands are copied
   // 4 bytes at a time into the k-major layout (emitGpuTiled).
@@ -676,12 +668,12 @@ private:
   bool phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                   const std::string& base);
   // Functions [from, end) that are each one launch of the same block size and write disjoint
-  // outputs (residue phases without split-K) become one launch: block b runs function p's block
-  // b - offset_p, so one function's last blocks share the GPU with the next's first instead of
-  // leaving it part idle. False (nothing changed) unless there are two or more such launches,
-  // or when they use wgmma. Measured on the H100 (session 15, bench_cuda, stride-2 input
-  // gradient, 4 phases of 196 blocks): f32 0.455 -> 0.422 ms; bf16 on warpgroup tiles 0.102 ->
-  // 0.139 (ptxas keeps the products of four copies of the tile apart), so those stay apart.
+  // outputs (residue phases without split-K) become one launch: block b runs function p's block b -
+  // offset_p, so one function's last blocks share the GPU with the next's first instead of leaving
+  // it part idle. False (nothing changed) unless there are two or more such launches, or when they
+  // use wgmma: merging measured faster for the f32 stride-2 input gradient (4 phases of 196 blocks)
+  // but slower on warpgroup tiles (ptxas keeps the products of four copies of the tile apart), so
+  // those stay apart; numbers in bench/RESULTS.md (session 15).
   bool mergeLaunches(std::size_t from, const std::string& name);
   static std::int64_t divisorOf(const ConcreteBound& b);
   // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
@@ -708,28 +700,28 @@ private:
     Expr li, lj;
   };
 
-  // The end of a tensor-core tile, through shared memory (the slices' buffers are free by
-  // then): every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32
-  // tile, rows padded by 4 (at most two lanes of a warp on a bank); then the block writes the
-  // tile out a row at a time, consecutive threads taking consecutive columns. J holds the
-  // output's fastest-varying index (emitGpuTiled's column index), so a warp's stores fill
-  // whole 32-byte sectors (the fragments' own layout spreads a warp over 8 rows, 8 bytes in
-  // each, and measured 4 L2 writes per output sector on the H100: bf16 1x1 convolution
-  // forward), and a thread's column, so its indices along J, is decomposed once.
+  // The end of a tensor-core tile, through shared memory (the slices' buffers are free by then):
+  // every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32 tile, rows
+  // padded by 4 (at most two lanes of a warp on a bank); then the block writes the tile out a row
+  // at a time, consecutive threads taking consecutive columns. J holds the output's fastest-varying
+  // index (emitGpuTiled's column index), so a warp's stores fill whole 32-byte sectors (the
+  // fragments' own layout spreads a warp over 8 rows, 8 bytes in each: profiled at 4 L2 writes per
+  // output sector for the bf16 1x1 convolution forward, bench/RESULTS.md session 10), and a
+  // thread's column, so its indices along J, is decomposed once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
   // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
-  // products it leaves running while the next slice is issued. Measured on the H100 (session
-  // 8, bf16 4096^3 NN, tools/probe/diag): 128 x 256 with 4 slices (192 KiB, one block per SM)
-  // and one group in flight 0.248 ms; the same with 3 slices 0.317; 128 x 128 with 3 slices
-  // (2 blocks per SM) 0.277 with none in flight, 0.298 with one. The widest tile of which
-  // there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x 64 with 4
-  // slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
-  // gpuBlocksWanted) leaves whole at 1024^3: 128 tiles of 16 slices, 0.013-0.014 ms, against
-  // 0.022 for 128 x 128 split in two and 0.017 for it unsplit (bench_cuda, 4 layouts).
+  // products it leaves running while the next slice is issued. For bf16 4096^3, 128 x 256 with 4
+  // slices (192 KiB, one block per SM) and one group in flight measured fastest, ahead of 3 slices
+  // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight (session 8,
+  // tools/probe/diag). The widest tile of which there are enough for one per SM
+  // (Target::gpuBlocksWanted / 2); below that 128 x 64 with 4 slices, which the split-K policy of
+  // these tiles (tileSplit's `wanted`: a quarter of gpuBlocksWanted) leaves whole at 1024^3 (128
+  // tiles of 16 slices): faster there than 128 x 128 split in two or unsplit (session 8,
+  // bench_cuda, 4 layouts). Numbers in bench/RESULTS.md.
   struct WarpgroupShape {
     std::int64_t BN = 128;
     int stages = 3, inFlight = 0;
