@@ -646,10 +646,19 @@ TEST_CASE(
   einjit::clearCaches();
   runBoth(programs.back());
   CHECK(diskHits() == hits + 1);
-  // Clearing deletes every entry, not the secret.
+  // Clearing deletes every entry and einjit's temporary files, not the secret and not files
+  // einjit did not name.
   const DiskCache::Secret secret = readSecret(t.path);
+  spit(t.path / "notes.txt", "mine");
+  spit(t.path / "0123456789abcdef.txt", "mine");
+  spit(t.path / ".tmp.0123456789abcdef.o", "mine");
+  spit(t.path / ".einjit-tmp.0123456789abcdef.o.1.1", "a crashed writer's");
   CHECK(einjit::clearCaches(true) >= 1);
   CHECK(entries(t.path).empty());
+  CHECK(fs::exists(t.path / "notes.txt"));
+  CHECK(fs::exists(t.path / "0123456789abcdef.txt"));
+  CHECK(fs::exists(t.path / ".tmp.0123456789abcdef.o"));
+  CHECK(!fs::exists(t.path / ".einjit-tmp.0123456789abcdef.o.1.1"));
   CHECK(einjit::cacheStatus().diskEntries == 0);
   CHECK(readSecret(t.path) == secret);
   const std::int64_t builds = compiled();
