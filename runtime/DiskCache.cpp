@@ -28,7 +28,7 @@ constexpr char kMagic[8] = {'E', 'I', 'N', 'J', 'I', 'T', 'C', '2'};
 constexpr std::size_t kHeader = 24; // magic, key length, payload length
 constexpr std::size_t kMacBytes = 32;
 constexpr const char* kSecretName = "secret";
-constexpr const char* kTmpPrefix = ".tmp.";
+constexpr const char* kTmpPrefix = ".einjit-tmp.";
 constexpr std::time_t kStaleTmpSeconds = 3600;
 
 std::string errnoText(int e) { return std::strerror(e); }
@@ -130,16 +130,19 @@ bool randomBytes(unsigned char* out, std::size_t n) {
   return ok;
 }
 
-// "<16 hex digits>.<lower-case letters>": an entry's file name.
+// The kinds of entry (file suffixes). Listing and clearing touch only files named like an
+// entry of a known kind or like einjit's temporaries, so a cache directory pointed at a folder
+// with other files leaves them alone.
+bool knownKind(std::string_view kind) { return kind == "o" || kind == "cubin"; }
+
+// "<16 lower-case hex digits>.<kind>": an entry's file name.
 bool isEntryName(std::string_view name) {
   if (name.size() < 18 || name[16] != '.') return false;
   for (std::size_t i = 0; i < 16; ++i)
     if (!std::isxdigit(static_cast<unsigned char>(name[i])) ||
         std::isupper(static_cast<unsigned char>(name[i])))
       return false;
-  for (std::size_t i = 17; i < name.size(); ++i)
-    if (name[i] < 'a' || name[i] > 'z') return false;
-  return true;
+  return knownKind(name.substr(17));
 }
 
 // mkdir -p with mode 0700 for the directories it creates.
@@ -364,6 +367,7 @@ bool DiskCache::replaceAt(const std::string& from, const std::string& to) {
 }
 
 std::string DiskCache::read(std::string_view kind, const std::string& key) {
+  if (!knownKind(kind)) return "";
   std::lock_guard<std::mutex> lock(mu_);
   try {
     if (!ready()) return "";
@@ -400,7 +404,8 @@ std::string DiskCache::read(std::string_view kind, const std::string& key) {
 }
 
 void DiskCache::write(std::string_view kind, const std::string& key, const std::string& payload) {
-  if (kHeader + key.size() + payload.size() + kMacBytes > kMaxEntryBytes) return;
+  if (!knownKind(kind) || kHeader + key.size() + payload.size() + kMacBytes > kMaxEntryBytes)
+    return;
   std::lock_guard<std::mutex> lock(mu_);
   try {
     if (!ready()) return;

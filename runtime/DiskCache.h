@@ -52,8 +52,8 @@ public:
   static bool supported(std::string* why = nullptr);
   static std::string defaultDirectory();
 
-  // The payload stored for (kind, key), or empty on a miss. kind names the entry's file suffix
-  // ("o", "cubin").
+  // The payload stored for (kind, key), or empty on a miss. kind names the entry's file suffix:
+  // "o" (CPU object) or "cubin" (CUDA image); others are not cached.
   std::string read(std::string_view kind, const std::string& key);
   void write(std::string_view kind, const std::string& key, const std::string& payload);
   // Deletes every entry and stray temporary file (the secret stays); returns how many.
