@@ -270,6 +270,18 @@ bool runCpu(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
 }
 #endif
 
+#if EINJIT_HAVE_LLVM || EINJIT_HAVE_CUDA
+// explain's line on run-time checks (Lower.h), or nothing: both backends' explain print it.
+std::string checkNote(const codegen::LoweredProgram& l) {
+  if (!l.checked) return "";
+  std::string s = "# some accesses are checked at run time (gathers or unproven subscripts)";
+  if (l.prechecked)
+    s += ", by " + std::to_string(l.checks) +
+         " function(s) run first: written arguments are used in place";
+  return s + "\n";
+}
+#endif
+
 #if EINJIT_HAVE_CUDA
 // Which tensors reach the kernels through 16-byte aligned pointers (runCuda): a host argument
 // is copied to fresh device memory at its offset from the lowest byte it spans; a device one
@@ -383,16 +395,6 @@ bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
       runtime::cuda::copyToHost(dev, const_cast<std::byte*>(lo), staged[id]->base, spanBytes(t));
   }
   return true;
-}
-
-// explain's line on run-time checks (Lower.h), or nothing.
-[[maybe_unused]] std::string checkNote(const codegen::LoweredProgram& l) {
-  if (!l.checked) return "";
-  std::string s = "# some accesses are checked at run time (gathers or unproven subscripts)";
-  if (l.prechecked)
-    s += ", by " + std::to_string(l.checks) +
-         " function(s) run first: written arguments are used in place";
-  return s + "\n";
 }
 
 // The interpreter's run of a device call whose checked access failed: on host copies with the
@@ -604,6 +606,7 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   return out;
 #else
   (void)bound;
+  (void)llvmIR;
   return "this build has no LLVM JIT: the reference interpreter runs the checked program\n";
 #endif
 }

@@ -132,6 +132,8 @@ inline const std::vector<GradRow> kGradRows = {
      "j in 0:fdiv(size(x,1)+1, 2), a in max(0, 1-2i):min(3, size(x,0)+1-2i), "
      "b in max(0, 1-2j):min(3, size(x,1)+1-2j)",
      {{"x", {7, 8}}}},
+    // the (max) output changed by a later statement: its extreme is recomputed, not read back
+    {"(max) y[i] := x[i,j]\ny[i] += z[i]", {{"x", {3, 4}}, {"z", {3}}}},
     {"(*) y[i] := x[i,j]", {{"x", {3, 4}}}},
     {"(*) y[i] := x[i,j] + w[j]", {{"x", {2, 3}}, {"w", {3}}}},
     {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\ns[i] := e[i,j]\ny[i,j] := e[i,j] / s[i]",
