@@ -3,6 +3,7 @@
 // the bounds, threads and processes): temporary cache directories, pointing the process's cache
 // at one, reading and forging entries, running a program on the JIT and the interpreter.
 #include "Compare.h"
+#include "TestSupport.h"
 
 #include "einjit/einjit.h"
 #include "runtime/DiskCache.h"
@@ -30,18 +31,6 @@ namespace einjit::test {
 
 namespace fs = std::filesystem;
 using einjit::runtime::DiskCache;
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-inline void spit(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 // A fresh directory path (not created) under the temporary directory, removed at the end.
 struct TempPath {
@@ -132,7 +121,7 @@ inline std::vector<fs::path> entries(const fs::path& dir, const std::string& ext
 }
 
 inline DiskCache::Secret readSecret(const fs::path& dir) {
-  std::string s = slurp(dir / "secret");
+  std::string s = readFile(dir / "secret");
   REQUIRE(s.size() == 32);
   DiskCache::Secret k;
   std::memcpy(k.data(), s.data(), 32);

@@ -42,7 +42,7 @@ Victim plantVictim(const fs::path& dir) {
   REQUIRE(es.size() == 1);
   Victim v;
   v.entry = es[0];
-  v.bytes = slurp(v.entry);
+  v.bytes = readFile(v.entry);
   v.parsed = parseEntry(v.bytes);
   return v;
 }
@@ -71,7 +71,7 @@ void checkAuthentic(const fs::path& dir, const Victim& v) {
   CHECK(S_ISREG(st.st_mode));
   CHECK((st.st_mode & 0777) == 0600);
   std::string payload;
-  CHECK(DiskCache::decode(readSecret(dir), "o", v.parsed.key, slurp(v.entry), &payload));
+  CHECK(DiskCache::decode(readSecret(dir), "o", v.parsed.key, readFile(v.entry), &payload));
   const std::int64_t hits = diskHits();
   einjit::clearCaches();
   CHECK(close(runBoth(kVictim), expected(kVictim)));
@@ -121,7 +121,7 @@ TEST_CASE("cache: a forged entry is never loaded, whatever its checksum or heade
     runBoth(kOther);
     auto es = entries(t2.path);
     REQUIRE(es.size() == 1);
-    Parsed o = parseEntry(slurp(es[0]));
+    Parsed o = parseEntry(readFile(es[0]));
     const std::string from = "ej" + einjit::runtime::hex(einjit::runtime::fnv1a(o.key)) + "_";
     const std::string to = "ej" + einjit::runtime::hex(einjit::runtime::fnv1a(v.parsed.key)) + "_";
     forged = o.payload;
@@ -135,7 +135,7 @@ TEST_CASE("cache: a forged entry is never loaded, whatever its checksum or heade
 
   SUBCASE("control: under the real secret the forgery loads and computes the other program") {
     // Proves that the forged object works: only the MAC keeps it out below.
-    spit(v.entry, DiskCache::encode(secret, "o", v.parsed.key, forged));
+    writeFile(v.entry, DiskCache::encode(secret, "o", v.parsed.key, forged));
     einjit::clearCaches();
     CHECK(close(runBoth(kOther), other));
     einjit::clearCaches();
@@ -143,13 +143,13 @@ TEST_CASE("cache: a forged entry is never loaded, whatever its checksum or heade
     CHECK(close(Tensor(einjit::compile(kVictim, on(Device::cpu()))(x)).toVector(), other));
   }
   SUBCASE("the old format with a valid FNV checksum") {
-    spit(v.entry, oldStyleEntry(v.parsed.key, forged));
+    writeFile(v.entry, oldStyleEntry(v.parsed.key, forged));
     checkRebuilt(t.path, v);
   }
   SUBCASE("the new format, MAC under another secret") {
     DiskCache::Secret guess{};
     guess[0] = 1;
-    spit(v.entry, DiskCache::encode(guess, "o", v.parsed.key, forged));
+    writeFile(v.entry, DiskCache::encode(guess, "o", v.parsed.key, forged));
     checkRebuilt(t.path, v);
   }
   SUBCASE("the new format, the authentic MAC copied from the real entry") {
@@ -157,25 +157,25 @@ TEST_CASE("cache: a forged entry is never loaded, whatever its checksum or heade
         v.bytes.substr(0, 24) + v.parsed.key + forged + v.bytes.substr(v.bytes.size() - 32);
     const std::uint64_t len = forged.size();
     std::memcpy(bytes.data() + 16, &len, 8);
-    spit(v.entry, bytes);
+    writeFile(v.entry, bytes);
     checkRebuilt(t.path, v);
   }
   SUBCASE("an authentic entry of another kind (a cubin's MAC) or another key") {
-    spit(v.entry, DiskCache::encode(secret, "cubin", v.parsed.key, forged));
+    writeFile(v.entry, DiskCache::encode(secret, "cubin", v.parsed.key, forged));
     checkRebuilt(t.path, v);
-    spit(v.entry, DiskCache::encode(secret, "o", v.parsed.key + " ", forged));
+    writeFile(v.entry, DiskCache::encode(secret, "o", v.parsed.key + " ", forged));
     checkRebuilt(t.path, v);
   }
   SUBCASE("a random payload with a forged header: rejected and rebuilt, not failing for good") {
     std::mt19937_64 rng(5);
     std::string junk(4096, '\0');
     for (char& c : junk) c = static_cast<char>(rng());
-    spit(v.entry, oldStyleEntry(v.parsed.key, junk));
+    writeFile(v.entry, oldStyleEntry(v.parsed.key, junk));
     checkRebuilt(t.path, v);
     std::string bytes = DiskCache::encode(secret, "o", v.parsed.key, junk);
     for (std::size_t i = bytes.size() - 32; i < bytes.size(); ++i)
       bytes[i] = static_cast<char>(rng());
-    spit(v.entry, bytes);
+    writeFile(v.entry, bytes);
     checkRebuilt(t.path, v);
   }
 }
@@ -214,7 +214,7 @@ TEST_CASE("cache: links, FIFOs, directories and oversized files at an entry are 
   SUBCASE("a link to an authentic copy of the entry: still not followed") {
     TempPath elsewhere("link-target");
     fs::create_directories(elsewhere.path);
-    spit(elsewhere.path / "copy", v.bytes);
+    writeFile(elsewhere.path / "copy", v.bytes);
     fs::remove(v.entry);
     fs::create_symlink(elsewhere.path / "copy", v.entry);
     checkRebuilt(t.path, v);
@@ -245,7 +245,7 @@ TEST_CASE("cache: truncated and mutated entries are misses that rebuild") {
   for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{23},
                           std::size_t{24}, std::size_t{56}, n / 2, n - 33, n - 1}) {
     CAPTURE(len);
-    spit(v.entry, v.bytes.substr(0, len));
+    writeFile(v.entry, v.bytes.substr(0, len));
     checkRebuilt(t.path, v);
   }
   // One byte flipped: in the magic, each length, the key, the payload, the MAC; and one byte
@@ -256,10 +256,10 @@ TEST_CASE("cache: truncated and mutated entries are misses that rebuild") {
     CAPTURE(at);
     std::string bad = v.bytes;
     bad[at] = static_cast<char>(bad[at] ^ 0x5a);
-    spit(v.entry, bad);
+    writeFile(v.entry, bad);
     checkRebuilt(t.path, v);
   }
-  spit(v.entry, v.bytes + "x");
+  writeFile(v.entry, v.bytes + "x");
   checkRebuilt(t.path, v);
   // 200 random mutations of 1-8 bytes: never loaded (the kernel keeps computing the right
   // values).
@@ -271,7 +271,7 @@ TEST_CASE("cache: truncated and mutated entries are misses that rebuild") {
       char& c = bad[rng() % bad.size()];
       c = static_cast<char>(c ^ static_cast<char>(1 + rng() % 255));
     }
-    spit(v.entry, bad);
+    writeFile(v.entry, bad);
     einjit::clearCaches();
     REQUIRE(close(runBoth(kVictim), expected(kVictim)));
   }
@@ -300,7 +300,7 @@ TEST_CASE("cache: the secret key is private, and replaced when it is not") {
     checkAuthentic(t.path, v);
   }
   SUBCASE("a link: replaced by a file") {
-    spit(t.path / "elsewhere", slurp(t.path / "secret"));
+    writeFile(t.path / "elsewhere", readFile(t.path / "secret"));
     fs::permissions(t.path / "elsewhere", fs::perms::owner_read | fs::perms::owner_write);
     fs::remove(t.path / "secret");
     fs::create_symlink(t.path / "elsewhere", t.path / "secret");
@@ -310,7 +310,7 @@ TEST_CASE("cache: the secret key is private, and replaced when it is not") {
     checkAuthentic(t.path, v);
   }
   SUBCASE("the wrong size: replaced") {
-    spit(t.path / "secret", "short");
+    writeFile(t.path / "secret", "short");
     reopen();
     CHECK(fs::file_size(t.path / "secret") == 32);
     checkAuthentic(t.path, v);
@@ -372,7 +372,7 @@ TEST_CASE("cache: a directory that others can write, or that is not the user's, 
   {
     // A file where the directory should be.
     TempPath t("file");
-    spit(t.path, "not a directory");
+    writeFile(t.path, "not a directory");
     UseCache use(t.path);
     CHECK(close(runBoth(kVictim), expected(kVictim)));
     CHECK(!einjit::cacheStatus().problem.empty());
@@ -403,7 +403,7 @@ TEST_CASE("cache: a refused directory is reported once, on stderr") {
   ::dup2(saved, 2);
   ::close(saved);
   ::close(fd);
-  const std::string text = slurp(log.path);
+  const std::string text = readFile(log.path);
   CAPTURE(text);
   const std::string want = "einjit: warning: not using the kernel cache directory '" +
                            t.path.string() + "': it is writable by its group or by others";

@@ -86,10 +86,10 @@ TEST_CASE(
   // Clearing deletes every entry and einjit's temporary files, not the secret and not files
   // einjit did not name.
   const DiskCache::Secret secret = readSecret(t.path);
-  spit(t.path / "notes.txt", "mine");
-  spit(t.path / "0123456789abcdef.txt", "mine");
-  spit(t.path / ".tmp.0123456789abcdef.o", "mine");
-  spit(t.path / ".einjit-tmp.0123456789abcdef.o.1.1", "a crashed writer's");
+  writeFile(t.path / "notes.txt", "mine");
+  writeFile(t.path / "0123456789abcdef.txt", "mine");
+  writeFile(t.path / ".tmp.0123456789abcdef.o", "mine");
+  writeFile(t.path / ".einjit-tmp.0123456789abcdef.o.1.1", "a crashed writer's");
   CHECK(einjit::clearCaches(true) >= 1);
   CHECK(entries(t.path).empty());
   CHECK(fs::exists(t.path / "notes.txt"));
@@ -227,7 +227,7 @@ TEST_CASE("cache: two processes sharing one disk cache compute the interpreter's
   REQUIRE(std::system(("bash -c \"" + script + "\"").c_str()) == 0);
   for (int proc = 0; proc < 2; ++proc) {
     const fs::path log = t.path.string() + ".log" + std::to_string(proc);
-    const std::string text = slurp(log);
+    const std::string text = readFile(log);
     CAPTURE(text);
     CHECK(text.find("FAILED") == std::string::npos);
     CHECK(text.find("warning") == std::string::npos);
