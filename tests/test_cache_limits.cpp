@@ -115,12 +115,12 @@ long residentKiB() {
 } // namespace
 
 TEST_CASE("cache: distinct compiles keep the resident set flat (each module's JITDylib removed)") {
-  // 5,000 distinct small kernels (about 30 s; 1,000 under AddressSanitizer; or
+  // 5,000 distinct small kernels (about 30 s; 300 under AddressSanitizer; or
   // $EINJIT_RSS_COMPILES), each compiled, called once and dropped, with the process cache
   // bounded to 16 modules and the disk cache off. Before each module's JITDylib was removed,
   // the resident set grew about 11 KiB a compile (51 MiB over these 4,500).
 #if defined(__SANITIZE_ADDRESS__)
-  int total = 1000;
+  int total = 300;
 #else
   int total = 5000;
 #endif
@@ -143,8 +143,15 @@ TEST_CASE("cache: distinct compiles keep the resident set flat (each module's JI
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   MESSAGE(total << " compiles in " << s << " s; resident set grew " << grown
                 << " KiB after the first " << warm);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's own bookkeeping (a stack depot entry per distinct allocation site and
+  // path, the quarantine of freed blocks) grows with every compile, even purged: the bound is
+  // asserted in the builds without it (the Release suite runs all 5,000 compiles).
+  (void)grown;
+#else
   // Generous: 4 MiB plus 2 KiB a compile (the leak was 11).
   CHECK(grown < 4 * 1024 + (total - warm) * 2);
+#endif
 }
 
 TEST_CASE("cache: 8 threads compile and call the same and different kernels, evicting as they go") {
