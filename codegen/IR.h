@@ -215,7 +215,7 @@ struct Mma : StmtNode {
 // until a later wait, an AsyncWait with `products`, says so). The operands are read
 // by the tensor cores from bf16 shared buffers through matrix descriptors (PTX ISA "Matrix
 // Descriptor Format"): step s of an operand starts at element base + s * kStep; lbo and sbo
-// are the descriptor's byte offsets (measured on an H100, tools/probe/wgmma_layout.cu:
+// are the descriptor's byte offsets (found by tools/probe/wgmma_layout.cu on sm_90a:
 // unswizzled, lbo between 8 x 8 core matrices along the reduction and sbo along rows, for
 // either major; 128-byte swizzle, k-major: sbo between 8-row atoms, lbo unused; mn-major: lbo
 // between 64-wide atoms, sbo between groups of 8 along the reduction). Swizzled buffers start

@@ -48,8 +48,9 @@ struct Target {
   bool gpu = false;
   int gpuBlock = 256;
   int gpuArch = 0; // compute capability x 10 of the code (90: warpgroup tensor-core tiles)
-  // Two per SM of an H100: the tensor-core tiles split their reduction (split-K) until there
-  // are about a quarter of this many blocks; the f32 tiles' split-K model counts SMs as half.
+  // Two per SM of the default GPU (132 SMs): the tensor-core tiles split their reduction (split-K)
+  // until there are about a quarter of this many blocks; the f32 tiles' split-K model counts SMs as
+  // half.
   std::int64_t gpuBlocksWanted = 264;
   // The f32 tiles' split-K model (measured figures of the default GPU): one SM's rate through a
   // tile's products (flop/s: the f32 Linear forward's rate in bench/RESULTS.md over its 132 SMs)

@@ -21,7 +21,7 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   // writes the output itself ('=', not split) and the output is contiguous along J in runs of whole
   // vectors (as vectorRead for a read), else one cell. This measured faster for the bf16 1x1
   // convolution forward and input gradient and the 4096^3 product, and slightly for the 3x3
-  // convolutions (bench/RESULTS.md, session 14).
+  // convolutions.
   const Type et = elemType(st.output);
   std::int64_t vec = 1;
   if (split.splits == 1 && st.assign == Assign::Define && !atomic_) {
@@ -89,7 +89,7 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                    std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
     return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
   };
-  // The warpgroup tile where it measured faster (bench/RESULTS.md, session 7): both operands copied
+  // The warpgroup tile where it measured faster: both operands copied
   // asynchronously, both tile dimensions filled and the reduction at least two slices. Otherwise
   // the mma.sync tile: with an operand staged through registers (a convolution's im2col reads,
   // masked ranges; 2-byte stores into the swizzled layout) the warpgroup tile ran slower (the bf16
@@ -103,7 +103,7 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   // side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). For the bf16 C=64
   // forward and input gradient this measured faster than the mma.sync tile of 64 x 256, than 3
   // slices (per warpgroup 128 wide), and than 64 x 256 with 4 or 2 slices and one slice's products
-  // in flight (bench/RESULTS.md, session 14).
+  // in flight.
   const bool wgRow = extI <= 64 && extI >= 48;
   if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || (extI < 128 && !wgRow) ||
              extJ < 128 || extK < 2 * BK))
@@ -124,7 +124,7 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   // two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than half the SMs
   // (a weight gradient's few output tiles over a long reduction), at all of it: on the bf16
   // stride-2 weight gradient (18 tiles of 365 slices) each doubling of the ranges from 4 to 32
-  // measured faster (bench/RESULTS.md, session 15).
+  // measured faster.
   const std::int64_t tiles = tilesI * tilesJ * extB;
   std::int64_t wanted = target_.gpuBlocksWanted;
   if (wg && 4 * tiles >= target_.gpuBlocksWanted) wanted /= 4;

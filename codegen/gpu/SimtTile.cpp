@@ -98,7 +98,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
   // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of two), or 7
   // or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the Linear layer's input
-  // features, whose gradients measured faster so: bench/RESULTS.md, session 13), 576 = 6 x 96 (a
+  // features, whose gradients measured faster so), 576 = 6 x 96 (a
   // C=64 3x3 filter's (c,a,b)).
   auto tileFor = [](std::int64_t ext) {
     std::int64_t t = 8;
@@ -138,8 +138,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   // registers): faster for the 4096^3 products with one row-major operand and for the convolutions
   // with a row-major filter. With both row-major (A[i,k] * B[j,k]: 214 registers, one block per SM)
   // moving one measured slower, and moving both faster at 4096 but slower at 1024 and for the 1x1
-  // weight gradient: both stay, except over whole long reductions (below). Numbers in
-  // bench/RESULTS.md (session 12).
+  // weight gradient: both stay, except over whole long reductions (below).
   auto layout = [BK](Staged& sg) {
     sg.rowMajor = sg.kFast && sg.vector > 1;
     sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
@@ -157,7 +156,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     // Linear forward and the C=64 3x3 forward convolution. Split ranges and short reductions
     // measured slower (A[i,k] * B[j,k] at 1024^3 in 2 ranges of 32 slices, the 1x1 weight gradient
     // in 131 ranges of 48 and its forward of 4 slices, the C=64 weight gradient in 44 ranges of
-    // 133); they keep the layouts below. Numbers in bench/RESULTS.md (session 16).
+    // 133); they keep the layouts below.
     for (Staged& sg : ops)
       if (sg.rowMajor) {
         sg.vector = 1;

@@ -33,7 +33,7 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
   else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
     // Tables pay where the decomposition divides by other than powers of two (shifts and masks): an
     // index after the first whose extent is not one (f32 stride-2 input gradient: tables over a
-    // reduction of extents 128 x 2 x 2 measured slower; bench/RESULTS.md, session 9).
+    // reduction of extents 128 x 2 x 2 measured slower).
     auto dividing = [&](const std::vector<std::size_t>& g) {
       return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
         const std::int64_t e = r[v].second - r[v].first;
@@ -41,7 +41,7 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
       });
     };
     // Row tables of a masked operand (the bounds then read table entries) measured faster for the
-    // bf16 stride-2 input gradient but slower for the f32 one (bench/RESULTS.md, session 9): f32
+    // bf16 stride-2 input gradient but slower for the f32 one: f32
     // tiles keep decomposing a masked operand's rows.
     if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
       sg.tables = Staged::Tables::Rows;
@@ -114,7 +114,7 @@ Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, c
     decomposeReduction(K, r, BK, slice, kk);
   // Masked operands (a solved gradient's hull) keep both checks: without them, NVVM in CUDA 13.0
   // (NVRTC and nvcc alike) crashed in most runs, nondeterministically, on the bf16 convolution
-  // input gradient of bench/ (bench/RESULTS.md, session 8); with them it compiles every time.
+  // input gradient of bench/; with them it compiles every time.
   const bool keep = !s.masks.empty();
   Expr inside;
   if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));

@@ -164,7 +164,7 @@ private:
   // widened and rounded back when the output box has fewer points than the output has elements (an
   // embedding's gradient: the rows of the batch's tokens, not the table); a thread per point of the
   // box then, points that share an element writing the same value. Widening only the tokens' rows
-  // measured faster than widening the whole table; numbers in bench/RESULTS.md (session 15).
+  // measured faster than widening the whole table.
   std::string beginWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
                                const std::string& base);
   void endWideScatter(const Statement& st, const BoundStatement& bs, const Ranges& r,
@@ -180,12 +180,12 @@ private:
   // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
   // batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]), each
   // 32-byte sector a block reads or writes holds one useful element and L2 moves the tensor once
-  // per batch element (the bf16 permuted batched product ran far behind PyTorch, which copies:
-  // bench/RESULTS.md, session 10). Such tensors are copied once into a scratch buffer with the
-  // batch indices outermost (a shared-memory transpose, coalesced on both sides), the tile reads
-  // that copy; an output is computed in its copy and transposed back (copied in first unless ':='
-  // covers it). Any layout computes the same values: only the sectors moved change.
-  // The output indices of a product that every factor uses, with at least two values.
+  // per batch element (the bf16 permuted batched product ran far behind PyTorch, which copies).
+  // Such tensors are copied once into a scratch buffer with the batch indices outermost (a
+  // shared-memory transpose, coalesced on both sides), the tile reads that copy; an output is
+  // computed in its copy and transposed back (copied in first unless ':=' covers it). Any layout
+  // computes the same values: only the sectors moved change. The output indices of a product that
+  // every factor uses, with at least two values.
   std::vector<bool> batchIndices(const Statement& st, const Ranges& r) const;
 
   // The dimension with the smallest nonzero stride among those with two elements or more
@@ -231,13 +231,12 @@ private:
   // index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and measured slower copied).
   // Factors whose c dimension is not already their fastest are copied with it fastest (the others
   // in their order); kLast_ asks the tile to run c last. This measured faster for the bf16 forward
-  // convolutions and the stride-2 weight gradient (session 11); f32 tiles keep their inputs (an
+  // convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an
   // NHWC input measured faster for some convolutions and slower for others). Reduction indices with
   // dependent ranges (a solved input gradient's filter taps, masked in the tile) qualify too, the
   // channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b] copied with o fastest, the masked
   // operand's 16-byte copies zero-filled outside its ranges (a vector lies in one tap), residue
-  // phases sharing the copies; faster for the bf16 input gradients (session 14). Numbers in
-  // bench/RESULTS.md.
+  // phases sharing the copies; faster for the bf16 input gradients.
   int channelIndex(const Statement& st, const BoundStatement& bs, const Ranges& r,
                    const std::vector<const CExpr*>& factors) const;
   // The dimension of read f that index v alone subscripts (plain, coefficient 1); -1 when f does
@@ -414,7 +413,7 @@ private:
   //   This model measured faster than the doubling rule for the Linear layer's weight gradient (7
   //   ranges, tiles of 128 x 112) and for the convolutions' C=256 forward and weight gradient and
   //   the C=64 and stride-2 weight gradients; the forward (256 tiles) and input gradient (224) of
-  //   the Linear layer stay whole. Numbers in bench/RESULTS.md (session 13).
+  //   the Linear layer stay whole.
   struct TileSplit {
     std::int64_t splits = 1, perSplit = 0;
     std::int64_t elements = 0; // output elements (the stride of a range's partials)
@@ -443,7 +442,7 @@ private:
   // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in 32
   // bits (g runs at most a tile or a block of threads past the extent, far inside 2^31): a 64-bit
   // division by a constant takes several times the instructions (it measured much slower on the
-  // stride-2 bf16 weight gradient: bench/RESULTS.md, session 10).
+  // stride-2 bf16 weight gradient).
   void decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g);
 
   // One operand of a contraction tile, staged in shared memory one slice at a time: BW rows of
@@ -540,19 +539,17 @@ private:
   // divides, when there is one: every slice then lies in one tap (slicesAligned), so a thread's
   // masks and offsets are the same for all the elements it stages in a slice (the sums run in
   // another order). This measured faster for the bf16 input gradients and for the f32 ones but one,
-  // which it left even (session 10). Unmasked tiles keep their order: a forward convolution's
+  // which it left even. Unmasked tiles keep their order: a forward convolution's
   // filter (o, c, a, b) is contiguous along (c, a, b) and copied by vectors, which (a, b, c) would
-  // lose (measured much slower at C=256). Numbers in bench/RESULTS.md.
+  // lose (measured much slower at C=256).
   // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
   static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
   // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the same
-  // slices than one given two (measured on the C=64 and 1x1 weight gradients: bench/RESULTS.md,
-  // session 13).
+  // slices than one given two (measured on the C=64 and 1x1 weight gradients).
   static constexpr double kLoneBlock = 1.1;
   // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
   // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3 (64
-  // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32
-  // (bench/RESULTS.md, session 12).
+  // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32.
   static constexpr std::int64_t kSplitReduction = 512;
   // The fewest slices of an f32 tile's reduction for which row-major operands are copied
   // 4 bytes at a time into the k-major layout (emitGpuTiled).
@@ -673,7 +670,7 @@ private:
   // it part idle. False (nothing changed) unless there are two or more such launches, or when they
   // use wgmma: merging measured faster for the f32 stride-2 input gradient (4 phases of 196 blocks)
   // but slower on warpgroup tiles (ptxas keeps the products of four copies of the tile apart), so
-  // those stay apart; numbers in bench/RESULTS.md (session 15).
+  // those stay apart.
   bool mergeLaunches(std::size_t from, const std::string& name);
   static std::int64_t divisorOf(const ConcreteBound& b);
   // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
@@ -706,7 +703,7 @@ private:
   // at a time, consecutive threads taking consecutive columns. J holds the output's fastest-varying
   // index (emitGpuTiled's column index), so a warp's stores fill whole 32-byte sectors (the
   // fragments' own layout spreads a warp over 8 rows, 8 bytes in each: profiled at 4 L2 writes per
-  // output sector for the bf16 1x1 convolution forward, bench/RESULTS.md session 10), and a
+  // output sector for the bf16 1x1 convolution forward), and a
   // thread's column, so its indices along J, is decomposed once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
@@ -716,12 +713,11 @@ private:
   // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
   // products it leaves running while the next slice is issued. For bf16 4096^3, 128 x 256 with 4
   // slices (192 KiB, one block per SM) and one group in flight measured fastest, ahead of 3 slices
-  // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight (session 8,
-  // tools/probe/diag). The widest tile of which there are enough for one per SM
-  // (Target::gpuBlocksWanted / 2); below that 128 x 64 with 4 slices, which the split-K policy of
-  // these tiles (tileSplit's `wanted`: a quarter of gpuBlocksWanted) leaves whole at 1024^3 (128
-  // tiles of 16 slices): faster there than 128 x 128 split in two or unsplit (session 8,
-  // bench_cuda, 4 layouts). Numbers in bench/RESULTS.md.
+  // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight. The widest
+  // tile of which there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x
+  // 64 with 4 slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
+  // gpuBlocksWanted) leaves whole at 1024^3 (128 tiles of 16 slices): faster there than 128 x 128
+  // split in two or unsplit.
   struct WarpgroupShape {
     std::int64_t BN = 128;
     int stages = 3, inFlight = 0;
