@@ -66,6 +66,21 @@ std::string withMode(std::string program, const std::string& mode) {
   return program;
 }
 
+// Every row under each of pad, clamp and wrap, with i32 and i64 offsets, in f32 and f64.
+template <class F>
+void forEachOffsetCase(F&& f) {
+  for (const OffsetRow& row : kOffsetRows)
+    for (const char* mode : {"pad", "clamp", "wrap"})
+      for (DType it : {DType::i32, DType::i64})
+        for (DType dt : {DType::f32, DType::f64}) {
+          const std::string program = withMode(row.program, mode);
+          CAPTURE(program);
+          CAPTURE(einjit::dtypeName(it));
+          CAPTURE(einjit::dtypeName(dt));
+          f(row, program, it, dt);
+        }
+}
+
 } // namespace
 
 TEST_CASE("backends: gathered offsets under clamp, by hand on the interpreter") {
@@ -97,17 +112,10 @@ TEST_CASE("backends: gathered offsets under clamp, by hand on the interpreter") 
 #if EINJIT_HAVE_LLVM
 TEST_CASE("backends: gathered offsets under pad, clamp and wrap, CPU JIT against the interpreter") {
   int compared = 0;
-  for (const OffsetRow& row : kOffsetRows)
-    for (const char* mode : {"pad", "clamp", "wrap"})
-      for (DType it : {DType::i32, DType::i64})
-        for (DType dt : {DType::f32, DType::f64}) {
-          std::string program = withMode(row.program, mode);
-          CAPTURE(program);
-          CAPTURE(einjit::dtypeName(it));
-          CAPTURE(einjit::dtypeName(dt));
-          compareCall(program, offsetArgs(row, it, 3), dt, false, Device::cpu());
-          ++compared;
-        }
+  forEachOffsetCase([&](const OffsetRow& row, const std::string& program, DType it, DType dt) {
+    compareCall(program, offsetArgs(row, it, 3), dt, false, Device::cpu());
+    ++compared;
+  });
   CHECK(compared == static_cast<int>(kOffsetRows.size()) * 12);
 }
 #endif
@@ -116,25 +124,19 @@ TEST_CASE("backends: gathered offsets under pad, clamp and wrap, CPU JIT against
 TEST_CASE("backends: gathered offsets under pad, clamp and wrap compile through NVRTC") {
   std::string why;
   REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
-  for (const OffsetRow& row : kOffsetRows)
-    for (const char* mode : {"pad", "clamp", "wrap"})
-      for (DType it : {DType::i32, DType::i64})
-        for (DType dt : {DType::f32, DType::f64}) {
-          std::string program = withMode(row.program, mode);
-          CAPTURE(program);
-          CAPTURE(einjit::dtypeName(it));
-          Kernel k = einjit::compile(program, on(Device::cuda(), dt));
-          std::map<std::string, Tensor> tensors;
-          std::vector<Arg> args = offsetArgs(row, it, 3);
-          for (std::size_t i = 0; i < args.size(); ++i)
-            tensors[row.shapes[i].first] = converted(args[i].tensor(), dt);
-          try {
-            compileCall(k, tensors, {}, dt);
-          } catch (const std::exception& e) {
-            FAIL_CHECK("threw: " << std::string(e.what()));
-          }
-          if (einjit::cudaAvailable()) compareCall(program, args, dt, false, Device::cuda());
-        }
+  forEachOffsetCase([&](const OffsetRow& row, const std::string& program, DType it, DType dt) {
+    Kernel k = einjit::compile(program, on(Device::cuda(), dt));
+    std::map<std::string, Tensor> tensors;
+    std::vector<Arg> args = offsetArgs(row, it, 3);
+    for (std::size_t i = 0; i < args.size(); ++i)
+      tensors[row.shapes[i].first] = converted(args[i].tensor(), dt);
+    try {
+      compileCall(k, tensors, {}, dt);
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+    if (einjit::cudaAvailable()) compareCall(program, args, dt, false, Device::cuda());
+  });
 }
 #endif
 
