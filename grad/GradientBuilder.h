@@ -1,0 +1,106 @@
+#pragma once
+// The builder behind differentiate() (internal to grad/). One object per call: it walks the
+// forward statements last to first and collects the gradient statements as syntax.
+//
+// Its steps are defined in the file of their part:
+//   Differentiate.cpp   the reverse sweep: which tensors carry gradient, sites per statement,
+//                       the final program (recomputed forward statements, then the gradient)
+//   ReductionRules.cpp  (max)/(min)/(*) rewritten as (+) with helper statements (G1)
+//   SitePhases.cpp      a site in gather form: residue phases and clamp parts, solved
+//   GatherEmission.cpp  one solved phase as a statement; checked expressions as syntax
+//   WrapReads.cpp       wrap() reads over one period re-expressed over the wrapped index
+//   Fallbacks.cpp       zero fills, the masked gather and the scatter (G8)
+#include "dsl/Program.h"
+#include "grad/Differentiate.h"
+#include "grad/IndexSolver.h"
+#include "grad/Syntax.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace einjit::grad {
+
+class GradientBuilder {
+public:
+  GradientBuilder(const dsl::Program& p, const std::vector<std::string>& wrt, bool scatterOnly);
+  Gradient run();
+
+private:
+  const dsl::Program& p_;
+  const dsl::Source& src_;
+  bool scatterOnly_;
+  std::set<std::string> used_;
+  std::vector<int> wrtIds_;
+  std::vector<bool> needs_;
+  std::vector<std::string> gradName_;
+  std::set<int> defined_; // tensors whose gradient statement exists (':=' emitted)
+  std::vector<dsl::Stmt> stmts_;
+  std::vector<std::string> extraTensors_; // tensors the gradient program adds (first_y, ...)
+  std::vector<dsl::Sym> symValues_;       // Param nodes with param < 0 stand for these
+  Gradient g_;
+
+  // --- the reverse sweep (Differentiate.cpp) ---
+  std::string fresh(const std::string& base);
+  void chooseWrt(const std::vector<std::string>& wrt);
+  bool readsNeeding(const dsl::Statement& st) const;
+  std::string gradOf(int tensor);
+  bool writtenBefore(int t, std::size_t k) const;
+  void statement(std::size_t k);
+  int addTensor(const std::string& name);
+  const std::string& tensorName(int id) const;
+  bool needsGrad(int id) const;
+  void contribution(const dsl::Statement& st, const dsl::CExpr& site, const dsl::CExprPtr& partial);
+  dsl::Sym extentOf(int tensor, int dim);
+  dsl::Sym resolve(const dsl::Sym& s) const;
+  std::function<dsl::Sym(const dsl::Sym&)> resolver() const;
+  void assemble();
+
+  // --- (max), (min), (*) (ReductionRules.cpp) ---
+  dsl::CExprPtr iterationNumber(const dsl::Statement& st);
+  int helperStatement(const dsl::Statement& st, const std::string& base, dsl::Reduce reduce,
+                      const dsl::CExprPtr& rhs);
+  dsl::CExprPtr sameElementOf(const dsl::Statement& st, int tensor);
+  dsl::CExprPtr selection(const dsl::Statement& st);
+  dsl::CExprPtr storedValues(const dsl::Statement& st);
+  dsl::CExprPtr product(const dsl::Statement& st);
+  dsl::CExprPtr symValue(const dsl::Sym& s);
+
+  // --- residue phases and clamp parts (SitePhases.cpp) ---
+  void gatherForm(const dsl::Statement& st, const dsl::CExpr& site, const dsl::CExprPtr& partial);
+  bool solvePhases(const dsl::Statement& st, const dsl::CExpr& site,
+                   const std::vector<std::vector<dsl::Sym>>& extents,
+                   const std::vector<std::pair<dsl::Sym, dsl::Sym>>& ranges,
+                   std::vector<Split> split, std::vector<SiteSolution>& out, std::string& why,
+                   int depth);
+
+  // --- emission (GatherEmission.cpp) ---
+  void emitSolution(const dsl::Statement& st, const dsl::CExpr& site, const dsl::CExprPtr& partial,
+                    const SiteSolution& sol);
+  dsl::ExprPtr summand(dsl::ExprPtr dy, const dsl::CExprPtr& partial, const dsl::Statement& st,
+                       const std::vector<Aff>& varAff, syntax::Emit& emit);
+  dsl::ExprPtr accessOfOutput(const dsl::Statement& st, const std::string& name,
+                              const std::vector<Aff>& varAff, syntax::Emit& emit);
+  std::pair<syntax::Emit, std::vector<Aff>> forwardFrame(const dsl::Statement& st) const;
+  void forwardRanges(const dsl::Statement& st, dsl::Stmt& out);
+  std::pair<dsl::ExprPtr, dsl::ExprPtr> rangeOf(const dsl::Statement& st, std::size_t v);
+  dsl::ExprPtr toExpr(const dsl::CExprPtr& e, const dsl::Statement& st,
+                      const std::vector<Aff>& varAff, syntax::Emit& emit);
+  dsl::ExprPtr subscriptExpr(const dsl::Subscript& s, const dsl::Statement& st,
+                             const std::vector<Aff>& varAff, syntax::Emit& emit);
+
+  // --- wrap() reads (WrapReads.cpp) ---
+  bool sameExtent(const dsl::Sym& a, const dsl::Sym& b) const;
+  bool unwrap(dsl::Statement& st, dsl::CExpr& site, dsl::CExprPtr& partial, std::string& why);
+
+  // --- fallbacks and fills (Fallbacks.cpp) ---
+  void zeroFill(int x);
+  void maskedGather(const dsl::Statement& st, const dsl::CExpr& site, const dsl::CExprPtr& partial,
+                    const std::string& why);
+  void scatter(const dsl::Statement& st, const dsl::CExpr& site, const dsl::CExprPtr& partial,
+               const std::string& why);
+};
+
+} // namespace einjit::grad
