@@ -1,4 +1,9 @@
+// The CPU backend: preparation (lower, JIT-compile), execution with oneTBB, and the Backend
+// that runs calls on host tensors through it.
 #include "runtime/CpuBackend.h"
+
+#include "runtime/Backend.h"
+#include "runtime/Caches.h"
 
 #include "einjit/Tensor.h"
 
@@ -77,5 +82,101 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
     if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
   return run(checks, prep.lowered.funcs.size());
 }
+
+namespace {
+
+// Copies src into dst element by element (same shape and dtype, any strides).
+void copyElements(const Tensor& dst, const Tensor& src) {
+  const std::size_t es = dtypeSize(src.dtype());
+  const std::int64_t n = src.numel();
+  if (n == 0) return;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(src.rank()), 0);
+  auto* d = static_cast<std::byte*>(dst.data());
+  const auto* s = static_cast<const std::byte*>(src.data());
+  for (std::int64_t lin = 0; lin < n; ++lin) {
+    std::int64_t od = 0, os = 0;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      od += idx[k] * dst.strides()[k];
+      os += idx[k] * src.strides()[k];
+    }
+    std::memcpy(d + od * static_cast<std::int64_t>(es), s + os * static_cast<std::int64_t>(es), es);
+    for (std::size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < src.shape()[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+public:
+  void prepare(const BoundCall& call) const override { prepared(call); }
+
+  void run(const BoundCall& call, std::vector<Tensor>& all) const override {
+    // The interpreter is the slow path when a checked access failed: it throws the error with
+    // its caret, or computes the result when the failure came from a branch it does not
+    // evaluate.
+    if (!runJit(call, all)) codegen::interpret(call.program, call.bound, hostBuffers(all));
+  }
+
+  std::string explain(const BoundCall& call, bool llvmIR) const override {
+    const Program& p = call.program;
+    auto prep = prepared(call, llvmIR);
+    std::string out = "# target: " + hostDescription() + "\n";
+    out += "# code: " + prep->code->origin + "\n";
+    for (std::size_t k = 0; k < p.stmts.size(); ++k)
+      out += "# statement " + std::to_string(k + 1) + ": " + prep->lowered.notes[k] + "\n";
+    for (int id : prep->lowered.zeroFill)
+      out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
+    out += checkNote(prep->lowered);
+    for (const auto& f : prep->lowered.funcs) out += codegen::ir::print(f);
+    if (llvmIR) out += "\n; optimized LLVM IR\n" + prep->code->llvmIR;
+    return out;
+  }
+
+  std::size_t cachedVariants() const override { return memo_.size(); }
+  void limitVariants(std::size_t n) override { memo_.setCapacity(n); }
+
+private:
+  // keepIR (explain's LLVM IR): compiled afresh, not kept in the memo.
+  std::shared_ptr<const PreparedCpu> prepared(const BoundCall& call, bool keepIR = false) const {
+    const Program& p = call.program;
+    codegen::Strides strides = stridesOf(call);
+    if (keepIR) return prepareCpu(p, call.bound, strides, true);
+    return memo_.get(bindingSignature(p, call.bound, strides),
+                     [&] { return prepareCpu(p, call.bound, strides); });
+  }
+
+  // Runs through the JIT. False when a checked access failed: the caller's tensors are as
+  // before (written arguments went through scratch copies) and the interpreter must report it.
+  bool runJit(const BoundCall& call, std::vector<Tensor>& all) const {
+    const Program& p = call.program;
+    auto prep = prepared(call);
+    std::vector<Tensor> work = all;
+    if (prep->scratch)
+      for (int id : p.arguments)
+        if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
+          work[static_cast<std::size_t>(id)] = all[static_cast<std::size_t>(id)].clone();
+    std::vector<void*> ptrs;
+    std::vector<std::int64_t> zero(work.size(), 0);
+    for (const Tensor& t : work) ptrs.push_back(t.data());
+    for (int id : prep->lowered.zeroFill) {
+      const Tensor& t = work[static_cast<std::size_t>(id)];
+      zero[static_cast<std::size_t>(id)] =
+          t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
+    }
+    if (executeCpu(*prep, ptrs, call.bound.params, zero) != 0) return false;
+    if (prep->scratch)
+      for (int id : p.arguments)
+        if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
+          copyElements(all[static_cast<std::size_t>(id)], work[static_cast<std::size_t>(id)]);
+    return true;
+  }
+
+  mutable PreparedCache memo_; // compiled code per binding
+};
+
+} // namespace
+
+std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
 
 } // namespace einjit::runtime

@@ -1,8 +1,12 @@
+// The CUDA backend: preparation (lower, CUDA C, NVRTC, caches, module load), launches, and the
+// Backend that runs calls on host or device tensors through it.
 #include "runtime/CudaBackend.h"
 
+#include "runtime/Backend.h"
 #include "runtime/Caches.h"
+#include "runtime/CallLayout.h"
+#include "runtime/CompileCache.h"
 #include "runtime/DiskCache.h"
-#include "runtime/Lru.h"
 #include "runtime/Nvrtc.h"
 
 #include "einjit/Error.h"
@@ -19,11 +23,11 @@ namespace {
 // Bump when the generated CUDA changes meaning for the same source (part of every key).
 constexpr const char* kCudaCodegenVersion = "einjit-cuda-3";
 
+using ModuleCache = CompileCache<cuda::Module>;
+
 struct CudaEngine {
-  std::mutex mu;
-  LruMap<std::shared_ptr<const cuda::Module>> modules{
-      currentLimits().memoryModules}; // key + device
-  CudaStats stats;
+  ModuleCache modules{"cubin"}; // memory keys: the disk key + the device
+  double lastCompileMs = 0;     // under modules.lock()
 };
 
 CudaEngine& engine() {
@@ -113,47 +117,33 @@ std::shared_ptr<const PreparedCuda> prepareCuda(const dsl::Program& p, const dsl
   std::vector<std::string> names;
   for (const auto& k : prep->program.cuda.kernels) names.push_back(k.name);
   CudaEngine& e = engine();
-  std::vector<std::shared_ptr<const cuda::Module>> dropped; // unloaded after the lock
-  std::lock_guard<std::mutex> lock(e.mu);
+  std::vector<ModuleCache::Value> dropped; // unloaded after the lock
+  auto lock = e.modules.lock();
   const std::string moduleKey = key + "\ndevice " + std::to_string(device);
   auto t0 = std::chrono::steady_clock::now();
   prep->target = "sm_" + std::to_string(arch);
-  if (auto* hit = e.modules.find(moduleKey)) {
-    ++e.stats.memoryHits;
+  if (auto* hit = e.modules.hit(moduleKey)) {
     prep->module = *hit;
     prep->origin = "memory cache";
     return prep;
   }
-  DiskCache& disk = DiskCache::instance();
   auto build = [&] {
     nvrtc::Compiled c =
         nvrtc::compile(prep->program.cuda.source, arch, prep->program.cuda.archSpecific);
     prep->target = c.target;
-    prep->origin = "compiled";
-    disk.write("cubin", key, c.image);
     return std::move(c.image);
   };
-  std::string image = disk.read("cubin", key);
-  prep->origin = "disk cache";
-  if (image.empty()) image = build();
-  try {
-    prep->module = std::make_shared<cuda::Module>(device, image, names);
-  } catch (const Error&) {
-    // An authenticated entry the driver does not load: rebuilt and replaced, not a kernel
-    // that fails for good.
-    if (prep->origin != "disk cache") throw;
-    image = build();
-    prep->module = std::make_shared<cuda::Module>(device, image, names);
-  }
-  if (prep->origin == "compiled")
-    ++e.stats.compiled;
-  else
-    ++e.stats.diskHits;
+  ModuleCache::Origin origin;
+  std::string image = e.modules.readOrBuild(key, build, origin);
+  prep->module =
+      e.modules.loadOrRebuild(key, std::move(image), origin, build, [&](const std::string& img) {
+        return std::make_shared<cuda::Module>(device, img, names);
+      });
+  prep->origin = origin == ModuleCache::Origin::compiled ? "compiled" : "disk cache";
   prep->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  e.stats.lastCompileMs = prep->compileMs;
-  e.modules.setCapacity(currentLimits().memoryModules, dropped);
-  e.modules.put(moduleKey, prep->module, dropped);
+  e.lastCompileMs = prep->compileMs;
+  e.modules.store(moduleKey, prep->module, origin, dropped);
   return prep;
 }
 
@@ -212,29 +202,209 @@ int executeCuda(const PreparedCuda& prep, int device, const std::vector<cuda::De
 }
 
 CudaStats cudaStats() {
+  CudaEngine& e = engine();
+  const ModuleCache::Counts c = e.modules.counts();
   CudaStats s;
+  s.compiled = c.compiled;
+  s.memoryHits = c.memoryHits;
+  s.diskHits = c.diskHits;
+  s.memoryEntries = c.entries;
   {
-    CudaEngine& e = engine();
-    std::lock_guard<std::mutex> lock(e.mu);
-    s = e.stats;
-    s.memoryEntries = static_cast<std::int64_t>(e.modules.size());
+    auto lock = e.modules.lock();
+    s.lastCompileMs = e.lastCompileMs;
   }
   s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 
-void cudaClearMemoryCache() {
-  CudaEngine& e = engine();
-  std::vector<std::shared_ptr<const cuda::Module>> dropped;
-  std::lock_guard<std::mutex> lock(e.mu);
-  e.modules.clear(dropped);
+void cudaClearMemoryCache() { engine().modules.clear(); }
+
+void cudaTrimMemoryCache() { engine().modules.trim(); }
+
+namespace {
+
+// Which tensors reach the kernels through 16-byte aligned pointers (CudaBackend::runGpu): a
+// host argument is copied to fresh device memory at its offset from the lowest byte it spans;
+// a device one is used in place or copied the same way; the program's own tensors are fresh
+// allocations.
+codegen::Aligned16 alignedOnDevice(const dsl::Program& p, const std::vector<Tensor>& tensors) {
+  codegen::Aligned16 a(p.tensors.size(), true);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (t.numel() == 0) continue;
+    const auto lo = reinterpret_cast<std::uintptr_t>(t.byteExtent().first);
+    const auto at = reinterpret_cast<std::uintptr_t>(t.data());
+    bool ok = (at - lo) % 16 == 0;
+    if (t.device() == DeviceKind::cuda) ok = ok && at % 16 == 0;
+    a[static_cast<std::size_t>(p.arguments[i])] = ok;
+  }
+  return a;
 }
 
-void cudaTrimMemoryCache() {
-  CudaEngine& e = engine();
-  std::vector<std::shared_ptr<const cuda::Module>> dropped;
-  std::lock_guard<std::mutex> lock(e.mu);
-  e.modules.setCapacity(currentLimits().memoryModules, dropped);
+// Device memory for one tensor of a call, freed with it.
+struct DeviceSpan {
+  int device = 0;
+  cuda::DevicePtr base = 0;
+  DeviceSpan() = default;
+  DeviceSpan(int d, std::size_t bytes) : device(d), base(cuda::allocate(d, bytes)) {}
+  DeviceSpan(const DeviceSpan&) = delete;
+  DeviceSpan& operator=(const DeviceSpan&) = delete;
+  ~DeviceSpan() {
+    try {
+      cuda::release(device, base);
+    } catch (...) {
+    }
+  }
+};
+
+std::size_t spanBytes(const Tensor& t) {
+  const auto [lo, hi] = t.byteExtent();
+  return static_cast<std::size_t>(hi - lo);
+}
+
+// The interpreter's run of a device call whose checked access failed: on host copies with the
+// same strides; results (when it does not throw) copied back into the device tensors.
+void interpretOnHost(const dsl::Program& p, const dsl::BoundProgram& bound,
+                     std::vector<Tensor>& all, int dev) {
+  std::vector<Tensor> host(all.size());
+  std::vector<std::shared_ptr<std::byte[]>> bufs(all.size());
+  for (std::size_t id = 0; id < all.size(); ++id) {
+    const Tensor& t = all[id];
+    const auto [lo, hi] = t.byteExtent();
+    const std::size_t bytes = static_cast<std::size_t>(hi - lo);
+    bufs[id] = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(bytes, 1)]);
+    cuda::copyToHost(dev, bufs[id].get(), reinterpret_cast<cuda::DevicePtr>(lo), bytes);
+    const auto offset = static_cast<const std::byte*>(t.data()) - lo;
+    host[id] = Tensor::view(bufs[id].get() + offset, t.dtype(), t.shape(), t.strides(), bufs[id]);
+  }
+  codegen::interpret(p, bound, hostBuffers(host));
+  for (std::size_t id = 0; id < all.size(); ++id) {
+    if (p.tensors[id].writtenBy.empty()) continue;
+    const auto [lo, hi] = all[id].byteExtent();
+    cuda::copyToDevice(dev, reinterpret_cast<cuda::DevicePtr>(lo), bufs[id].get(),
+                       static_cast<std::size_t>(hi - lo));
+  }
+}
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(const Device& device) : device_(device) {}
+
+  void prepare(const BoundCall& call) const override { prepared(call); }
+
+  void run(const BoundCall& call, std::vector<Tensor>& all) const override {
+    if (runGpu(call, all)) return;
+    // A checked access failed: the interpreter throws the error with its caret, or computes
+    // the result when the failure came from a branch it does not evaluate.
+    const bool onDevice = !call.arguments.empty() && call.arguments[0].device() == DeviceKind::cuda;
+    if (onDevice)
+      interpretOnHost(call.program, call.bound, all, device_.index);
+    else
+      codegen::interpret(call.program, call.bound, hostBuffers(all));
+  }
+
+  std::string explain(const BoundCall& call, bool llvmIR) const override {
+    const dsl::Program& p = call.program;
+    CudaProgram cp = generateCuda(p, call.bound, stridesOf(call),
+                                  alignedOnDevice(p, call.arguments), codeArch(device_.index));
+    std::string out = "# target: CUDA (" + device_.name() + ")\n";
+    for (std::size_t k = 0; k < p.stmts.size(); ++k)
+      out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
+    for (int id : cp.lowered.zeroFill)
+      out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
+    out += checkNote(cp.lowered);
+    for (const auto& k : cp.cuda.kernels)
+      out += "# launch " + k.name + ": " + std::to_string(k.grid) + " block(s) of " +
+             std::to_string(k.block) + " thread(s)\n";
+    if (llvmIR)
+      for (const auto& f : cp.lowered.funcs) out += codegen::ir::print(f);
+    return out + "\n" + cp.cuda.source;
+  }
+
+  std::size_t cachedVariants() const override { return memo_.size(); }
+  void limitVariants(std::size_t n) override { memo_.setCapacity(n); }
+
+private:
+  std::shared_ptr<const PreparedCuda> prepared(const BoundCall& call) const {
+    const dsl::Program& p = call.program;
+    codegen::Strides strides = stridesOf(call);
+    codegen::Aligned16 aligned = alignedOnDevice(p, call.arguments);
+    std::string key = bindingSignature(p, call.bound, strides) + "aligned:";
+    for (bool b : aligned) key += b ? '1' : '0';
+    return memo_.get(key,
+                     [&] { return prepareCuda(p, call.bound, strides, aligned, device_.index); });
+  }
+
+  // Runs on the GPU. Host tensors are copied to the device (each argument's whole byte span, so
+  // views keep their strides) and written ones back; device tensors are used in place, through
+  // scratch copies when a checked program writes arguments (unless its checks run first:
+  // LoweredProgram::prechecked). False when a checked access failed: the caller's tensors are
+  // as before and the interpreter must report it.
+  bool runGpu(const BoundCall& call, std::vector<Tensor>& all) const {
+    const dsl::Program& p = call.program;
+    const int dev = device_.index;
+    cuda::setDevice(dev);
+    auto prep = prepared(call);
+    // Written arguments go through copies when a failed check could leave them half written.
+    const bool checked = prep->program.lowered.lateChecks();
+    const std::size_t n = all.size();
+    std::vector<cuda::DevicePtr> ptrs(n, 0);
+    std::vector<std::unique_ptr<DeviceSpan>> staged(n);
+    auto isWrittenArg = [&](std::size_t id) {
+      return p.tensors[id].isArgument && !p.tensors[id].writtenBy.empty();
+    };
+    for (std::size_t id = 0; id < n; ++id) {
+      const Tensor& t = all[id];
+      const auto [lo, hi] = t.byteExtent();
+      const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(t.data()) - lo);
+      if (t.device() == DeviceKind::cuda && !(checked && isWrittenArg(id))) {
+        ptrs[id] = reinterpret_cast<cuda::DevicePtr>(t.data());
+        continue;
+      }
+      staged[id] = std::make_unique<DeviceSpan>(dev, std::max<std::size_t>(spanBytes(t), 1));
+      ptrs[id] = staged[id]->base + offset;
+      if (!p.tensors[id].isArgument) continue;
+      if (t.device() == DeviceKind::cuda)
+        cuda::copyOnDevice(dev, staged[id]->base, reinterpret_cast<cuda::DevicePtr>(lo),
+                           spanBytes(t));
+      else
+        cuda::copyToDevice(dev, staged[id]->base, lo, spanBytes(t));
+    }
+    // EINJIT_POISON=1: fresh outputs start as NaN (all bits set), so an element no kernel
+    // writes shows up in a test.
+    static const bool poison = std::getenv("EINJIT_POISON") && *std::getenv("EINJIT_POISON") == '1';
+    if (poison)
+      for (std::size_t id = 0; id < n; ++id)
+        if (!p.tensors[id].isArgument) cuda::fill(dev, ptrs[id], spanBytes(all[id]), 0xff);
+    std::vector<std::int64_t> zero(n, 0);
+    for (int id : prep->program.lowered.zeroFill) {
+      const Tensor& t = all[static_cast<std::size_t>(id)];
+      zero[static_cast<std::size_t>(id)] =
+          t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
+    }
+    if (executeCuda(*prep, dev, ptrs, call.bound.params, zero) != 0) return false;
+    for (std::size_t id = 0; id < n; ++id) {
+      if (!staged[id] || p.tensors[id].writtenBy.empty()) continue;
+      const Tensor& t = all[id];
+      const auto [lo, hi] = t.byteExtent();
+      (void)hi;
+      if (t.device() == DeviceKind::cuda)
+        cuda::copyOnDevice(dev, reinterpret_cast<cuda::DevicePtr>(lo), staged[id]->base,
+                           spanBytes(t));
+      else
+        cuda::copyToHost(dev, const_cast<std::byte*>(lo), staged[id]->base, spanBytes(t));
+    }
+    return true;
+  }
+
+  Device device_;
+  mutable PreparedCudaCache memo_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> makeCudaBackend(const Device& device) {
+  return std::make_unique<CudaBackend>(device);
 }
 
 } // namespace einjit::runtime

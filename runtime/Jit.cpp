@@ -3,8 +3,8 @@
 #include "codegen/CodeGenLLVM.h"
 #include "einjit/Error.h"
 #include "runtime/Caches.h"
+#include "runtime/CompileCache.h"
 #include "runtime/DiskCache.h"
-#include "runtime/Lru.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -61,14 +61,14 @@ T check(llvm::Expected<T> v, const std::string& what) {
   return std::move(*v);
 }
 
+using CodeCache = CompileCache<CompiledCode>;
+
 struct Engine {
-  std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;
   std::string cpu, features, triple;
   int vectorBytes = 16;
-  LruMap<std::shared_ptr<const CompiledCode>> memory{currentLimits().memoryModules};
-  JitStats stats;
+  CodeCache cache{"o"}; // object files; its lock also guards `modules` and the JIT
   std::uint64_t modules = 0;
 
   Engine() {
@@ -182,29 +182,22 @@ struct Engine {
   std::shared_ptr<const CompiledCode> compile(const std::vector<codegen::ir::Func>& funcs,
                                               bool keepIR) {
     const std::string key = keyOf(funcs);
-    std::vector<std::shared_ptr<const CompiledCode>> dropped; // released after the lock
-    std::lock_guard<std::mutex> lock(mu);
-    if (!keepIR) {
-      if (auto* hit = memory.find(key)) {
-        ++stats.memoryHits;
-        return *hit;
-      }
-    }
+    std::vector<CodeCache::Value> dropped; // released after the lock
+    auto lock = cache.lock();
+    if (!keepIR)
+      if (auto* hit = cache.hit(key)) return *hit;
     auto t0 = std::chrono::steady_clock::now();
     const std::string prefix = "ej" + hex(fnv1a(key)) + "_";
     auto code = std::make_shared<CompiledCode>();
-    DiskCache& disk = DiskCache::instance();
-    std::string obj = disk.read("o", key);
-    code->origin = "disk cache";
-    if (obj.empty() || keepIR) {
-      std::string built = buildObject(funcs, prefix, keepIR ? &code->llvmIR : nullptr);
-      if (obj.empty()) {
-        obj = std::move(built);
-        code->origin = "compiled";
-        disk.write("o", key, obj);
-      }
-    }
-    if (auto* existing = memory.find(key)) { // explain --llvm of code that is already loaded
+    // explain --llvm: the optimized IR needs a build of its own; its object serves a miss.
+    std::string built;
+    if (keepIR) built = buildObject(funcs, prefix, &code->llvmIR);
+    auto build = [&] {
+      return built.empty() ? buildObject(funcs, prefix, nullptr) : std::exchange(built, "");
+    };
+    CodeCache::Origin origin;
+    std::string obj = cache.readOrBuild(key, build, origin);
+    if (auto* existing = cache.find(key)) { // explain --llvm of code that is already loaded
       code->fns = (*existing)->fns;
       code->resource = (*existing)->resource;
       code->origin = "memory cache";
@@ -212,25 +205,14 @@ struct Engine {
     }
     // Each module gets its own JITDylib: after an eviction or jitClearMemoryCache() the same
     // code may be loaded again while kernels still hold the old copy.
-    try {
-      load(*code, funcs, prefix, obj);
-    } catch (const Error&) {
-      // An authenticated entry that does not load (it cannot happen unless the compiler
-      // changed without the key): rebuilt and replaced, never a kernel that fails for good.
-      if (code->origin != "disk cache") throw;
-      obj = buildObject(funcs, prefix, nullptr);
-      code->origin = "compiled";
-      disk.write("o", key, obj);
-      load(*code, funcs, prefix, obj);
-    }
+    cache.loadOrRebuild(key, std::move(obj), origin, build, [&](const std::string& o) {
+      load(*code, funcs, prefix, o);
+      return code;
+    });
+    code->origin = origin == CodeCache::Origin::compiled ? "compiled" : "disk cache";
     code->compileMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (code->origin == "compiled")
-      ++stats.compiled;
-    else
-      ++stats.diskHits;
-    memory.setCapacity(currentLimits().memoryModules, dropped);
-    memory.put(key, code, dropped);
+    cache.store(key, code, origin, dropped);
     return code;
   }
 };
@@ -269,31 +251,20 @@ std::shared_ptr<const CompiledCode> jitCompile(const std::vector<codegen::ir::Fu
 }
 
 JitStats jitStats() {
+  const CodeCache::Counts c = engine().cache.counts();
   JitStats s;
-  {
-    Engine& e = engine();
-    std::lock_guard<std::mutex> lock(e.mu);
-    s = e.stats;
-    s.memoryEntries = static_cast<std::int64_t>(e.memory.size());
-    s.memoryEvicted = static_cast<std::int64_t>(e.memory.evicted());
-  }
+  s.compiled = c.compiled;
+  s.memoryHits = c.memoryHits;
+  s.diskHits = c.diskHits;
+  s.memoryEntries = c.entries;
+  s.memoryEvicted = c.evicted;
   s.diskRejected = DiskCache::instance().stats(false).rejected;
   return s;
 }
 
-void jitClearMemoryCache() {
-  Engine& e = engine();
-  std::vector<std::shared_ptr<const CompiledCode>> dropped;
-  std::lock_guard<std::mutex> lock(e.mu);
-  e.memory.clear(dropped);
-}
+void jitClearMemoryCache() { engine().cache.clear(); }
 
-void jitTrimMemoryCache() {
-  Engine& e = engine();
-  std::vector<std::shared_ptr<const CompiledCode>> dropped;
-  std::lock_guard<std::mutex> lock(e.mu);
-  e.memory.setCapacity(currentLimits().memoryModules, dropped);
-}
+void jitTrimMemoryCache() { engine().cache.trim(); }
 
 std::string jitCacheDirectory() { return DiskCache::instance().directory(); }
 

@@ -1,7 +1,7 @@
-// compile() and Kernel: check once, then bind, validate, allocate and run per call.
+// compile() and Kernel: check once, then bind, validate and allocate per call; the device's
+// Backend (Backend.h) computes it.
 #include "einjit/einjit.h"
 
-#include "codegen/Interpreter.h"
 #include "dsl/Binding.h"
 #include "dsl/Parser.h"
 #include "dsl/Printer.h"
@@ -9,16 +9,11 @@
 #include "grad/Differentiate.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
+#include "runtime/Backend.h"
 #include "runtime/Caches.h"
-#include "runtime/CallLayout.h"
-#if EINJIT_HAVE_LLVM
-#include "runtime/CpuBackend.h"
-#endif
 #if EINJIT_HAVE_CUDA
-#include "runtime/CudaBackend.h"
+#include "runtime/CudaDriver.h"
 #endif
 
 namespace einjit {
@@ -36,21 +31,11 @@ struct Kernel::Impl {
   dsl::Program program;
   Options options;
   std::vector<std::string> gradientInputs, gradientOutputs, scatters, masked; // gradient kernels
-#if EINJIT_HAVE_LLVM
-  mutable runtime::PreparedCache prepared; // compiled code per binding
-#endif
-#if EINJIT_HAVE_CUDA
-  mutable runtime::PreparedCudaCache preparedCuda;
-#endif
-  // Bounds the binding memos (Options::maxVariants).
-  void limitVariants() {
-    [[maybe_unused]] const std::size_t n = runtime::variantLimit(options);
-#if EINJIT_HAVE_LLVM
-    prepared.setCapacity(n);
-#endif
-#if EINJIT_HAVE_CUDA
-    preparedCuda.setCapacity(n);
-#endif
+  std::unique_ptr<runtime::Backend> backend; // for options.device, with compiled code per binding
+  // The backend for the options, its binding memo bounded (Options::maxVariants).
+  void makeBackend() {
+    backend = runtime::makeBackend(options);
+    backend->limitVariants(runtime::variantLimit(options));
   }
 };
 
@@ -129,30 +114,6 @@ bool hasInternalOverlap(const Tensor& t) {
   return false;
 }
 
-#if EINJIT_HAVE_LLVM
-// Copies src into dst element by element (same shape and dtype, any strides).
-void copyElements(const Tensor& dst, const Tensor& src) {
-  const std::size_t es = dtypeSize(src.dtype());
-  const std::int64_t n = src.numel();
-  if (n == 0) return;
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(src.rank()), 0);
-  auto* d = static_cast<std::byte*>(dst.data());
-  const auto* s = static_cast<const std::byte*>(src.data());
-  for (std::int64_t lin = 0; lin < n; ++lin) {
-    std::int64_t od = 0, os = 0;
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      od += idx[k] * dst.strides()[k];
-      os += idx[k] * src.strides()[k];
-    }
-    std::memcpy(d + od * static_cast<std::int64_t>(es), s + os * static_cast<std::int64_t>(es), es);
-    for (std::size_t k = idx.size(); k-- > 0;) {
-      if (++idx[k] < src.shape()[k]) break;
-      idx[k] = 0;
-    }
-  }
-}
-#endif
-
 // Binds a call: every shape, dtype and aliasing check, before anything is allocated or runs.
 dsl::BoundProgram bindCall(const dsl::Program& p, const std::vector<Tensor>& tensors,
                            const std::vector<double>& scalars, const Options& opt) {
@@ -217,212 +178,6 @@ dsl::BoundProgram bindCall(const dsl::Program& p, const std::vector<Tensor>& ten
   return bound;
 }
 
-std::vector<codegen::HostBuffer> hostBuffers(const std::vector<Tensor>& all) {
-  std::vector<codegen::HostBuffer> bufs;
-  for (const Tensor& t : all) bufs.push_back({t.dtype(), t.data(), t.shape(), t.strides()});
-  return bufs;
-}
-
-codegen::Strides stridesOf(const dsl::Program& p, const dsl::BoundProgram& bound,
-                           const std::vector<Tensor>& tensors) {
-  std::vector<std::vector<std::int64_t>> argStrides;
-  for (const Tensor& t : tensors) argStrides.push_back(t.strides());
-  return runtime::callStrides(p, bound, argStrides);
-}
-
-#if EINJIT_HAVE_LLVM
-std::shared_ptr<const runtime::PreparedCpu> prepare(const Kernel::Impl& impl,
-                                                    const dsl::BoundProgram& bound,
-                                                    const std::vector<Tensor>& tensors,
-                                                    bool keepIR = false) {
-  const dsl::Program& p = impl.program;
-  codegen::Strides strides = stridesOf(p, bound, tensors);
-  if (keepIR) return runtime::prepareCpu(p, bound, strides, true);
-  return impl.prepared.get(runtime::bindingSignature(p, bound, strides),
-                           [&] { return runtime::prepareCpu(p, bound, strides); });
-}
-
-// Runs through the JIT. False when a checked access failed: the caller's tensors are as
-// before (written arguments went through scratch copies) and the interpreter must report it.
-bool runCpu(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
-            const std::vector<Tensor>& tensors, std::vector<Tensor>& all) {
-  const dsl::Program& p = impl.program;
-  auto prep = prepare(impl, bound, tensors);
-  std::vector<Tensor> work = all;
-  if (prep->scratch)
-    for (int id : p.arguments)
-      if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
-        work[static_cast<std::size_t>(id)] = all[static_cast<std::size_t>(id)].clone();
-  std::vector<void*> ptrs;
-  std::vector<std::int64_t> zero(work.size(), 0);
-  for (const Tensor& t : work) ptrs.push_back(t.data());
-  for (int id : prep->lowered.zeroFill) {
-    const Tensor& t = work[static_cast<std::size_t>(id)];
-    zero[static_cast<std::size_t>(id)] =
-        t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
-  }
-  if (runtime::executeCpu(*prep, ptrs, bound.params, zero) != 0) return false;
-  if (prep->scratch)
-    for (int id : p.arguments)
-      if (!p.tensors[static_cast<std::size_t>(id)].writtenBy.empty())
-        copyElements(all[static_cast<std::size_t>(id)], work[static_cast<std::size_t>(id)]);
-  return true;
-}
-#endif
-
-#if EINJIT_HAVE_LLVM || EINJIT_HAVE_CUDA
-// explain's line on run-time checks (Lower.h), or nothing: both backends' explain print it.
-std::string checkNote(const codegen::LoweredProgram& l) {
-  if (!l.checked) return "";
-  std::string s = "# some accesses are checked at run time (gathers or unproven subscripts)";
-  if (l.prechecked)
-    s += ", by " + std::to_string(l.checks) +
-         " function(s) run first: written arguments are used in place";
-  return s + "\n";
-}
-#endif
-
-#if EINJIT_HAVE_CUDA
-// Which tensors reach the kernels through 16-byte aligned pointers (runCuda): a host argument
-// is copied to fresh device memory at its offset from the lowest byte it spans; a device one
-// is used in place or copied the same way; the program's own tensors are fresh allocations.
-codegen::Aligned16 alignedOnDevice(const dsl::Program& p, const std::vector<Tensor>& tensors) {
-  codegen::Aligned16 a(p.tensors.size(), true);
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    if (t.numel() == 0) continue;
-    const auto lo = reinterpret_cast<std::uintptr_t>(t.byteExtent().first);
-    const auto at = reinterpret_cast<std::uintptr_t>(t.data());
-    bool ok = (at - lo) % 16 == 0;
-    if (t.device() == DeviceKind::cuda) ok = ok && at % 16 == 0;
-    a[static_cast<std::size_t>(p.arguments[i])] = ok;
-  }
-  return a;
-}
-
-std::shared_ptr<const runtime::PreparedCuda> prepareCuda(const Kernel::Impl& impl,
-                                                         const dsl::BoundProgram& bound,
-                                                         const std::vector<Tensor>& tensors) {
-  const dsl::Program& p = impl.program;
-  codegen::Strides strides = stridesOf(p, bound, tensors);
-  codegen::Aligned16 aligned = alignedOnDevice(p, tensors);
-  std::string key = runtime::bindingSignature(p, bound, strides) + "aligned:";
-  for (bool b : aligned) key += b ? '1' : '0';
-  return impl.preparedCuda.get(key, [&] {
-    return runtime::prepareCuda(p, bound, strides, aligned, impl.options.device.index);
-  });
-}
-
-// Device memory for one tensor of a call, freed with it.
-struct DeviceSpan {
-  int device = 0;
-  runtime::cuda::DevicePtr base = 0;
-  DeviceSpan() = default;
-  DeviceSpan(int d, std::size_t bytes) : device(d), base(runtime::cuda::allocate(d, bytes)) {}
-  DeviceSpan(const DeviceSpan&) = delete;
-  DeviceSpan& operator=(const DeviceSpan&) = delete;
-  ~DeviceSpan() {
-    try {
-      runtime::cuda::release(device, base);
-    } catch (...) {
-    }
-  }
-};
-
-std::size_t spanBytes(const Tensor& t) {
-  const auto [lo, hi] = t.byteExtent();
-  return static_cast<std::size_t>(hi - lo);
-}
-
-// Runs on the GPU. Host tensors are copied to the device (each argument's whole byte span, so
-// views keep their strides) and written ones back; device tensors are used in place, through
-// scratch copies when a checked program writes arguments (unless its checks run first:
-// LoweredProgram::prechecked). False when a checked access failed:
-// the caller's tensors are as before and the interpreter must report it.
-bool runCuda(const Kernel::Impl& impl, const dsl::BoundProgram& bound,
-             const std::vector<Tensor>& tensors, std::vector<Tensor>& all) {
-  const dsl::Program& p = impl.program;
-  const int dev = impl.options.device.index;
-  runtime::cuda::setDevice(dev);
-  auto prep = prepareCuda(impl, bound, tensors);
-  // Written arguments go through copies when a failed check could leave them half written.
-  const bool checked = prep->program.lowered.lateChecks();
-  const std::size_t n = all.size();
-  std::vector<runtime::cuda::DevicePtr> ptrs(n, 0);
-  std::vector<std::unique_ptr<DeviceSpan>> staged(n);
-  auto isWrittenArg = [&](std::size_t id) {
-    return p.tensors[id].isArgument && !p.tensors[id].writtenBy.empty();
-  };
-  for (std::size_t id = 0; id < n; ++id) {
-    const Tensor& t = all[id];
-    const auto [lo, hi] = t.byteExtent();
-    const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(t.data()) - lo);
-    if (t.device() == DeviceKind::cuda && !(checked && isWrittenArg(id))) {
-      ptrs[id] = reinterpret_cast<runtime::cuda::DevicePtr>(t.data());
-      continue;
-    }
-    staged[id] = std::make_unique<DeviceSpan>(dev, std::max<std::size_t>(spanBytes(t), 1));
-    ptrs[id] = staged[id]->base + offset;
-    if (!p.tensors[id].isArgument) continue;
-    if (t.device() == DeviceKind::cuda)
-      runtime::cuda::copyOnDevice(dev, staged[id]->base,
-                                  reinterpret_cast<runtime::cuda::DevicePtr>(lo), spanBytes(t));
-    else
-      runtime::cuda::copyToDevice(dev, staged[id]->base, lo, spanBytes(t));
-  }
-  // EINJIT_POISON=1: fresh outputs start as NaN (all bits set), so an element no kernel
-  // writes shows up in a test.
-  static const bool poison = std::getenv("EINJIT_POISON") && *std::getenv("EINJIT_POISON") == '1';
-  if (poison)
-    for (std::size_t id = 0; id < n; ++id)
-      if (!p.tensors[id].isArgument) runtime::cuda::fill(dev, ptrs[id], spanBytes(all[id]), 0xff);
-  std::vector<std::int64_t> zero(n, 0);
-  for (int id : prep->program.lowered.zeroFill) {
-    const Tensor& t = all[static_cast<std::size_t>(id)];
-    zero[static_cast<std::size_t>(id)] =
-        t.numel() * static_cast<std::int64_t>(dtypeSize(t.dtype()));
-  }
-  if (runtime::executeCuda(*prep, dev, ptrs, bound.params, zero) != 0) return false;
-  for (std::size_t id = 0; id < n; ++id) {
-    if (!staged[id] || p.tensors[id].writtenBy.empty()) continue;
-    const Tensor& t = all[id];
-    const auto [lo, hi] = t.byteExtent();
-    (void)hi;
-    if (t.device() == DeviceKind::cuda)
-      runtime::cuda::copyOnDevice(dev, reinterpret_cast<runtime::cuda::DevicePtr>(lo),
-                                  staged[id]->base, spanBytes(t));
-    else
-      runtime::cuda::copyToHost(dev, const_cast<std::byte*>(lo), staged[id]->base, spanBytes(t));
-  }
-  return true;
-}
-
-// The interpreter's run of a device call whose checked access failed: on host copies with the
-// same strides; results (when it does not throw) copied back into the device tensors.
-void interpretOnHost(const dsl::Program& p, const dsl::BoundProgram& bound,
-                     std::vector<Tensor>& all, int dev) {
-  std::vector<Tensor> host(all.size());
-  std::vector<std::shared_ptr<std::byte[]>> bufs(all.size());
-  for (std::size_t id = 0; id < all.size(); ++id) {
-    const Tensor& t = all[id];
-    const auto [lo, hi] = t.byteExtent();
-    const std::size_t bytes = static_cast<std::size_t>(hi - lo);
-    bufs[id] = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(bytes, 1)]);
-    runtime::cuda::copyToHost(dev, bufs[id].get(), reinterpret_cast<runtime::cuda::DevicePtr>(lo),
-                              bytes);
-    const auto offset = static_cast<const std::byte*>(t.data()) - lo;
-    host[id] = Tensor::view(bufs[id].get() + offset, t.dtype(), t.shape(), t.strides(), bufs[id]);
-  }
-  codegen::interpret(p, bound, hostBuffers(host));
-  for (std::size_t id = 0; id < all.size(); ++id) {
-    if (p.tensors[id].writtenBy.empty()) continue;
-    const auto [lo, hi] = all[id].byteExtent();
-    runtime::cuda::copyToDevice(dev, reinterpret_cast<runtime::cuda::DevicePtr>(lo), bufs[id].get(),
-                                static_cast<std::size_t>(hi - lo));
-  }
-}
-#endif
-
 // Runs a program on tensors (by Program::arguments order) and scalars (by Program::params).
 Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
             const std::vector<double>& scalars) {
@@ -439,29 +194,7 @@ Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
       all[id] = onDevice ? Tensor::emptyCuda(bound.tensors[id].shape, bound.tensors[id].dtype,
                                              device.index)
                          : Tensor::empty(bound.tensors[id].shape, bound.tensors[id].dtype);
-
-  bool done = false;
-#if EINJIT_HAVE_LLVM
-  if (device.kind == Device::Kind::cpu) done = runCpu(impl, bound, tensors, all);
-#endif
-#if EINJIT_HAVE_CUDA
-  if (device.kind == Device::Kind::cuda) {
-    done = runCuda(impl, bound, tensors, all);
-    if (!done && onDevice) {
-      interpretOnHost(p, bound, all, device.index);
-      done = true;
-    }
-  }
-#else
-  if (device.kind == Device::Kind::cuda)
-    throw Error("device " + device.name() +
-                " is not available: this build of einjit has no CUDA "
-                "support (configure with the CUDA toolkit present)");
-#endif
-  // The interpreter: the reference device, and the JIT's slow path when a checked access
-  // failed (it throws the error with its caret, or computes the result when the failure came
-  // from a branch the interpreter does not evaluate).
-  if (!done) codegen::interpret(p, bound, hostBuffers(all));
+  impl.backend->run({p, bound, tensors}, all);
 
   std::vector<Tensor> outs;
   std::vector<std::string> names;
@@ -568,47 +301,7 @@ std::string Kernel::explain(const std::vector<Arg>& args, bool llvmIR) const {
   auto [tensors, scalars] = splitArguments(args);
   const dsl::Program& p = impl().program;
   dsl::BoundProgram bound = bindCall(p, tensors, scalars, impl().options);
-  if (impl().options.device.kind == Device::Kind::cuda) {
-#if EINJIT_HAVE_CUDA
-    runtime::CudaProgram cp =
-        runtime::generateCuda(p, bound, stridesOf(p, bound, tensors), alignedOnDevice(p, tensors),
-                              runtime::codeArch(impl().options.device.index));
-    std::string out = "# target: CUDA (" + impl().options.device.name() + ")\n";
-    for (std::size_t k = 0; k < p.stmts.size(); ++k)
-      out += "# statement " + std::to_string(k + 1) + ": " + cp.lowered.notes[k] + "\n";
-    for (int id : cp.lowered.zeroFill)
-      out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
-    out += checkNote(cp.lowered);
-    for (const auto& k : cp.cuda.kernels)
-      out += "# launch " + k.name + ": " + std::to_string(k.grid) + " block(s) of " +
-             std::to_string(k.block) + " thread(s)\n";
-    if (llvmIR)
-      for (const auto& f : cp.lowered.funcs) out += codegen::ir::print(f);
-    return out + "\n" + cp.cuda.source;
-#else
-    throw Error("this build of einjit has no CUDA support");
-#endif
-  }
-  if (impl().options.device.kind != Device::Kind::cpu)
-    return "device " + impl().options.device.name() +
-           ": the reference interpreter runs the checked program directly\n";
-#if EINJIT_HAVE_LLVM
-  auto prep = prepare(impl(), bound, tensors, llvmIR);
-  std::string out = "# target: " + runtime::hostDescription() + "\n";
-  out += "# code: " + prep->code->origin + "\n";
-  for (std::size_t k = 0; k < p.stmts.size(); ++k)
-    out += "# statement " + std::to_string(k + 1) + ": " + prep->lowered.notes[k] + "\n";
-  for (int id : prep->lowered.zeroFill)
-    out += "# zero-filled first: " + p.tensors[static_cast<std::size_t>(id)].name + "\n";
-  out += checkNote(prep->lowered);
-  for (const auto& f : prep->lowered.funcs) out += codegen::ir::print(f);
-  if (llvmIR) out += "\n; optimized LLVM IR\n" + prep->code->llvmIR;
-  return out;
-#else
-  (void)bound;
-  (void)llvmIR;
-  return "this build has no LLVM JIT: the reference interpreter runs the checked program\n";
-#endif
+  return impl().backend->explain({p, bound, tensors}, llvmIR);
 }
 
 std::vector<std::string> Kernel::tensorArguments() const {
@@ -641,7 +334,7 @@ Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
   made->gradientOutputs = g.inputGrads;
   made->scatters = g.scatters;
   made->masked = g.masked;
-  made->limitVariants();
+  made->makeBackend();
   Kernel k;
   k.impl_ = std::move(made);
   return k;
@@ -652,16 +345,7 @@ std::vector<std::string> Kernel::gradientOutputs() const { return impl().gradien
 std::vector<std::string> Kernel::scatters() const { return impl().scatters; }
 std::vector<std::string> Kernel::maskedGathers() const { return impl().masked; }
 
-std::size_t Kernel::cachedVariants() const {
-  std::size_t n = 0;
-#if EINJIT_HAVE_LLVM
-  n += impl().prepared.size();
-#endif
-#if EINJIT_HAVE_CUDA
-  n += impl().preparedCuda.size();
-#endif
-  return n;
-}
+std::size_t Kernel::cachedVariants() const { return impl().backend->cachedVariants(); }
 
 std::string Kernel::source() const { return dsl::printProgram(impl().program.ast); }
 std::string Kernel::ranges() const { return dsl::describeRanges(impl().program); }
@@ -691,7 +375,7 @@ Kernel compile(const std::string& source, const Options& options) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->program = dsl::check(source, options.name);
   impl->options = options;
-  impl->limitVariants();
+  impl->makeBackend();
   Kernel k;
   k.impl_ = std::move(impl);
   return k;
