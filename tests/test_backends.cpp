@@ -52,7 +52,9 @@ Tensor offsets(const Shape& s, DType dt) {
   return Tensor::fromValues(s, v, dt);
 }
 
-std::vector<Arg> offsetArgs(const OffsetRow& row, DType offsetType, std::uint64_t seed) {
+// Unused in a build with neither the JIT nor CUDA.
+[[maybe_unused]] std::vector<Arg> offsetArgs(const OffsetRow& row, DType offsetType,
+                                             std::uint64_t seed) {
   std::vector<Arg> args;
   for (const auto& [name, shape] : row.shapes)
     args.push_back(isOffset(name) ? offsets(shape, offsetType)
