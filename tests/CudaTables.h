@@ -1,8 +1,8 @@
 #pragma once
 // The GPU tile tables: programs and shapes that reach each CUDA tile family and layout path.
-// test_cuda.cpp compiles them through NVRTC (and runs them on a GPU against the interpreter);
-// tools/dump-generated dumps their lowered IR and CUDA to show that a refactoring changes no
-// generated code.
+// test_cuda_compile.cpp compiles them through NVRTC, test_cuda.cpp runs them on a GPU against
+// the interpreter; tools/dump-generated dumps their lowered IR and CUDA to show that a
+// refactoring changes no generated code.
 #include "einjit/einjit.h"
 
 #include <map>

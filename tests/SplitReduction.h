@@ -3,7 +3,8 @@
 // products, max/min/product, '+=' and '=' into a scalar, few rows with a long reduction, several
 // reduction indices), compared with the interpreter at sizes 1 to 10^6+3 under the device's own
 // split policy and under a forced one that splits tiny reductions too; the first extreme's
-// gradient among many ties; bit-identical reruns. Shared by test_reduce (CPU) and test_cuda.
+// gradient among many ties; bit-identical reruns. Shared by test_reduce (CPU), test_cuda_compile
+// and test_cuda.
 #include "Compare.h"
 
 #include "codegen/Schedule.h"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): builds the CUDA path without the LLVM JIT and oneTBB (the
 # machine has neither; doctest and Google Benchmark travel in third_party/, made here by
-# scripts/gpu-deps.sh), runs the whole test suite (the CUDA tests for real), the GPU
-# benchmarks beside cuBLAS and PyTorch/cuDNN, and writes the table. Logs and JSON go to $OUT.
+# scripts/gpu-deps.sh), runs the whole test suite (the CUDA tests for real; the three CUDA test
+# binaries again with sm_80's code), the GPU benchmarks beside cuBLAS and PyTorch/cuDNN, and
+# writes the table. Logs and JSON go to $OUT.
 #   tools/gpu-check.sh [--tests] [--bench] [--quick]   (default: both)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,12 +29,15 @@ if [ $tests = 1 ]; then
   status=$?
   grep -E "MESSAGE|tests passed|tests failed|Total Test" "$out/tests.log" | sort | uniq -c | sort -rn | head -12
   grep -B2 -A20 "ERROR:" "$out/tests.log" | head -80
-  # The CUDA tests again with the code an sm_80 GPU gets (mma.sync tiles instead of wgmma).
-  (cd "$root/build-gpu" && EINJIT_CUDA_ARCH=80 ./tests/test_cuda >"$out/tests-sm80.log" 2>&1)
-  s80=$?
-  echo "test_cuda with EINJIT_CUDA_ARCH=80: $(grep -E '^\[doctest\] (test cases|Status)' "$out/tests-sm80.log" | tr '\n' ' ')"
-  grep -B2 -A20 "ERROR:" "$out/tests-sm80.log" | head -40
-  [ $s80 = 0 ] || status=1
+  # The CUDA tests (NVRTC, schedules, GPU runs) again with the code an sm_80 GPU gets
+  # (mma.sync tiles instead of wgmma).
+  for t in test_cuda_compile test_cuda_schedule test_cuda; do
+    (cd "$root/build-gpu" && EINJIT_CUDA_ARCH=80 "./tests/$t" >"$out/$t-sm80.log" 2>&1)
+    s80=$?
+    echo "$t with EINJIT_CUDA_ARCH=80: $(grep -E '^\[doctest\] (test cases|Status)' "$out/$t-sm80.log" | tr '\n' ' ')"
+    grep -B2 -A20 "ERROR:" "$out/$t-sm80.log" | head -40
+    [ $s80 = 0 ] || status=1
+  done
 fi
 if [ $bench = 1 ]; then
   reps=3

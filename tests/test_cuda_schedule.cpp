@@ -1,0 +1,178 @@
+// The CUDA backend's schedules and IR without a GPU or NVRTC: the code architecture, explain's
+// kernels and launch shapes, relayout copies around tiles, and the IR nodes the GPU tiles use
+// (integer xor for swizzles, vector copies), as printed and emitted.
+#include "Compare.h"
+#include "CudaCompile.h"
+#include "CudaTestSupport.h"
+
+#include "codegen/CodeGenCUDA.h"
+#include "codegen/IR.h"
+#include "runtime/CudaBackend.h"
+#include "runtime/Nvrtc.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+using namespace einjit::test;
+
+TEST_CASE("cuda: EINJIT_CUDA_ARCH selects an older code architecture, never a newer one") {
+  const char* had = std::getenv("EINJIT_CUDA_ARCH");
+  const std::string saved = had ? had : "";
+  unsetenv("EINJIT_CUDA_ARCH");
+  const int own = einjit::runtime::codeArch(0); // the device's, 90 without a GPU
+  auto with = [](const char* v) {
+    setenv("EINJIT_CUDA_ARCH", v, 1);
+    return einjit::runtime::codeArch(0);
+  };
+  CHECK(with("sm_80") == std::min(80, own));
+  CHECK(with("75") == std::min(75, own));
+  CHECK(with("1000") == own);
+  CHECK(with("sm_8x") == own);
+  CHECK(with("") == own);
+  if (had)
+    setenv("EINJIT_CUDA_ARCH", saved.c_str(), 1);
+  else
+    unsetenv("EINJIT_CUDA_ARCH");
+}
+
+TEST_CASE("cuda: explain --cuda prints the kernels and their launch shapes (no GPU needed)") {
+  Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+                             on(Device::cuda(), DType::f32));
+  Tensor x = Tensor::random({2, 3, 9, 9}, DType::f32, 1),
+         w = Tensor::random({4, 3, 3, 3}, DType::f32, 2);
+  std::string text = k.explain({x, w});
+  CAPTURE(text);
+  CHECK(text.find("__global__") != std::string::npos);
+  CHECK(text.find("# launch ej_s0: 1 block(s) of 128 thread(s)") != std::string::npos);
+  CHECK(text.find("__restrict__") != std::string::npos);
+}
+
+TEST_CASE("cuda: tensors with their unit stride on a batch index go through batch-outermost "
+          "copies around the tile; convolution inputs through channel-fast ones") {
+  std::string why;
+  REQUIRE_MESSAGE(einjit::runtime::nvrtc::available(&why), why);
+  auto launches = [](const einjit::runtime::CudaProgram& cp) {
+    std::string names;
+    for (const auto& k : cp.cuda.kernels) names += (names.empty() ? "" : " ") + k.name;
+    return names;
+  };
+  const std::map<std::string, Tensor> ab = {{"A", Tensor::random({65, 40, 3})},
+                                            {"B", Tensor::random({3, 70, 40})}};
+  // A[i,j,b] and C[i,k,b] move fastest along b: A is transposed into a copy, the tile writes C
+  // into one and it is transposed back; B[b,k,j] is read as it is. ':=' covers C: no copy in.
+  Kernel perm = einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]", on(Device::cuda()));
+  for (int arch : {80, 90}) {
+    auto cp = cudaFor(perm, ab, {}, DType::f32, arch);
+    CHECK(cp.lowered.notes[0].find("A, C copied first to batch-outermost layouts") !=
+          std::string::npos);
+    CHECK(launches(cp) == "ej_s0_relayout_A ej_s0 ej_s0_relayout_back");
+    CHECK(cp.lowered.scratch.size() == 2);
+    CHECK(cp.lowered.scratch.at(0).bytes() == 65 * 40 * 3 * 4);
+  }
+  // bf16: the copies are bf16 too (2 bytes an element).
+  const std::map<std::string, Tensor> ab16 = {{"A", Tensor::random({65, 40, 3}, DType::bf16)},
+                                              {"B", Tensor::random({3, 70, 40}, DType::bf16)}};
+  Kernel perm16 =
+      einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]", on(Device::cuda(), DType::bf16));
+  auto cp16 = cudaFor(perm16, ab16, {}, DType::bf16, 90);
+  CHECK(cp16.lowered.notes[0].find("tensor cores") != std::string::npos);
+  CHECK(cp16.lowered.scratch.at(0).bytes() == 65 * 40 * 3 * 2);
+  // '+=' reads C: it is copied in as well.
+  Kernel acc = einjit::compile("C[i,k,b] += A[i,j,b] * B[b,k,j]", on(Device::cuda()));
+  std::map<std::string, Tensor> abc = ab;
+  abc.emplace("C", Tensor::random({65, 70, 3}));
+  CHECK(launches(cudaFor(acc, abc, {}, DType::f32, 90)) ==
+        "ej_s0_relayout_A ej_s0_relayout_C ej_s0 ej_s0_relayout_back");
+  // Batch indices already outermost: no copies.
+  Kernel bmm = einjit::compile("C[b,i,k] := A[b,i,j] * B[b,j,k]", on(Device::cuda()));
+  const std::map<std::string, Tensor> outer = {{"A", Tensor::random({3, 70, 33})},
+                                               {"B", Tensor::random({3, 33, 90})}};
+  auto plain = cudaFor(bmm, outer, {}, DType::f32, 90);
+  CHECK(launches(plain) == "ej_s0");
+  CHECK(plain.lowered.notes[0].find("batch-outermost") == std::string::npos);
+  // bf16 convolutions whose input is read 3 elements at a time along (c,a,b): input and filter
+  // copied with c fastest, the reduction run as (a,b,c), both staged by 16-byte copies.
+  Kernel conv =
+      einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda(), DType::bf16));
+  const std::map<std::string, Tensor> xk = {{"x", Tensor::random({4, 64, 20, 20}, DType::bf16)},
+                                            {"k", Tensor::random({64, 64, 3, 3}, DType::bf16)}};
+  auto fwd = cudaFor(conv, xk, {}, DType::bf16, 90);
+  CHECK(fwd.lowered.notes[0].find("slices of 64 along (a,b,c)") != std::string::npos);
+  CHECK(fwd.lowered.notes[0].find("tile.B by 16-byte asynchronous copies; x, k copied first to "
+                                  "layouts with c fastest") != std::string::npos);
+  CHECK(launches(fwd) == "ej_s0_relayout_x ej_s0_relayout_k ej_s0");
+  // f32 tiles keep their inputs; so does a stride-1 weight gradient (runs of 18 along (h,w)).
+  Kernel conv32 = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", on(Device::cuda()));
+  const std::map<std::string, Tensor> xk32 = {{"x", Tensor::random({4, 64, 20, 20})},
+                                              {"k", Tensor::random({64, 64, 3, 3})}};
+  CHECK(cudaFor(conv32, xk32, {}, DType::f32, 90).lowered.notes[0].find("copied first") ==
+        std::string::npos);
+  const char* wgrad = "dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,h+a,w+b]";
+  std::map<std::string, Tensor> dyx = {{"x", Tensor::random({16, 64, 20, 20}, DType::bf16)},
+                                       {"dy", Tensor::random({16, 64, 18, 18}, DType::bf16)}};
+  Kernel wg1 = einjit::compile(wgrad, on(Device::cuda(), DType::bf16));
+  CHECK(cudaFor(wg1, dyx, {}, DType::bf16, 90).lowered.notes[0].find("copied first") ==
+        std::string::npos);
+  // A stride-2 weight gradient reads x one element at a time along (n,h,w): dy and x are
+  // copied with the image index n fastest and the reduction runs as (h,w,n).
+  Kernel wg2 = einjit::compile("dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,2h+a,2w+b]",
+                               on(Device::cuda(), DType::bf16));
+  dyx["dy"] = Tensor::random({16, 64, 9, 9}, DType::bf16);
+  auto w2 = cudaFor(wg2, dyx, {}, DType::bf16, 90);
+  CHECK(w2.lowered.notes[0].find("along (h,w,n)") != std::string::npos);
+  CHECK(w2.lowered.notes[0].find("dy, x copied first to layouts with n fastest") !=
+        std::string::npos);
+}
+
+TEST_CASE("cuda: the IR's integer xor (the swizzles) folds, prints, emits '^', integers only") {
+  namespace ir = einjit::codegen::ir;
+  std::int64_t v = 0;
+  CHECK(ir::isConst(ir::binary(ir::BinOp::Xor, ir::intImm(5), ir::intImm(3)), &v));
+  CHECK(v == 6);
+  ir::Func f;
+  f.name = "x";
+  f.buffers = {{"out", ir::Type::i64}, {"in", ir::Type::f32}};
+  f.body = ir::forLoop(
+      "i", ir::intImm(0), ir::intImm(8), ir::ForKind::Serial,
+      ir::store("out", ir::var("i"), ir::binary(ir::BinOp::Xor, ir::var("i"), ir::intImm(3))));
+  ir::verify(f);
+  CHECK(ir::print(f).find("^ 3") != std::string::npos);
+  CHECK(einjit::codegen::emitCUDA({f}, "t_").source.find("(v_i ^ ") != std::string::npos);
+  ir::Func g = f;
+  g.buffers = {{"out", ir::Type::f32}, {"in", ir::Type::f32}};
+  ir::Expr x = ir::load(ir::Type::f32, "in", ir::var("i"));
+  g.body = ir::forLoop("i", ir::intImm(0), ir::intImm(8), ir::ForKind::Serial,
+                       ir::store("out", ir::var("i"), ir::binary(ir::BinOp::Xor, x, x)));
+  CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
+}
+
+TEST_CASE("cuda: the IR's vector copy prints, emits one 16-byte load and store, same types only") {
+  namespace ir = einjit::codegen::ir;
+  ir::Func f;
+  f.name = "v";
+  f.buffers = {{"out", ir::Type::bf16}, {"in", ir::Type::f32}};
+  // Eight f32 values rounded into an aligned local vector, stored to out[8 i] at once.
+  ir::Stmt fill =
+      ir::forLoop("l", ir::intImm(0), ir::intImm(8), ir::ForKind::Unrolled,
+                  ir::store("t", ir::var("l"),
+                            ir::cast(ir::Type::bf16, ir::load(ir::Type::f32, "in", ir::var("l")))));
+  f.body = ir::forLoop(
+      "i", ir::intImm(0), ir::intImm(4), ir::ForKind::Serial,
+      ir::allocate("t", ir::Type::bf16, 8,
+                   ir::block({fill, ir::copyVector("out", ir::mul(ir::var("i"), ir::intImm(8)), "t",
+                                                   ir::intImm(0), 16)})));
+  ir::verify(f);
+  CHECK(ir::print(f).find("copy.vector.16 out[") != std::string::npos);
+  const std::string src = einjit::codegen::emitCUDA({f}, "t_").source;
+  CHECK(src.find("__align__(16) unsigned short l_t[8];") != std::string::npos);
+  CHECK(src.find("*reinterpret_cast<uint4*>(&b_out[") != std::string::npos);
+  CHECK(src.find("*reinterpret_cast<const uint4*>(&l_t[") != std::string::npos);
+  // out is written (not const) though no Store names it.
+  CHECK(src.find("const unsigned short* __restrict__ b_out") == std::string::npos);
+  ir::Func g = f;
+  g.body = ir::copyVector("out", ir::intImm(0), "in", ir::intImm(0), 16); // bf16 <- f32
+  CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
+  CHECK_THROWS_AS(ir::copyVector("out", ir::intImm(0), "in", ir::intImm(0), 12),
+                  einjit::InternalError);
+}
