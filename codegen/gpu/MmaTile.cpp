@@ -8,7 +8,7 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
                            const TileFrame& f, const std::function<Stmt(Stmt)>& cells,
                            const Expr& slot, bool* vectored) {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
-  const std::int64_t P = f.BN + 4, threads = target_.gpuBlock, per = threads / f.BN;
+  const std::int64_t P = f.BN + 4, threads = Target::gpuTileBlock, per = threads / f.BN;
   if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
     throw InternalError("lower: a tile epilogue that does not divide among the threads");
   const std::string buf = "tile.C";
@@ -67,7 +67,7 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                          const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                          const std::vector<std::size_t>& maskL,
                          const std::vector<std::size_t>& maskR) {
-  bool wg = target_.gpuArch == 90;
+  bool wg = target_.gpuWarpgroupMma();
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
   const std::int64_t BK = kMmaSlice, S = BK + 8, MT = 4, NT = 4;
@@ -110,7 +110,7 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
     wg = false;
   // The mma.sync tile's 8 warps: 2 x 4 of 64 x 32 (128 x 128), or 1 x 8 (64 x 256) when I
   // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
-  const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= 256) ? 1 : 2, WN = 8 / WM;
+  const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= kWideTile) ? 1 : 2, WN = 8 / WM;
   const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
   const WarpgroupShape shape = !wg     ? WarpgroupShape{}
                                : wgRow ? WarpgroupShape{64, 4, 0}
@@ -126,8 +126,8 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   // stride-2 weight gradient (18 tiles of 365 slices) each doubling of the ranges from 4 to 32
   // measured faster.
   const std::int64_t tiles = tilesI * tilesJ * extB;
-  std::int64_t wanted = target_.gpuBlocksWanted;
-  if (wg && 4 * tiles >= target_.gpuBlocksWanted) wanted /= 4;
+  std::int64_t wanted = target_.gpuBlocksWanted();
+  if (wg && 4 * tiles >= target_.gpuBlocksWanted()) wanted /= 4;
   const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
   ir::Func f = newFunc(name);
   auto div = [](Expr a, std::int64_t b) {

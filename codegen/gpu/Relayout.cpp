@@ -133,11 +133,12 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   Expr fo = ir::intImm(0), to_ = ir::intImm(0);
   offsets(rest, ir::binary(BinOp::Div, blk, ir::intImm(nS * nD)), fo, to_);
   const std::string tile = "relayout.tile";
-  const std::int64_t elems = TS * TD, reps = (elems + 255) / 256, pitch = TS + 1;
+  const std::int64_t threads = target_.gpuBlock;
+  const std::int64_t elems = TS * TD, reps = (elems + threads - 1) / threads, pitch = TS + 1;
   // One pass over the tile, reading (along the source's fastest) or writing (along the
   // destination's): the thread's elements e, at (sv, dv) in the tile.
   auto pass = [&](bool write) {
-    Expr e = ir::add(thr, ir::mul(ir::var("relayout.q"), ir::intImm(256)));
+    Expr e = ir::add(thr, ir::mul(ir::var("relayout.q"), ir::intImm(threads)));
     Expr sv = write ? ir::binary(BinOp::Div, e, ir::intImm(TD))
                     : ir::binary(BinOp::Mod, e, ir::intImm(TS));
     Expr dv = write ? ir::binary(BinOp::Mod, e, ir::intImm(TD))
@@ -146,7 +147,7 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
          gd = ir::add(ir::mul(td, ir::intImm(TD)), dv);
     Expr valid = both(ir::binary(BinOp::Lt, gs, ir::intImm(shape[s])),
                       ir::binary(BinOp::Lt, gd, ir::intImm(shape[d])));
-    if (elems % 256 != 0) valid = both(ir::binary(BinOp::Lt, e, ir::intImm(elems)), valid);
+    if (elems % threads != 0) valid = both(ir::binary(BinOp::Lt, e, ir::intImm(elems)), valid);
     Expr slot = ir::add(ir::mul(dv, ir::intImm(pitch)), sv);
     Stmt body = write ? ir::store(to,
                                   ir::add(to_, ir::add(ir::mul(gs, ir::intImm(ts[s])),
@@ -159,9 +160,9 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
     return ir::forLoop("relayout.q", ir::intImm(0), ir::intImm(reps), ForKind::Unrolled,
                        ir::ifThen(valid, body));
   };
-  f.body = tileLaunch(
+  f.body = blockLaunch(
       ir::allocate(tile, et, TD * pitch, ir::block({pass(false), ir::barrier(), pass(true)}), true),
-      blocks);
+      blocks, threads);
   out_.funcs.push_back(std::move(f));
 }
 

@@ -27,10 +27,11 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
   sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
                   ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
                   : 0;
-  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= threads && threads % BK == 0 &&
       separableRead(fs))
     sg.rowTable = buf + ".rows";
-  else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
+  else if (sg.vector == 0 && threads % (sg.kFast ? BK : BW) == 0) {
     // Tables pay where the decomposition divides by other than powers of two (shifts and masks): an
     // index after the first whose extent is not one (f32 stride-2 input gradient: tables over a
     // reduction of extents 128 x 2 x 2 measured slower).
@@ -43,10 +44,11 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
     // Row tables of a masked operand (the bounds then read table entries) measured faster for the
     // bf16 stride-2 input gradient but slower for the f32 one: f32
     // tiles keep decomposing a masked operand's rows.
-    if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
+    if (sg.kFast && dividing(group) && BW <= threads && (masks.empty() || elem == Type::bf16))
       sg.tables = Staged::Tables::Rows;
     else if (!sg.kFast && dividing(K) && !slicesAligned(K, r, BK) &&
-             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <= 32 * 1024)
+             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <=
+                 target_.gpuTableShared)
       sg.tables = Staged::Tables::Reduction;
   }
   layout(sg);
@@ -59,22 +61,24 @@ std::int64_t Lowerer::stageUnits(const Staged& s, std::int64_t BK) {
 }
 
 std::int64_t Lowerer::stageReps(const Staged& s, std::int64_t BK) {
-  return (stageUnits(s, BK) + 255) / 256;
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  return (stageUnits(s, BK) + threads - 1) / threads;
 }
 
 void Lowerer::stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
                        Expr* valid) {
+  constexpr std::int64_t threads = Target::gpuTileBlock;
   const std::int64_t u = std::max(s.vector, 1), units = stageUnits(s, BK);
-  Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(256)));
+  Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(threads)));
   const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
   Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
   Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
-  if (256 % fastN == 0) {
+  if (threads % fastN == 0) {
     // The same position along the fast direction in every pass (Staged::rowTable, tables).
     Expr thr = ir::var("gpu.thread");
     fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
     slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
-                   ir::mul(rep, ir::intImm(256 / fastN)));
+                   ir::mul(rep, ir::intImm(threads / fastN)));
   }
   if (s.core && s.vector > 0 && fastN % 8 == 0) {
     // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
@@ -90,7 +94,7 @@ void Lowerer::stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* 
   }
   *w = s.kFast ? slow : fast;
   *kk = s.kFast ? fast : slow;
-  *valid = units % 256 == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
+  *valid = units % threads == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
 }
 
 Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
@@ -380,7 +384,8 @@ Stmt Lowerer::fillRowTable(const Staged& s, const std::vector<std::size_t>& K, c
   if (ext % s.BW != 0)
     off = ir::select(ir::binary(BinOp::Lt, gw, ir::intImm(ext)), off, ir::intImm(0));
   Stmt fill = ir::store(s.rowTable, w, ir::cast(Type::i32, off));
-  return s.BW < 256 ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill) : fill;
+  return s.BW < Target::gpuTileBlock ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill)
+                                     : fill;
 }
 
 Stmt Lowerer::fillTables(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
@@ -388,15 +393,17 @@ Stmt Lowerer::fillTables(const Staged& s, const std::vector<std::size_t>& K, con
   const bool rows = s.tables == Staged::Tables::Rows;
   const std::vector<std::size_t>& g = rows ? s.group : K;
   const std::int64_t n = tableEntries(s, K, r, BK);
-  Expr t = ir::var("gpu.thread"), e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(256)));
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  Expr t = ir::var("gpu.thread"),
+       e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(threads)));
   decompose(g, r, rows ? ir::add(s.base, e) : e);
   std::vector<Stmt> stores;
   for (std::size_t v : g)
     stores.push_back(ir::store(s.table(v), e, ir::cast(Type::i32, varExpr_[v])));
   Stmt body = ir::block(stores);
-  if (n % 256 != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
-  return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + 255) / 256), ForKind::Serial,
-                     body);
+  if (n % threads != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
+  return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + threads - 1) / threads),
+                     ForKind::Serial, body);
 }
 
 std::int64_t Lowerer::tableEntries(const Staged& s, const std::vector<std::size_t>& K,

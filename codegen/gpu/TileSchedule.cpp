@@ -12,13 +12,13 @@ auto Lowerer::tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles
   if (cellFlops <= 0) {
     while (tiles * t.splits < wanted && slices / (2 * t.splits) >= least) t.splits *= 2;
   } else {
-    const std::int64_t sms = std::max<std::int64_t>(1, target_.gpuBlocksWanted / 2);
+    const std::int64_t sms = std::max<std::int64_t>(1, target_.gpuSms);
     const double bytes = static_cast<double>(t.elements) * static_cast<double>(ir::typeBytes(vt_));
     double best = 0;
     for (std::int64_t s = 1; s == 1 || (s <= slices / least && s <= 1024); ++s) {
       const std::int64_t per = (slices + s - 1) / s, busiest = (tiles * s + sms - 1) / sms;
       double time = static_cast<double>(busiest * per) * cellFlops / target_.gpuSmFlops;
-      if (busiest == 1) time *= kLoneBlock;
+      if (busiest == 1) time *= target_.gpuLoneBlock;
       if (s > 1) time += static_cast<double>(2 * s + 1) * bytes / target_.gpuBandwidth;
       if (s == 1 || time < best) {
         best = time;
@@ -35,12 +35,12 @@ auto Lowerer::tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles
   return t;
 }
 
-int Lowerer::stagesFor(const std::vector<Staged>& ops) {
+int Lowerer::stagesFor(const std::vector<Staged>& ops) const {
   for (const Staged& s : ops)
     if (s.vector == 0) return 2;
   const std::int64_t per = sharedBytes(ops);
   return static_cast<int>(
-      std::clamp<std::int64_t>(96 * 1024 / std::max<std::int64_t>(per, 1), 2, 4));
+      std::clamp<std::int64_t>(target_.gpuPipelineShared / std::max<std::int64_t>(per, 1), 2, 4));
 }
 
 std::int64_t Lowerer::sharedBytes(const std::vector<Staged>& ops) {
@@ -79,9 +79,9 @@ bool Lowerer::maskedRanges(const Statement& st, const BoundStatement& bs, const 
 
 auto Lowerer::warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const
     -> WarpgroupShape {
-  const std::int64_t sms = target_.gpuBlocksWanted / 2;
+  const std::int64_t sms = target_.gpuSms;
   auto tiles = [&](std::int64_t bn) { return tilesI * ((extJ + bn - 1) / bn) * extB; };
-  if (extJ >= 256 && tiles(256) >= sms) return {256, 4, 1};
+  if (extJ >= kWideTile && tiles(kWideTile) >= sms) return {kWideTile, 4, 1};
   if (tiles(128) >= sms) return {128, 3, 0};
   return {64, 4, 0};
 }

@@ -400,13 +400,13 @@ private:
   // its tile's partial sums in scratch[range * elements + o], and a second kernel adds them in
   // range order (deterministic, like the split reductions).
   // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
-  //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
+  //   `wanted` (a quarter of Target::gpuBlocksWanted() for the warpgroup tiles, which fill an SM
   //   with one or two blocks).
   // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
   //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
   //   (measured on the Linear layer's weight gradient; smaller tiles lose more alone:
-  //   kLoneBlock), so a split's time is that of the slices of the SM given the most blocks,
-  //   ceil(tiles * s / SMs) * ceil(slices / s) (kLoneBlock times that for one block), at
+  //   Target::gpuLoneBlock), so a split's time is that of the slices of the SM given the most
+  //   blocks, ceil(tiles * s / SMs) * ceil(slices / s) (gpuLoneBlock times that for one block), at
   //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
   //   written, read back by the combine pass, which writes the output (counting only the combine
   //   pass, the model split 8192^3 into 4 ranges, which measured slower than whole).
@@ -523,8 +523,8 @@ private:
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK);
   static std::int64_t stageReps(const Staged& s, std::int64_t BK);
 
-  // Element (or vector) e = thread + 256 * rep of a staging pass: its row w, its reduction
-  // position kk in the slice, and whether e exists (null when every thread's does).
+  // Element (or vector) e = thread + Target::gpuTileBlock * rep of a staging pass: its row w, its
+  // reduction position kk in the slice, and whether e exists (null when every thread's does).
   static void stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
                        Expr* valid);
   static Stmt guarded(const Expr& valid, Stmt s);
@@ -544,9 +544,8 @@ private:
   // lose (measured much slower at C=256).
   // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
   static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
-  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the same
-  // slices than one given two (measured on the C=64 and 1x1 weight gradients).
-  static constexpr double kLoneBlock = 1.1;
+  // The widest tile along J: the warpgroup tile's 256 columns, the mma.sync tile's 64 x 256.
+  static constexpr std::int64_t kWideTile = 256;
   // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
   // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3 (64
   // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32.
@@ -575,8 +574,8 @@ private:
 
   // How many slices a tile keeps in shared memory: operands staged through registers run one
   // slice ahead (2); when every operand is copied asynchronously, up to 4 slices within
-  // 96 KiB, so the copies of slice k.o + stages - 1 overlap the products of k.o.
-  static int stagesFor(const std::vector<Staged>& ops);
+  // Target::gpuPipelineShared, so the copies of slice k.o + stages - 1 overlap the products of k.o.
+  int stagesFor(const std::vector<Staged>& ops) const;
 
   // The reduction loop of a tile over its slices with every operand staged in `stages` slots
   // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
@@ -627,7 +626,10 @@ private:
   static std::int64_t wholeSlices(const std::vector<std::size_t>& K, const Ranges& r,
                                   std::int64_t BK);
 
-  // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
+  // A launch of `blocks` blocks of `threads` threads around a block's body.
+  static Stmt blockLaunch(Stmt body, std::int64_t blocks, std::int64_t threads);
+  // The tile kernel's launch: Target::gpuTileBlock threads per block, a block per (tile,
+  // reduction range).
   static Stmt tileLaunch(Stmt body, std::int64_t blocks);
 
   // "i,j" for a group of indices ("-" when empty), for schedule notes.
@@ -714,9 +716,9 @@ private:
   // products it leaves running while the next slice is issued. For bf16 4096^3, 128 x 256 with 4
   // slices (192 KiB, one block per SM) and one group in flight measured fastest, ahead of 3 slices
   // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight. The widest
-  // tile of which there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x
+  // tile of which there are enough for one per SM (Target::gpuSms); below that 128 x
   // 64 with 4 slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
-  // gpuBlocksWanted) leaves whole at 1024^3 (128 tiles of 16 slices): faster there than 128 x 128
+  // gpuBlocksWanted()) leaves whole at 1024^3 (128 tiles of 16 slices): faster there than 128 x 128
   // split in two or unsplit.
   struct WarpgroupShape {
     std::int64_t BN = 128;
@@ -729,11 +731,11 @@ private:
   // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
   // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
-  // On sm_90 (target gpuArch 90) the tile runs on the warpgroup instructions instead: 128 x BN
-  // (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both
-  // operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding),
-  // 4 steps of k16 per slice; the barrier before each slice orders the copies before the
-  // tensor cores' reads (fence.proxy.async).
+  // On sm_90 (Target::gpuWarpgroupMma) the tile runs on the warpgroup instructions instead: 128 x
+  // BN (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both operands
+  // from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16
+  // per slice; the barrier before each slice orders the copies before the tensor cores' reads
+  // (fence.proxy.async).
   bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                   const std::string& name, const CExpr& lf, const CExpr& rf,
                   const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
