@@ -61,15 +61,21 @@ void Lowerer::statement(std::size_t k) {
     return;
   }
   if (target_.gpu) {
-    auto tiled = [&] { return emitGpuTiled(st, bs, ranges, base); };
-    auto phases = [&] { return phaseTiles(st, bs, ranges, base); };
-    // A tile over copies in other layouts, a plain one, the same for residue phases.
+    const TileEmitter tiled = [&]() -> std::optional<GpuTileSchedule> {
+      if (std::optional<GpuTilePlan> t = emitGpuTiled(st, bs, ranges, base))
+        return GpuTileSchedule{std::move(*t), std::nullopt, std::nullopt, false};
+      return std::nullopt;
+    };
+    const TileEmitter phases = [&] { return phaseTiles(st, bs, ranges, base); };
+    // A tile over copies in other layouts, a plain one, the same for residue phases; else a
+    // tile of the core of a core/border split.
     const bool indep = independentOutputs(st);
-    if (indep && (relayoutTiled(st, bs, sched, ranges, base, tiled) || tiled() ||
-                  relayoutTiled(st, bs, sched, ranges, base, phases) || phases())) {
-      out_.notes.back() = gpuNote_;
-    } else if (indep && gpuCoreSplit(st, bs, ranges, base)) {
-      return;
+    std::optional<GpuTileSchedule> tile;
+    if (indep && ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = tiled()) ||
+                  (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) ||
+                  (tile = phases()) || (tile = gpuCoreSplit(st, bs, ranges, base)))) {
+      sched.gpuTile = std::move(tile);
+      out_.notes.back() = describe(*sched.gpuTile);
     } else if (indep) {
       emitGpuGeneric(st, bs, ranges, base);
     } else if (atomicScatter(st)) {

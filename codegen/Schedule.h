@@ -14,6 +14,7 @@
 // The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
 // and stages in Lower.cpp; backends need no change.
 #include "codegen/Target.h"
+#include "codegen/schedule/GpuTile.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
@@ -40,6 +41,9 @@ struct StatementSchedule {
   int splitChunks = 0;
   int splitVar = -1;
   std::int64_t splitPrefix = 0, splitChunk = 0;
+  // A GPU contraction tile (set by the lowering, which chooses it through
+  // schedule/GpuTileSchedule.h): its note replaces `why`.
+  std::optional<GpuTileSchedule> gpuTile;
   std::string why; // one line for `einjit explain`
 };
 

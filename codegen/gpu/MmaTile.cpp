@@ -61,16 +61,17 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
        ir::allocate(buf, vt_, f.BM * P, ir::block({put, ir::barrier(), drain}), true)});
 }
 
-bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                          const std::string& name, const CExpr& lf, const CExpr& rf,
                          const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                          const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                          const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR) {
-  bool wg = target_.gpuWarpgroupMma();
+                         const std::vector<std::size_t>& maskR) -> std::optional<GpuTilePlan> {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-  const std::int64_t BK = kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  const std::int64_t BK = gpuschedule::kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  // The family (gpuschedule::tensorCoreShape, below) decides the operands' layouts.
+  bool wg = target_.gpuWarpgroupMma();
   const std::int64_t slices = (extK + BK - 1) / BK;
   // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
   // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
@@ -89,45 +90,27 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                    std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
     return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
   };
-  // The warpgroup tile where it measured faster: both operands copied
-  // asynchronously, both tile dimensions filled and the reduction at least two slices. Otherwise
-  // the mma.sync tile: with an operand staged through registers (a convolution's im2col reads,
-  // masked ranges; 2-byte stores into the swizzled layout) the warpgroup tile ran slower (the bf16
-  // stride-2 convolution forward among them), and so it did on the 1x1 convolution's half-filled
-  // tiles or single slice.
   auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
                     const std::vector<std::size_t>& masks) {
     return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
   };
-  // Rows for one warpgroup only (48 to 64: a convolution's 64 channels): the two stand side by
-  // side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). For the bf16 C=64
-  // forward and input gradient this measured faster than the mma.sync tile of 64 x 256, than 3
-  // slices (per warpgroup 128 wide), and than 64 x 256 with 4 or 2 slices and one slice's products
-  // in flight.
-  const bool wgRow = extI <= 64 && extI >= 48;
-  if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || (extI < 128 && !wgRow) ||
-             extJ < 128 || extK < 2 * BK))
-    wg = false;
-  // The mma.sync tile's 8 warps: 2 x 4 of 64 x 32 (128 x 128), or 1 x 8 (64 x 256) when I
-  // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
-  const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= kWideTile) ? 1 : 2, WN = 8 / WM;
+  const gpuschedule::TensorCoreShape tc = gpuschedule::tensorCoreShape(
+      target_, wg && copied(lf, I, maskL) && copied(rf, J, maskR), extI, extJ, extK);
+  wg = tc.kind == GpuTileKind::Wgmma;
+  const bool wgRow = tc.sideBySide;
+  const std::int64_t WM = tc.WM, WN = tc.WN;
   const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
-  const WarpgroupShape shape = !wg     ? WarpgroupShape{}
-                               : wgRow ? WarpgroupShape{64, 4, 0}
-                                       : warpgroupShape(tilesI, extJ, extB);
+  const gpuschedule::WarpgroupShape shape =
+      !wg     ? gpuschedule::WarpgroupShape{}
+      : wgRow ? gpuschedule::WarpgroupShape{64, 4, 0}
+              : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB);
   // A warpgroup's columns (wgmma's n), the tile's.
   const std::int64_t WBN = shape.BN, BN = wg ? shape.BN * (wgRow ? 2 : 1) : WN * NT * 8,
                      tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return false;
-  // Split-K aims at gpuBlocksWanted blocks for the mma.sync tile; for the warpgroup tile (one or
-  // two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than half the SMs
-  // (a weight gradient's few output tiles over a long reduction), at all of it: on the bf16
-  // stride-2 weight gradient (18 tiles of 365 slices) each doubling of the ranges from 4 to 32
-  // measured faster.
+  if (!storeOutput(st, num(0))) return std::nullopt;
   const std::int64_t tiles = tilesI * tilesJ * extB;
-  std::int64_t wanted = target_.gpuBlocksWanted();
-  if (wg && 4 * tiles >= target_.gpuBlocksWanted()) wanted /= 4;
+  const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
   const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
   ir::Func f = newFunc(name);
   auto div = [](Expr a, std::int64_t b) {
@@ -211,24 +194,25 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   Stmt body = ir::allocate("acc", vt_, wg ? WBN / 2 : MT * NT * 4,
                            ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
-  const std::string n = std::to_string(BN), wgn = std::to_string(WBN);
-  gpuNote_ =
-      (wg ? "GPU tensor cores (wgmma m64n" + wgn +
-                "k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled operands): tile " +
-                std::to_string(BM) + "x" + n + " over ("
-          : "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile " +
-                std::to_string(BM) + "x" + n + " over (") +
-      names(I) + ") x (" + names(J) +
-      (wg ? std::string("), 2 warpgroups ") + (wgRow ? "side by side " : "") + "of 64x" + wgn
-          : "), 8 warps (" + std::to_string(WM) + "x" + std::to_string(WN) + ") of 64x32") +
-      ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
-      (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
-      (shape.inFlight ? ", the products of one slice running while the next is issued" : "") +
-      (vectored ? ", the output stored 16 bytes at a time" : "");
+  GpuTilePlan plan;
+  plan.kind = tc.kind;
+  plan.BM = BM;
+  plan.BN = BN;
+  plan.BK = BK;
+  plan.WM = WM;
+  plan.WN = WN;
+  plan.WBN = WBN;
+  plan.sideBySide = wgRow;
+  plan.inFlight = shape.inFlight;
+  describeGroups(st, I, J, K, B, plan);
+  plan.stages = stages;
+  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
+  plan.vectoredOutput = vectored;
+  plan.splits = split.splits;
+  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return true;
+  return plan;
 }
 
 } // namespace einjit::codegen::lowering

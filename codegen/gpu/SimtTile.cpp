@@ -3,10 +3,10 @@
 
 namespace einjit::codegen::lowering {
 
-bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                           const std::string& name) {
+auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const std::string& name) -> std::optional<GpuTilePlan> {
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
-  if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return false;
+  if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return std::nullopt;
   std::vector<const CExpr*> factors;
   flattenProduct(*st.rhs, factors);
   // The column index: of the output indices some factors use and others do not (batch
@@ -30,7 +30,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
       fastStride = std::abs(stride);
     }
   }
-  if (fast < 0) return false;
+  if (fast < 0) return std::nullopt;
   std::vector<const CExpr*> L, R;
   std::vector<bool> inL(n, false), inR(n, false);
   for (std::size_t q = 0; q < factors.size(); ++q) {
@@ -41,7 +41,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     side.push_back(f);
     for (std::size_t v = 0; v < n; ++v) in[v] = in[v] || u[v];
   }
-  if (L.empty() || R.empty()) return false;
+  if (L.empty() || R.empty()) return std::nullopt;
   std::vector<std::size_t> I, J, B, K;
   for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
     const auto v = static_cast<std::size_t>(st.lhsVars[d]);
@@ -76,48 +76,30 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                               return pinned_[v];
                             }),
              g->end());
-  if (I.empty() || J.empty() || K.empty()) return false;
+  if (I.empty() || J.empty() || K.empty()) return std::nullopt;
   std::vector<std::size_t> maskL, maskR;
-  if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return false;
+  if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return std::nullopt;
   setRanges(st, r);
   if ((maskL.empty() && !maskR.empty() && !provenInBounds(L)) ||
       (maskR.empty() && !maskL.empty() && !provenInBounds(R)))
-    return false;
+    return std::nullopt;
   maskBounds_ = &bs;
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
   // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
-  if (extK < 8 ||
-      (phase_.empty() &&
-       static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536))
-    return false;
+  if (!gpuschedule::worthTile(extI, extJ, extK, !phase_.empty())) return std::nullopt;
   // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
   const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&
                    L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
-  if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
+  if (!maskL.empty() || !maskR.empty())
+    sliceAlongFullIndex(K, r, mma ? gpuschedule::kMmaSlice : gpuschedule::kSimtSlice);
   if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
-  // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of two), or 7
-  // or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the Linear layer's input
-  // features, whose gradients measured faster so), 576 = 6 x 96 (a
-  // C=64 3x3 filter's (c,a,b)).
-  auto tileFor = [](std::int64_t ext) {
-    std::int64_t t = 8;
-    while (t > 1 && 16 * t / 2 >= ext) t /= 2;
-    if (t == 8) {
-      auto padded = [ext](std::int64_t u) { return (ext + 16 * u - 1) / (16 * u) * (16 * u); };
-      std::int64_t best = 8;
-      for (std::int64_t u : {7, 6})
-        if (padded(u) < padded(best) && 20 * padded(u) <= 19 * padded(8)) best = u;
-      t = best;
-    }
-    return t;
-  };
-  const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN,
-                     BK = kTileSlice;
+  const std::int64_t TM = gpuschedule::simtCells(extI), TN = gpuschedule::simtCells(extJ),
+                     BM = 16 * TM, BN = 16 * TN, BK = gpuschedule::kSimtSlice;
   const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
   const std::int64_t slices = (extK + BK - 1) / BK;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return false;
+  if (!storeOutput(st, num(0))) return std::nullopt;
   const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
                                     2.0 * static_cast<double>(BM * BN * BK));
   ir::Func f = newFunc(name);
@@ -149,7 +131,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                 : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout, throughRegisters);
   };
   std::vector<Staged> ops = {stage(true, false), stage(false, false)};
-  if ((ops[0].rowMajor || ops[1].rowMajor) && split.splits == 1 && slices >= kLongReduction) {
+  if ((ops[0].rowMajor || ops[1].rowMajor) && gpuschedule::simtWordCopies(split.splits, slices)) {
     // Over a whole long reduction, a row-major operand is copied 4 bytes at a time asynchronously
     // into the k-major layout instead (vector 1): no registers staged, and every operand
     // asynchronous, so up to 4 slices in flight. This measured faster for the 4096^3 products, the
@@ -225,15 +207,21 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                    ir::allocate("reg.R", vt_, TN,
                                 ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  auto names = [&](const std::vector<std::size_t>& g) { return varNames(st, g); };
-  gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
-             ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
-             " per thread, shared-memory slices of " + std::to_string(BK) + " along (" + names(K) +
-             ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-             stagingNote(st, ops, stages);
+  GpuTilePlan plan;
+  plan.kind = GpuTileKind::Simt;
+  plan.BM = BM;
+  plan.BN = BN;
+  plan.BK = BK;
+  plan.TM = TM;
+  plan.TN = TN;
+  describeGroups(st, I, J, K, B, plan);
+  plan.stages = stages;
+  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
+  plan.splits = split.splits;
+  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return true;
+  return plan;
 }
 
 } // namespace einjit::codegen::lowering

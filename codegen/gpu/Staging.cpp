@@ -277,22 +277,26 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
   return loop;
 }
 
-std::string Lowerer::stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages) {
-  std::string t = ", " + std::to_string(stages) + " slices in flight";
-  for (std::size_t q = 0; q < ops.size(); ++q) {
-    t += std::string(q ? ", " : "; ") + ops[q].buf +
-         (ops[q].vector > 0 ? " by " + std::to_string(ops[q].vector * typeBytes(ops[q].elem)) +
-                                  "-byte asynchronous copies"
-                            : std::string(" through registers"));
-    if (!ops[q].rowTable.empty())
-      t += " (row offsets from a table)";
-    else if (ops[q].tables != Staged::Tables::None)
-      t += ops[q].tables == Staged::Tables::Rows ? " (row indices from tables)"
-                                                 : " (reduction indices from tables)";
-    if (!ops[q].masks.empty())
-      t += " (over the hull of (" + varNames(st, ops[q].masks) + "), masked to their ranges)";
-  }
-  return t;
+GpuOperandPlan Lowerer::operandPlan(const Statement& st, const Staged& s) {
+  GpuOperandPlan o;
+  o.buffer = s.buf;
+  o.copyBytes = s.vector > 0 ? s.vector * typeBytes(s.elem) : 0;
+  if (!s.rowTable.empty())
+    o.index = GpuOperandPlan::Index::RowOffsets;
+  else if (s.tables != Staged::Tables::None)
+    o.index = s.tables == Staged::Tables::Rows ? GpuOperandPlan::Index::RowTables
+                                               : GpuOperandPlan::Index::ReductionTables;
+  if (!s.masks.empty()) o.masked = varNames(st, s.masks);
+  return o;
+}
+
+void Lowerer::describeGroups(const Statement& st, const std::vector<std::size_t>& I,
+                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
+                             const std::vector<std::size_t>& B, GpuTilePlan& plan) {
+  plan.I = varNames(st, I);
+  plan.J = varNames(st, J);
+  plan.K = varNames(st, K);
+  plan.B = B.empty() ? std::string() : varNames(st, B);
 }
 
 int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,

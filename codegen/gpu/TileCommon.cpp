@@ -34,8 +34,6 @@ void Lowerer::finishSplit(const Statement& st, const BoundStatement& bs, const R
   StatementSchedule s;
   s.splitChunks = t.splits;
   emitCombine(st, bs, s, r, name + "_combine", t.partial, true);
-  gpuNote_ += ", split-K: " + std::to_string(t.splits) + " ranges of " +
-              std::to_string(t.perSplit) + " slices, partials added in order";
 }
 
 } // namespace einjit::codegen::lowering

@@ -6,6 +6,7 @@
 // ranges (lower/), GPU threads, launches, relayouts, staging, tiles and residue phases (gpu/),
 // and the post-passes (passes/).
 #include "codegen/Lower.h"
+#include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
 
@@ -176,6 +177,10 @@ private:
   // A GPU function of one thread per element of tensor t: body(the element's offset).
   void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
 
+  // A tile family's emission (a tile, residue phases of tiles): the schedule it carried out, or
+  // nothing (and nothing emitted) when it does not apply.
+  using TileEmitter = std::function<std::optional<GpuTileSchedule>()>;
+
   // --- batch-fast tensors on the GPU ---------------------------------------------------------
   // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
   // batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]), each
@@ -250,10 +255,11 @@ private:
 
   // Lowers statement st by `emit` (a GPU tile, or residue phases of tiles) over re-laid-out
   // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
-  // convolution's inputs channel-fast (see above). False (and nothing emitted) when neither
+  // convolution's inputs channel-fast (see above). Nothing (and nothing emitted) when neither
   // applies or `emit` does not.
-  bool relayoutTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
-                     const Ranges& r, const std::string& base, const std::function<bool()>& emit);
+  std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
+                                               const StatementSchedule& sched, const Ranges& r,
+                                               const std::string& base, const TileEmitter& emit);
 
   // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
   // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
@@ -313,8 +319,8 @@ private:
 
   // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
   // per output element.
-  bool gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                    const std::string& base);
+  std::optional<GpuTileSchedule> gpuCoreSplit(const Statement& st, const BoundStatement& bs,
+                                              const Ranges& ranges, const std::string& base);
 
   // A ':=' statement writes every element of its output when its left-hand indices are
   // distinct, run over whole dimensions, and do not depend on other indices.
@@ -393,7 +399,6 @@ private:
                    bool chunkMajor = false);
 
   // --- GPU contraction tiles -------------------------------------------------------------------
-  std::string gpuNote_;
 
   // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
   // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block leaves
@@ -542,17 +547,6 @@ private:
   // which it left even. Unmasked tiles keep their order: a forward convolution's
   // filter (o, c, a, b) is contiguous along (c, a, b) and copied by vectors, which (a, b, c) would
   // lose (measured much slower at C=256).
-  // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
-  static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
-  // The widest tile along J: the warpgroup tile's 256 columns, the mma.sync tile's 64 x 256.
-  static constexpr std::int64_t kWideTile = 256;
-  // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
-  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3 (64
-  // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32.
-  static constexpr std::int64_t kSplitReduction = 512;
-  // The fewest slices of an f32 tile's reduction for which row-major operands are copied
-  // 4 bytes at a time into the k-major layout (emitGpuTiled).
-  static constexpr std::int64_t kLongReduction = 16;
   static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
   // Whether every slice of BK along the reduction lies in one combination of its indices but
   // the last (whose extent BK divides).
@@ -589,8 +583,12 @@ private:
                 int inFlight = 0);
   static std::int64_t sharedBytes(const std::vector<Staged>& ops);
 
-  // ", 2 slices in flight; tile.A by 16-byte asynchronous copies, tile.B through registers".
-  static std::string stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages);
+  // How a staged operand reaches shared memory, for the tile's schedule value.
+  static GpuOperandPlan operandPlan(const Statement& st, const Staged& s);
+  // The index groups' names in a tile's schedule value.
+  static void describeGroups(const Statement& st, const std::vector<std::size_t>& I,
+                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
+                             const std::vector<std::size_t>& B, GpuTilePlan& plan);
 
   // Elements per asynchronous 16-byte copy of operand f along the flattened index group
   // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
@@ -664,8 +662,8 @@ private:
   // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
   // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
   // that emitGpuTiled masks. Every phase must tile, or nothing is emitted.
-  bool phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                  const std::string& base);
+  std::optional<GpuTileSchedule> phaseTiles(const Statement& st, const BoundStatement& bs,
+                                            const Ranges& ranges, const std::string& base);
   // Functions [from, end) that are each one launch of the same block size and write disjoint
   // outputs (residue phases without split-K) become one launch: block b runs function p's block b -
   // offset_p, so one function's last blocks share the GPU with the next's first instead of leaving
@@ -688,8 +686,8 @@ private:
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
-  bool emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                    const std::string& name);
+  std::optional<GpuTilePlan> emitGpuTiled(const Statement& st, const BoundStatement& bs,
+                                          const Ranges& r, const std::string& name);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -712,20 +710,6 @@ private:
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
-  // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
-  // products it leaves running while the next slice is issued. For bf16 4096^3, 128 x 256 with 4
-  // slices (192 KiB, one block per SM) and one group in flight measured fastest, ahead of 3 slices
-  // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight. The widest
-  // tile of which there are enough for one per SM (Target::gpuSms); below that 128 x
-  // 64 with 4 slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
-  // gpuBlocksWanted()) leaves whole at 1024^3 (128 tiles of 16 slices): faster there than 128 x 128
-  // split in two or unsplit.
-  struct WarpgroupShape {
-    std::int64_t BN = 128;
-    int stages = 3, inFlight = 0;
-  };
-  WarpgroupShape warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const;
-
   // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
   // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
   // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
@@ -736,11 +720,12 @@ private:
   // from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16
   // per slice; the barrier before each slice orders the copies before the tensor cores' reads
   // (fence.proxy.async).
-  bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                  const std::string& name, const CExpr& lf, const CExpr& rf,
-                  const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
-                  const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
+  std::optional<GpuTilePlan>
+  emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+             const std::string& name, const CExpr& lf, const CExpr& rf,
+             const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+             const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+             const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
 
   void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                  const Ranges& r, const std::string& name);
