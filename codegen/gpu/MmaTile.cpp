@@ -12,9 +12,7 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
     throw InternalError("lower: a tile epilogue that does not divide among the threads");
   const std::string buf = "tile.C";
-  auto at = [P](const Expr& row, const Expr& col) {
-    return ir::add(ir::mul(row, ir::intImm(P)), col);
-  };
+  auto at = [P](const Expr& row, const Expr& col) { return row * P + col; };
   Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
   Expr thr = ir::var("gpu.thread");
   // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where the tile
@@ -31,14 +29,12 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   }
   *vectored = vec > 1;
   const std::int64_t across = f.BN / vec, rows = threads / across;
-  Expr col = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(across)), ir::intImm(vec));
-  Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(across)),
-                     ir::mul(ir::var("e.row"), ir::intImm(rows)));
-  Expr gi = ir::add(f.baseI, row), gj = ir::add(f.baseJ, col);
+  Expr col = thr % across * vec;
+  Expr row = thr / across + ir::var("e.row") * rows;
+  Expr gi = f.baseI + row, gj = f.baseJ + col;
   decompose(I, r, gi);
   decompose(J, r, gj);
-  Expr inTile = both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
-                     ir::binary(BinOp::Lt, gj, ir::intImm(extJ)));
+  Expr inTile = both(ir::lt(gi, extI), ir::lt(gj, extJ));
   Stmt store;
   if (vec == 1) {
     store = ir::ifThen(inTile, storeCell(st, r, split, ir::load(vt_, buf, at(row, col))));
@@ -47,9 +43,9 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
     bool dropped = false;
     Expr off = offset(*st.lhs, &inside, &dropped); // in bounds (vectorRead)
     Expr l = ir::var("e.l");
-    Stmt fill = ir::forLoop(
-        "e.l", ir::intImm(0), ir::intImm(vec), ForKind::Unrolled,
-        ir::store("e.vec", l, ir::cast(et, ir::load(vt_, buf, at(row, ir::add(col, l))))));
+    Stmt fill =
+        ir::forLoop("e.l", ir::intImm(0), ir::intImm(vec), ForKind::Unrolled,
+                    ir::store("e.vec", l, ir::cast(et, ir::load(vt_, buf, at(row, col + l)))));
     store = ir::ifThen(inTile, ir::block({fill, ir::copyVector(bufferName(st.output), off, "e.vec",
                                                                ir::intImm(0), 16)}));
   }
@@ -113,24 +109,17 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
   const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
   ir::Func f = newFunc(name);
-  auto div = [](Expr a, std::int64_t b) {
-    return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));
-  };
-  auto mod = [](Expr a, std::int64_t b) {
-    return ir::binary(BinOp::Mod, std::move(a), ir::intImm(b));
-  };
-  auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
   Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
-  Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
+  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
   if (!B.empty()) decompose(B, r, bt);
-  Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
-  Expr wm = div(warp, WN), wn = mod(warp, WN);
-  Expr baseI = times(ti, BM), baseJ = times(tj, BN);
+  Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
+  Expr wm = warp / WN, wn = warp % WN;
+  Expr baseI = ti * BM, baseJ = tj * BN;
   std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
                              stage(rf, J, baseJ, BN, "tile.B", maskR)};
   Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
-  Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
-  Expr accBase = times(ir::add(times(mt, NT), nt), 4);
+  Expr rowA = wm * (MT * 16) + mt * 16 + g;
+  Expr accBase = (mt * NT + nt) * 4;
   // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
   // A, wn * 32 for B), fragment i `rows` further.
   auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
@@ -138,27 +127,26 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
     o.buffer = sg.buf;
     o.kMajor = !sg.rowMajor;
     o.stride = sg.stride;
-    Expr at = sg.slot(first, times(ks, 16));
-    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), at);
+    Expr at = sg.slot(first, ks * 16);
+    o.base = stg * sg.stageElems + at;
     o.step = o.kMajor ? rows : rows * sg.stride;
     return o;
   };
   auto compute = [&](const Expr& stg) {
-    Stmt step = ir::mma(operand(ops[0], stg, times(wm, MT * 16), 16),
-                        operand(ops[1], stg, times(wn, NT * 8), 8), static_cast<int>(MT),
-                        static_cast<int>(NT), "acc", ir::intImm(0));
+    Stmt step =
+        ir::mma(operand(ops[0], stg, wm * (MT * 16), 16), operand(ops[1], stg, wn * (NT * 8), 8),
+                static_cast<int>(MT), static_cast<int>(NT), "acc", ir::intImm(0));
     return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
   };
   // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (wgRow: all 64 rows
   // of A by columns WBN wgi.. of B).
-  Expr wgi = div(thr, 128);
-  Expr wgRowA = wgRow ? ir::intImm(0) : times(wgi, 64),
-       wgColB = wgRow ? times(wgi, WBN) : ir::intImm(0);
+  Expr wgi = thr / 128;
+  Expr wgRowA = wgRow ? ir::intImm(0) : wgi * 64, wgColB = wgRow ? wgi * WBN : ir::intImm(0);
   auto coreOperand = [&](const Staged& sg, const Expr& stg, const Expr& first) {
     ir::WgmmaOperand o;
     o.buffer = sg.buf;
     o.kMajor = sg.rowMajor;
-    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(first, ir::intImm(0)));
+    o.base = stg * sg.stageElems + sg.slot(first, ir::intImm(0));
     // 128-byte swizzle: k-major rows in 8-row atoms of 1024 bytes, a step 16 elements along
     // the row; mn-major: 64-wide atoms 1024 bytes apart, groups of 8 k 2 stride bytes apart.
     o.swizzle128 = true;
@@ -178,11 +166,9 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
   // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
   Expr c = ir::var("w.c");
-  Expr slot = wg ? ir::add(times(nt, 4), c) : ir::add(accBase, c);
-  Expr li = ir::add(wg ? ir::add(ir::add(wgRowA, times(mod(warp, 4), 16)), g) : rowA,
-                    times(div(c, 2), 8));
-  Expr lj = ir::add(wg ? ir::add(wgColB, times(nt, 8)) : ir::add(times(wn, NT * 8), times(nt, 8)),
-                    ir::add(times(t, 2), mod(c, 2)));
+  Expr slot = wg ? nt * 4 + c : accBase + c;
+  Expr li = (wg ? wgRowA + warp % 4 * 16 + g : rowA) + c / 2 * 8;
+  Expr lj = (wg ? wgColB + nt * 8 : wn * (NT * 8) + nt * 8) + (t * 2 + c % 2);
   auto cells = [&](Stmt body) {
     body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(wg ? WBN / 8 : NT), ForKind::Unrolled,
                        ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));

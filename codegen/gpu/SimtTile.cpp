@@ -104,12 +104,8 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                                     2.0 * static_cast<double>(BM * BN * BK));
   ir::Func f = newFunc(name);
   Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
-  Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
-  Expr ti =
-      ir::binary(BinOp::Mod, ir::binary(BinOp::Div, blk, ir::intImm(tilesJ)), ir::intImm(tilesI));
-  Expr bt = ir::binary(BinOp::Div, blk, ir::intImm(tilesJ * tilesI));
-  Expr tx = ir::binary(BinOp::Mod, thr, ir::intImm(16)),
-       ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
+  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
+  Expr tx = thr % 16, ty = thr / 16;
   if (!B.empty()) decompose(B, r, bt);
   // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
   // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
@@ -125,7 +121,7 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     sg.rowMajor = sg.kFast && sg.vector > 1;
     sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
   };
-  Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
+  Expr baseI = ti * BM, baseJ = tj * BN;
   auto stage = [&](bool left, bool throughRegisters) {
     return left ? staged(L, I, K, r, baseI, BM, BK, "tile.L", vt_, maskL, layout, throughRegisters)
                 : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout, throughRegisters);
@@ -157,50 +153,43 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   // after the 16 runs of 4; from a row-major one every 16th row (adjacent threads then hit
   // distinct banks).
   auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
-    if (sg.rowMajor) return ir::add(th, ir::mul(q, ir::intImm(16)));
+    if (sg.rowMajor) return th + q * 16;
     const std::int64_t V = std::min<std::int64_t>(4, T), whole = T / V * V;
-    Expr runs =
-        ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
-                ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+    Expr runs = th * V + q % V + q / V * (16 * V);
     if (whole == T) return runs;
     // The last T - whole cells: one shorter run per thread after the 16-wide runs.
-    Expr rest = ir::add(ir::add(ir::intImm(16 * whole), ir::mul(th, ir::intImm(T - whole))),
-                        ir::sub(q, ir::intImm(whole)));
-    return ir::select(ir::binary(BinOp::Lt, q, ir::intImm(whole)), runs, rest);
+    Expr rest = 16 * whole + th * (T - whole) + (q - whole);
+    return ir::select(ir::lt(q, whole), runs, rest);
   };
   Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
-  Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
+  Expr slot = m * TN + nn;
   auto cells = [&](Stmt body) {
     return ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
                        ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled, body));
   };
   auto compute = [&](const Expr& stg) {
     auto at = [&](const Staged& sg, const Expr& w) {
-      return ir::load(vt_, sg.buf,
-                      ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(w, kk)));
+      return ir::load(vt_, sg.buf, stg * sg.stageElems + sg.slot(w, kk));
     };
     Stmt fillRegs =
         ir::block({ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
                                ir::store("reg.L", m, at(ops[0], cellOf(ops[0], ty, m, TM)))),
                    ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
                                ir::store("reg.R", nn, at(ops[1], cellOf(ops[1], tx, nn, TN))))});
-    Stmt fma = cells(ir::store(
-        "acc", slot,
-        ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
-                   ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m), ir::load(vt_, "reg.R", nn)))));
+    Stmt fma = cells(ir::store("acc", slot,
+                               ir::load(vt_, "acc", slot) +
+                                   ir::load(vt_, "reg.L", m) * ir::load(vt_, "reg.R", nn)));
     return ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
                        ir::block({fillRegs, fma}));
   };
   Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
   // Stores: each cell's output indices from its row and column.
-  Expr gi = ir::add(baseI, cellOf(ops[0], ty, m, TM));
-  Expr gj = ir::add(baseJ, cellOf(ops[1], tx, nn, TN));
+  Expr gi = baseI + cellOf(ops[0], ty, m, TM);
+  Expr gj = baseJ + cellOf(ops[1], tx, nn, TN);
   decompose(I, r, gi);
   decompose(J, r, gj);
   Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
-  out = cells(ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
-                              ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
-                         out));
+  out = cells(ir::ifThen(both(ir::lt(gi, extI), ir::lt(gj, extJ)), out));
   Stmt body = ir::allocate(
       "acc", vt_, TM * TN,
       ir::allocate("reg.L", vt_, TM,

@@ -69,32 +69,28 @@ void Lowerer::stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* 
                        Expr* valid) {
   constexpr std::int64_t threads = Target::gpuTileBlock;
   const std::int64_t u = std::max(s.vector, 1), units = stageUnits(s, BK);
-  Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(threads)));
+  Expr e = ir::var("gpu.thread") + rep * threads;
   const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
-  Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
-  Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
+  Expr fast = e % fastN * u;
+  Expr slow = e / fastN;
   if (threads % fastN == 0) {
     // The same position along the fast direction in every pass (Staged::rowTable, tables).
     Expr thr = ir::var("gpu.thread");
-    fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
-    slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
-                   ir::mul(rep, ir::intImm(threads / fastN)));
+    fast = thr % fastN * u;
+    slow = thr / fastN + rep * (threads / fastN);
   }
   if (s.core && s.vector > 0 && fastN % 8 == 0) {
     // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
     // row (whole lines of global memory; the swizzle puts their 8 chunks in distinct
     // banks), a warp 4 rows, then the next 128 bytes of the rows.
     const std::int64_t slowN = s.kFast ? s.BW : BK;
-    Expr lo = ir::binary(BinOp::Mod, e, ir::intImm(8)),
-         rest = ir::binary(BinOp::Div, e, ir::intImm(8));
-    slow = ir::binary(BinOp::Mod, rest, ir::intImm(slowN));
-    fast = ir::mul(
-        ir::add(ir::mul(ir::binary(BinOp::Div, rest, ir::intImm(slowN)), ir::intImm(8)), lo),
-        ir::intImm(u));
+    Expr lo = e % 8, rest = e / 8;
+    slow = rest % slowN;
+    fast = (rest / slowN * 8 + lo) * u;
   }
   *w = s.kFast ? slow : fast;
   *kk = s.kFast ? fast : slow;
-  *valid = units % threads == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
+  *valid = units % threads == 0 ? nullptr : ir::lt(e, units);
 }
 
 Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
@@ -104,7 +100,7 @@ Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
 Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                            std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
   const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
-  Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+  Expr gw = s.base + w, gk = slice * BK + kk;
   auto fromTables = [&](const std::vector<std::size_t>& g, const Expr& at) {
     for (std::size_t v : g) varExpr_[v] = ir::cast(Type::i64, ir::load(Type::i32, s.table(v), at));
   };
@@ -121,8 +117,8 @@ Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, c
   // input gradient of bench/; with them it compiles every time.
   const bool keep = !s.masks.empty();
   Expr inside;
-  if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
-  if (keep || extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+  if (keep || ext % s.BW != 0) inside = ir::lt(gw, ext);
+  if (keep || extK % BK != 0) inside = both(inside, ir::lt(gk, extK));
   return inside;
 }
 
@@ -138,18 +134,14 @@ bool Lowerer::slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, 
 void Lowerer::decomposeReduction(const std::vector<std::size_t>& K, const Ranges& r,
                                  std::int64_t BK, const Expr& slice, const Expr& kk) {
   if (!slicesAligned(K, r, BK)) {
-    decompose(K, r, ir::add(ir::mul(slice, ir::intImm(BK)), kk));
+    decompose(K, r, slice * BK + kk);
     return;
   }
   const std::size_t last = K.back();
   const std::int64_t per = (r[last].second - r[last].first) / BK;
-  decompose(std::vector<std::size_t>(K.begin(), K.end() - 1), r,
-            per == 1 ? slice : ir::binary(BinOp::Div, slice, ir::intImm(per)));
-  Expr in =
-      per == 1
-          ? kk
-          : ir::add(ir::mul(ir::binary(BinOp::Mod, slice, ir::intImm(per)), ir::intImm(BK)), kk);
-  varExpr_[last] = ir::add(ir::intImm(r[last].first), in);
+  decompose(std::vector<std::size_t>(K.begin(), K.end() - 1), r, per == 1 ? slice : slice / per);
+  Expr in = per == 1 ? kk : slice % per * BK + kk;
+  varExpr_[last] = r[last].first + in;
 }
 
 Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
@@ -163,9 +155,9 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
   } else {
     // Only the reduction's indices: the row part of the offset is in the table.
     const std::int64_t extK = extentOfGroup(K, r);
-    Expr gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+    Expr gk = slice * BK + kk;
     decomposeReduction(K, r, BK, slice, kk);
-    if (extK % BK != 0) inside = ir::binary(BinOp::Lt, gk, ir::intImm(extK));
+    if (extK % BK != 0) inside = ir::lt(gk, extK);
   }
   Stmt one;
   if (s.vector > 0) {
@@ -175,7 +167,7 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
     trustPlain_ = !s.masks.empty(); // in bounds inside its ranges (`inside` checks them)
     Expr src = offset(f, &unusedInside, &dropped);
     trustPlain_ = false;
-    Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+    Expr dst = stage * s.stageElems + s.slot(w, kk);
     const int bytes = s.vector * typeBytes(s.elem);
     one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
   } else {
@@ -205,7 +197,7 @@ Stmt Lowerer::stagePut(const Staged& s, std::int64_t BK, const Expr& stage) {
   if (s.vector > 0) return nullptr;
   Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
   stagePos(s, BK, rep, &w, &kk, &valid);
-  Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+  Expr dst = stage * s.stageElems + s.slot(w, kk);
   return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
                      guarded(valid, ir::store(s.buf, dst, ir::load(s.elem, s.buf + ".v", rep))));
 }
@@ -235,8 +227,8 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
       if (Stmt x = stagePut(s, BK, stage)) v.push_back(x);
     return v.empty() ? nullptr : ir::block(v);
   };
-  auto plus = [](const Expr& e, std::int64_t k) { return ir::add(e, ir::intImm(k)); };
-  auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
+  auto plus = [](const Expr& e, std::int64_t k) { return e + k; };
+  auto below = [&](const Expr& e) { return ir::lt(e, hi); };
   Stmt commit = async ? ir::asyncCommit() : nullptr;
   std::vector<Stmt> prologue;
   for (const Staged& s : ops)
@@ -252,16 +244,15 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
   }
   prologue.push_back(put(ir::intImm(0)));
   Expr from = ir::sub(ko, lo);
-  Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
+  Expr cur = from % stages;
   Expr ahead = plus(ko, dist);
   const bool registers =
       std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
-  Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
-  Stmt body = ir::block(
-      {async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
-       ir::ifThen(below(ahead),
-                  issue(ahead, ir::binary(BinOp::Mod, plus(from, dist), ir::intImm(stages)))),
-       commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
+  Expr next = (from + 1) % stages;
+  Stmt body =
+      ir::block({async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
+                 ir::ifThen(below(ahead), issue(ahead, (from + dist) % stages)), commit,
+                 compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
   Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body),
                          inFlight ? ir::asyncWait(0, true) : nullptr});
   for (const Staged& s : ops)

@@ -5,6 +5,7 @@
 // (lower/StatementLowering.cpp), CPU loops, split reductions, core/border splits and dependent
 // ranges (lower/), GPU threads, launches, relayouts, staging, tiles and residue phases (gpu/),
 // and the post-passes (passes/).
+#include "codegen/IROperator.h"
 #include "codegen/Lower.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
@@ -497,24 +498,14 @@ private:
     }
     Expr slot(const Expr& w, const Expr& kk) const {
       if (core) {
-        auto div = [](const Expr& e, std::int64_t d) {
-          return ir::binary(BinOp::Div, e, ir::intImm(d));
-        };
-        auto mod = [](const Expr& e, std::int64_t d) {
-          return ir::binary(BinOp::Mod, e, ir::intImm(d));
-        };
         // Row start, the row's swizzle (q % 8) and the position along the row.
-        Expr row = rowMajor ? ir::mul(w, ir::intImm(64))
-                            : ir::add(ir::add(ir::mul(div(kk, 8), ir::intImm(stride)),
-                                              ir::mul(div(w, 64), ir::intImm(512))),
-                                      ir::mul(mod(kk, 8), ir::intImm(64)));
-        Expr q = rowMajor ? mod(w, 8) : mod(kk, 8);
-        Expr at = rowMajor ? kk : mod(w, 64);
-        Expr chunk = ir::binary(BinOp::Xor, div(at, 8), q);
-        return ir::add(row, ir::add(ir::mul(chunk, ir::intImm(8)), mod(at, 8)));
+        Expr row = rowMajor ? w * 64 : kk / 8 * stride + w / 64 * 512 + kk % 8 * 64;
+        Expr q = rowMajor ? w % 8 : kk % 8;
+        Expr at = rowMajor ? kk : w % 64;
+        Expr chunk = (at / 8) ^ q;
+        return row + (chunk * 8 + at % 8);
       }
-      return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
-                      : ir::add(ir::mul(kk, ir::intImm(stride)), w);
+      return rowMajor ? w * stride + kk : kk * stride + w;
     }
   };
   // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
