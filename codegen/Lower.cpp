@@ -87,12 +87,13 @@ void Lowerer::statement(std::size_t k) {
           (wide ? "an f32 copy of " + out + ", rounded to bf16 once at the end" : out) +
           " (several land on one element: their order, and the sum's last bits, vary between "
           "runs)";
-      if (wide) wide_ = beginWideScatter(st, bs, ranges, base);
-      atomic_ = true;
-      emitGpuGeneric(st, bs, ranges, base);
-      atomic_ = false;
+      const Scoped<std::string> into(ctx_.wide,
+                                     wide ? beginWideScatter(st, bs, ranges, base) : std::string());
+      {
+        const Scoped<bool> atomic(ctx_.atomic, true);
+        emitGpuGeneric(st, bs, ranges, base);
+      }
       if (wide) endWideScatter(st, bs, ranges, base);
-      wide_.clear();
     } else {
       out_.notes.back() = "one GPU thread: output elements are not independent (" +
                           std::string(st.scatter ? "scatter" : "left-hand side") + ")";

@@ -19,7 +19,7 @@ void Lowerer::endWideScatter(const Statement& st, const BoundStatement& bs, cons
                              const std::string& base) {
   eachTouched(st, bs, r, base + "_narrow", [&](const Expr& off) {
     return ir::store(bufferName(st.output), off,
-                     ir::cast(Type::bf16, ir::load(Type::f32, wide_, off)));
+                     ir::cast(Type::bf16, ir::load(Type::f32, ctx_.wide, off)));
   });
 }
 

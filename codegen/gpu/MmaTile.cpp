@@ -22,7 +22,7 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   // convolutions.
   const Type et = elemType(st.output);
   std::int64_t vec = 1;
-  if (split.splits == 1 && st.assign == Assign::Define && !atomic_) {
+  if (split.splits == 1 && st.assign == Assign::Define && !ctx_.atomic) {
     const std::int64_t v = vectorRead({st.lhs.get()}, J, r, et);
     if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
       vec = v;

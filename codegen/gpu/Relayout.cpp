@@ -274,9 +274,11 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
   };
   for (const Relaid& m : in) redirect(m, true);
   if (out) redirect(*out, !(st.assign == Assign::Define && coversOutput(st, bs, sched)));
-  kLast_ = kLast;
-  std::optional<GpuTileSchedule> tile = emit();
-  kLast_ = -1;
+  std::optional<GpuTileSchedule> tile;
+  {
+    const Scoped<int> channelLast(ctx_.kLast, kLast);
+    tile = emit();
+  }
   const bool ok = tile.has_value();
   if (ok && out) {
     const auto t = static_cast<std::size_t>(st.output);

@@ -60,7 +60,7 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
       empty = empty || r[x.out].second <= r[x.out].first;
     }
     if (empty) continue;
-    phase_ = subs;
+    const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, subs);
     // m's hull over the phase.
     for (const PhaseSub& x : subs) {
       std::int64_t lo = 0, hi = 0;
@@ -88,7 +88,6 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
     ok = tile.has_value();
     if (ok) last = std::move(tile);
   }
-  phase_.clear();
   if (!ok || !last) {
     out_.funcs.resize(funcs);
     out_.scratch.resize(scratch);

@@ -56,24 +56,20 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
       B.push_back(v);
   }
   for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
-  if (kLast_ >= 0) { // relayoutTiled: the channel index last
-    const auto c = static_cast<std::size_t>(kLast_);
+  if (ctx_.kLast >= 0) { // relayoutTiled: the channel index last
+    const auto c = static_cast<std::size_t>(ctx_.kLast);
     K.erase(std::remove(K.begin(), K.end(), c), K.end());
     K.push_back(c);
   }
   // Indices of one value (a 1x1 filter's a, b) leave the groups and keep that value: a unit
   // stride along one must not decide an operand's layout or break a contiguous run (the 1x1
   // convolution's input was staged through registers as if contiguous along b).
-  struct Unpin {
-    std::vector<bool>& p;
-    ~Unpin() { p.clear(); }
-  } unpin{pinned_};
-  pinned_.assign(n, false);
+  const Scoped<std::vector<bool>> pin(ctx_.pinned, std::vector<bool>(n, false));
   for (auto* g : {&I, &J, &B, &K})
     g->erase(std::remove_if(g->begin(), g->end(),
                             [&](std::size_t v) {
-                              pinned_[v] = r[v].second - r[v].first == 1 && !bs.dependent[v];
-                              return pinned_[v];
+                              ctx_.pinned[v] = r[v].second - r[v].first == 1 && !bs.dependent[v];
+                              return ctx_.pinned[v];
                             }),
              g->end());
   if (I.empty() || J.empty() || K.empty()) return std::nullopt;
@@ -83,11 +79,11 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   if ((maskL.empty() && !maskR.empty() && !provenInBounds(L)) ||
       (maskR.empty() && !maskL.empty() && !provenInBounds(R)))
     return std::nullopt;
-  maskBounds_ = &bs;
+  const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
   // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
-  if (!gpuschedule::worthTile(extI, extJ, extK, !phase_.empty())) return std::nullopt;
+  if (!gpuschedule::worthTile(extI, extJ, extK, !ctx_.phase.empty())) return std::nullopt;
   // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
   const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&
                    L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;

@@ -18,12 +18,12 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
   sg.buf = buf;
   sg.elem = elem;
   sg.kFast = unitAlongAny(fs, K);
-  // A masked operand is copied by vectors only along the channel index run last (kLast_):
+  // A masked operand is copied by vectors only along the channel index run last (ctx_.kLast):
   // its masks are on other reduction indices, so a vector is wholly inside or outside.
   const bool vectorMasks =
-      masks.empty() ||
-      (kLast_ >= 0 && sg.kFast && !K.empty() && K.back() == static_cast<std::size_t>(kLast_) &&
-       std::find(masks.begin(), masks.end(), K.back()) == masks.end());
+      masks.empty() || (ctx_.kLast >= 0 && sg.kFast && !K.empty() &&
+                        K.back() == static_cast<std::size_t>(ctx_.kLast) &&
+                        std::find(masks.begin(), masks.end(), K.back()) == masks.end());
   sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
                   ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
                   : 0;
@@ -164,9 +164,12 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
     Expr unusedInside;
     bool dropped = false;
     const CExpr& f = *s.fs[0];
-    trustPlain_ = !s.masks.empty(); // in bounds inside its ranges (`inside` checks them)
-    Expr src = offset(f, &unusedInside, &dropped);
-    trustPlain_ = false;
+    Expr src;
+    {
+      // In bounds inside its ranges (`inside` checks them).
+      const Scoped<bool> trust(ctx_.trustPlain, !s.masks.empty());
+      src = offset(f, &unusedInside, &dropped);
+    }
     Expr dst = stage * s.stageElems + s.slot(w, kk);
     const int bytes = s.vector * typeBytes(s.elem);
     one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
@@ -180,10 +183,9 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
     } else {
       // Inside its ranges every plain subscript of a masked operand is in bounds (the
       // ranges were solved from them): no check.
-      trustPlain_ = !s.masks.empty();
+      const Scoped<bool> trust(ctx_.trustPlain, !s.masks.empty());
       v = value(*s.fs[0]);
       for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
-      trustPlain_ = false;
     }
     one = ir::store(s.buf + ".v", rep, ir::cast(s.elem, v));
     if (inside)

@@ -7,6 +7,7 @@
 // and the post-passes (passes/).
 #include "codegen/IROperator.h"
 #include "codegen/Lower.h"
+#include "codegen/lower/LowerContext.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
@@ -76,25 +77,12 @@ private:
   std::vector<CheckedSub> checkedSubs_;
   bool unhoistable_ = false, hoisting_ = false;
   std::size_t stmt_ = 0; // the statement being lowered
-  bool trustPlain_ = false;
-  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
-  std::string wide_;    // ... into this f32 copy of a bf16 output (beginWideScatter)
-  // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
-  // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
-  struct PhaseSub {
-    std::size_t out = 0, red = 0;
-    std::int64_t g = 1, rho = 0, a = 0;
-    std::int64_t hullLo = 0, hullHi = 0; // h's original hull
-  };
-  std::vector<PhaseSub> phase_;
-  const BoundStatement* maskBounds_ = nullptr; // the masked tile's statement (see stageIssue)
+  // The modes the current statement is lowered in (lower/LowerContext.h).
+  LowerContext ctx_;
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
   std::vector<Expr> varExpr_;
   std::vector<Interval> varRange_;
-  // Indices that setRanges binds to their only value (a GPU tile's indices of one value).
-  std::vector<bool> pinned_;
-  int kLast_ = -1; // the reduction index a GPU tile runs last (relayoutTiled), or -1
 
   const std::string& bufferName(int t) const;
   Type elemType(int t) const;
@@ -236,9 +224,9 @@ private:
   // along the reduction (a forward convolution: 3; a stride-2 weight gradient, whose c is the image
   // index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and measured slower copied).
   // Factors whose c dimension is not already their fastest are copied with it fastest (the others
-  // in their order); kLast_ asks the tile to run c last. This measured faster for the bf16 forward
-  // convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an
-  // NHWC input measured faster for some convolutions and slower for others). Reduction indices with
+  // in their order); ctx_.kLast asks the tile to run c last. This measured faster for the bf16
+  // forward convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an NHWC
+  // input measured faster for some convolutions and slower for others). Reduction indices with
   // dependent ranges (a solved input gradient's filter taps, masked in the tile) qualify too, the
   // channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b] copied with o fastest, the masked
   // operand's 16-byte copies zero-filled outside its ranges (a vector lies in one tap), residue
