@@ -61,15 +61,21 @@ void Lowerer::statement(std::size_t k) {
     return;
   }
   if (target_.gpu) {
-    auto tiled = [&] { return emitGpuTiled(st, bs, ranges, base); };
-    auto phases = [&] { return phaseTiles(st, bs, ranges, base); };
-    // A tile over copies in other layouts, a plain one, the same for residue phases.
+    const TileEmitter tiled = [&]() -> std::optional<GpuTileSchedule> {
+      if (std::optional<GpuTilePlan> t = emitGpuTiled(st, bs, ranges, base))
+        return GpuTileSchedule{std::move(*t), std::nullopt, std::nullopt, false};
+      return std::nullopt;
+    };
+    const TileEmitter phases = [&] { return phaseTiles(st, bs, ranges, base); };
+    // A tile over copies in other layouts, a plain one, the same for residue phases; else a
+    // tile of the core of a core/border split.
     const bool indep = independentOutputs(st);
-    if (indep && (relayoutTiled(st, bs, sched, ranges, base, tiled) || tiled() ||
-                  relayoutTiled(st, bs, sched, ranges, base, phases) || phases())) {
-      out_.notes.back() = gpuNote_;
-    } else if (indep && gpuCoreSplit(st, bs, ranges, base)) {
-      return;
+    std::optional<GpuTileSchedule> tile;
+    if (indep && ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = tiled()) ||
+                  (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) ||
+                  (tile = phases()) || (tile = gpuCoreSplit(st, bs, ranges, base)))) {
+      sched.gpuTile = std::move(tile);
+      out_.notes.back() = describe(*sched.gpuTile);
     } else if (indep) {
       emitGpuGeneric(st, bs, ranges, base);
     } else if (atomicScatter(st)) {
@@ -81,12 +87,13 @@ void Lowerer::statement(std::size_t k) {
           (wide ? "an f32 copy of " + out + ", rounded to bf16 once at the end" : out) +
           " (several land on one element: their order, and the sum's last bits, vary between "
           "runs)";
-      if (wide) wide_ = beginWideScatter(st, bs, ranges, base);
-      atomic_ = true;
-      emitGpuGeneric(st, bs, ranges, base);
-      atomic_ = false;
+      const Scoped<std::string> into(ctx_.wide,
+                                     wide ? beginWideScatter(st, bs, ranges, base) : std::string());
+      {
+        const Scoped<bool> atomic(ctx_.atomic, true);
+        emitGpuGeneric(st, bs, ranges, base);
+      }
       if (wide) endWideScatter(st, bs, ranges, base);
-      wide_.clear();
     } else {
       out_.notes.back() = "one GPU thread: output elements are not independent (" +
                           std::string(st.scatter ? "scatter" : "left-hand side") + ")";

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <mutex>
 #include <optional>
 
 namespace einjit::codegen {
@@ -63,14 +62,6 @@ bool injectiveIn(const Statement& st, int v) {
   return false;
 }
 
-std::mutex overrideMutex;
-std::optional<SplitPolicy> splitOverride;
-
-SplitPolicy splitPolicy(const Target& t) {
-  std::lock_guard<std::mutex> lock(overrideMutex);
-  return splitOverride ? *splitOverride : t.split;
-}
-
 // The split-reduction fields of s, when the policy splits the statement.
 void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& t,
                    StatementSchedule& s) {
@@ -85,8 +76,7 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
   for (std::size_t v = 0; v < n; ++v)
     (v < nOut ? outputs : reduction) *=
         static_cast<double>(std::max<std::int64_t>(bs.hi[v] - bs.lo[v], 0));
-  if (outputs > static_cast<double>(policy.maxOutputs) || reduction < 1 || reduction > 9e18)
-    return;
+  if (outputs > static_cast<double>(policy.maxOutputs) || reduction < 1 || reduction > 9e18) return;
   const double chunks = std::min(
       {static_cast<double>(policy.maxChunks),
        std::floor(reduction / static_cast<double>(std::max<std::int64_t>(policy.minChunk, 1))),
@@ -151,14 +141,6 @@ bool dotTileCheaper(const Statement& st, const BoundStatement& bs,
 }
 
 } // namespace
-
-void overrideSplitPolicy(const SplitPolicy* policy) {
-  std::lock_guard<std::mutex> lock(overrideMutex);
-  if (policy)
-    splitOverride = *policy;
-  else
-    splitOverride.reset();
-}
 
 std::int64_t spanElements(const std::vector<std::int64_t>& shape,
                           const std::vector<std::int64_t>& strides) {

@@ -13,56 +13,12 @@
 //
 // The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
 // and stages in Lower.cpp; backends need no change.
+#include "codegen/Target.h"
+#include "codegen/schedule/GpuTile.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
 namespace einjit::codegen {
-
-// When to split a reduction, and into how many chunks: chunks = min(maxChunks, reduction
-// iterations / minChunk, maxPartials / output elements); a statement with at most maxOutputs
-// output elements and at least minChunks such chunks is split.
-struct SplitPolicy {
-  std::int64_t maxOutputs = 32;
-  std::int64_t minChunk = 16384; // reduction iterations per chunk, at least
-  std::int64_t maxChunks = 64;   // chunks per output element, at most
-  std::int64_t maxPartials = 2048;
-  std::int64_t minChunks = 2; // GPU: 1 (one block per output element, no partials)
-};
-
-struct Target {
-  int vectorBytes = 32; // widest vector register (64 for AVX-512)
-  int threads = 1;      // worker threads available
-  // A vector gather's cost in contiguous vector loads. Gathers whose lanes are a power-of-two
-  // stride apart fall in one L1 set; on AMD Zen 4 such a 16-lane gather costs about 13 loads,
-  // on Intel cores with AVX-512 a few.
-  double gatherCost = 8;
-  // Below this many innermost iterations a statement runs on one thread; a parallel task
-  // gets at least this many.
-  double minParallelWork = 32768;
-  bool tile = true; // register tiles for contractions (off: the generic schedule only)
-  // A CUDA GPU: statements whose output elements are independent get one thread per output
-  // element (GpuBlock x GpuThread loops over the flattened output box, the fastest-varying
-  // index the one with unit stride in the output, for coalesced stores) or, with few output
-  // elements and a long reduction, a split reduction; the others run in one thread. gpuBlock
-  // threads per block.
-  bool gpu = false;
-  int gpuBlock = 256;
-  int gpuArch = 0; // compute capability x 10 of the code (90: warpgroup tensor-core tiles)
-  // Two per SM of the default GPU (132 SMs): the tensor-core tiles split their reduction (split-K)
-  // until there are about a quarter of this many blocks; the f32 tiles' split-K model counts SMs as
-  // half.
-  std::int64_t gpuBlocksWanted = 264;
-  // The f32 tiles' split-K model (measured figures of the default GPU): one SM's rate through a
-  // tile's products (flop/s: the f32 Linear forward's rate in bench/RESULTS.md over its 132 SMs)
-  // and the memory bandwidth of the pass that adds the partial sums (bytes/s).
-  double gpuSmFlops = 2.9e11, gpuBandwidth = 2.5e12;
-  SplitPolicy split;
-};
-
-// Tests: every schedule made from now on uses this split policy instead of its target's (null
-// restores the targets' own). Kernels memoise their compiled code per binding, so a change
-// reaches kernels compiled after it.
-void overrideSplitPolicy(const SplitPolicy* policy);
 
 struct StatementSchedule {
   bool run = true;             // false: no output element is covered
@@ -85,6 +41,9 @@ struct StatementSchedule {
   int splitChunks = 0;
   int splitVar = -1;
   std::int64_t splitPrefix = 0, splitChunk = 0;
+  // A GPU contraction tile (set by the lowering, which chooses it through
+  // schedule/GpuTileSchedule.h): its note replaces `why`.
+  std::optional<GpuTileSchedule> gpuTile;
   std::string why; // one line for `einjit explain`
 };
 

@@ -20,9 +20,13 @@ Stmt Lowerer::threadPerPoint(const std::vector<std::size_t>& order, const Ranges
                      ForKind::GpuBlock, s);
 }
 
-Stmt Lowerer::tileLaunch(Stmt body, std::int64_t blocks) {
-  body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(256), ForKind::GpuThread, body);
+Stmt Lowerer::blockLaunch(Stmt body, std::int64_t blocks, std::int64_t threads) {
+  body = ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(threads), ForKind::GpuThread, body);
   return ir::forLoop("gpu.block", ir::intImm(0), ir::intImm(blocks), ForKind::GpuBlock, body);
+}
+
+Stmt Lowerer::tileLaunch(Stmt body, std::int64_t blocks) {
+  return blockLaunch(std::move(body), blocks, Target::gpuTileBlock);
 }
 
 } // namespace einjit::codegen::lowering

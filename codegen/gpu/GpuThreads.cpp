@@ -19,7 +19,7 @@ void Lowerer::endWideScatter(const Statement& st, const BoundStatement& bs, cons
                              const std::string& base) {
   eachTouched(st, bs, r, base + "_narrow", [&](const Expr& off) {
     return ir::store(bufferName(st.output), off,
-                     ir::cast(Type::bf16, ir::load(Type::f32, wide_, off)));
+                     ir::cast(Type::bf16, ir::load(Type::f32, ctx_.wide, off)));
   });
 }
 
@@ -45,7 +45,8 @@ void Lowerer::eachElement(int t, const std::string& name,
   std::int64_t count = 1;
   for (std::int64_t e : shape) count *= e;
   if (count == 0) return;
-  Expr e = ir::add(ir::mul(ir::var("gpu.block"), ir::intImm(256)), ir::var("gpu.thread"));
+  const std::int64_t block = target_.gpuBlock;
+  Expr e = ir::add(ir::mul(ir::var("gpu.block"), ir::intImm(block)), ir::var("gpu.thread"));
   Expr off = ir::intImm(0), rest = e;
   for (std::size_t d = shape.size(); d-- > 0;) {
     off = ir::add(off,
@@ -53,8 +54,8 @@ void Lowerer::eachElement(int t, const std::string& name,
     rest = ir::binary(BinOp::Div, rest, ir::intImm(shape[d]));
   }
   ir::Func f = newFunc(name);
-  f.body = tileLaunch(ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(count)), body(off)),
-                      (count + 255) / 256);
+  f.body = blockLaunch(ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(count)), body(off)),
+                       (count + block - 1) / block, block);
   out_.funcs.push_back(std::move(f));
 }
 

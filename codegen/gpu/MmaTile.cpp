@@ -8,13 +8,11 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
                            const TileFrame& f, const std::function<Stmt(Stmt)>& cells,
                            const Expr& slot, bool* vectored) {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
-  const std::int64_t P = f.BN + 4, threads = target_.gpuBlock, per = threads / f.BN;
+  const std::int64_t P = f.BN + 4, threads = Target::gpuTileBlock, per = threads / f.BN;
   if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
     throw InternalError("lower: a tile epilogue that does not divide among the threads");
   const std::string buf = "tile.C";
-  auto at = [P](const Expr& row, const Expr& col) {
-    return ir::add(ir::mul(row, ir::intImm(P)), col);
-  };
+  auto at = [P](const Expr& row, const Expr& col) { return row * P + col; };
   Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
   Expr thr = ir::var("gpu.thread");
   // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where the tile
@@ -24,21 +22,19 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   // convolutions.
   const Type et = elemType(st.output);
   std::int64_t vec = 1;
-  if (split.splits == 1 && st.assign == Assign::Define && !atomic_) {
+  if (split.splits == 1 && st.assign == Assign::Define && !ctx_.atomic) {
     const std::int64_t v = vectorRead({st.lhs.get()}, J, r, et);
     if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
       vec = v;
   }
   *vectored = vec > 1;
   const std::int64_t across = f.BN / vec, rows = threads / across;
-  Expr col = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(across)), ir::intImm(vec));
-  Expr row = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(across)),
-                     ir::mul(ir::var("e.row"), ir::intImm(rows)));
-  Expr gi = ir::add(f.baseI, row), gj = ir::add(f.baseJ, col);
+  Expr col = thr % across * vec;
+  Expr row = thr / across + ir::var("e.row") * rows;
+  Expr gi = f.baseI + row, gj = f.baseJ + col;
   decompose(I, r, gi);
   decompose(J, r, gj);
-  Expr inTile = both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
-                     ir::binary(BinOp::Lt, gj, ir::intImm(extJ)));
+  Expr inTile = both(ir::lt(gi, extI), ir::lt(gj, extJ));
   Stmt store;
   if (vec == 1) {
     store = ir::ifThen(inTile, storeCell(st, r, split, ir::load(vt_, buf, at(row, col))));
@@ -47,9 +43,9 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
     bool dropped = false;
     Expr off = offset(*st.lhs, &inside, &dropped); // in bounds (vectorRead)
     Expr l = ir::var("e.l");
-    Stmt fill = ir::forLoop(
-        "e.l", ir::intImm(0), ir::intImm(vec), ForKind::Unrolled,
-        ir::store("e.vec", l, ir::cast(et, ir::load(vt_, buf, at(row, ir::add(col, l))))));
+    Stmt fill =
+        ir::forLoop("e.l", ir::intImm(0), ir::intImm(vec), ForKind::Unrolled,
+                    ir::store("e.vec", l, ir::cast(et, ir::load(vt_, buf, at(row, col + l)))));
     store = ir::ifThen(inTile, ir::block({fill, ir::copyVector(bufferName(st.output), off, "e.vec",
                                                                ir::intImm(0), 16)}));
   }
@@ -61,16 +57,17 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
        ir::allocate(buf, vt_, f.BM * P, ir::block({put, ir::barrier(), drain}), true)});
 }
 
-bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                          const std::string& name, const CExpr& lf, const CExpr& rf,
                          const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                          const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                          const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR) {
-  bool wg = target_.gpuArch == 90;
+                         const std::vector<std::size_t>& maskR) -> std::optional<GpuTilePlan> {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-  const std::int64_t BK = kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  const std::int64_t BK = gpuschedule::kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  // The family (gpuschedule::tensorCoreShape, below) decides the operands' layouts.
+  bool wg = target_.gpuWarpgroupMma();
   const std::int64_t slices = (extK + BK - 1) / BK;
   // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
   // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
@@ -89,65 +86,40 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                    std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
     return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
   };
-  // The warpgroup tile where it measured faster: both operands copied
-  // asynchronously, both tile dimensions filled and the reduction at least two slices. Otherwise
-  // the mma.sync tile: with an operand staged through registers (a convolution's im2col reads,
-  // masked ranges; 2-byte stores into the swizzled layout) the warpgroup tile ran slower (the bf16
-  // stride-2 convolution forward among them), and so it did on the 1x1 convolution's half-filled
-  // tiles or single slice.
   auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
                     const std::vector<std::size_t>& masks) {
     return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
   };
-  // Rows for one warpgroup only (48 to 64: a convolution's 64 channels): the two stand side by
-  // side, a tile of 64 x 128 (each 64 x 64, 4 slices of 24 KiB in flight). For the bf16 C=64
-  // forward and input gradient this measured faster than the mma.sync tile of 64 x 256, than 3
-  // slices (per warpgroup 128 wide), and than 64 x 256 with 4 or 2 slices and one slice's products
-  // in flight.
-  const bool wgRow = extI <= 64 && extI >= 48;
-  if (wg && (!copied(lf, I, maskL) || !copied(rf, J, maskR) || (extI < 128 && !wgRow) ||
-             extJ < 128 || extK < 2 * BK))
-    wg = false;
-  // The mma.sync tile's 8 warps: 2 x 4 of 64 x 32 (128 x 128), or 1 x 8 (64 x 256) when I
-  // fills no more than 64 rows (a convolution's 64 channels: half of a 128-row tile idle).
-  const std::int64_t WM = (wg ? wgRow : extI <= 64 && extJ >= 256) ? 1 : 2, WN = 8 / WM;
+  const gpuschedule::TensorCoreShape tc = gpuschedule::tensorCoreShape(
+      target_, wg && copied(lf, I, maskL) && copied(rf, J, maskR), extI, extJ, extK);
+  wg = tc.kind == GpuTileKind::Wgmma;
+  const bool wgRow = tc.sideBySide;
+  const std::int64_t WM = tc.WM, WN = tc.WN;
   const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
-  const WarpgroupShape shape = !wg     ? WarpgroupShape{}
-                               : wgRow ? WarpgroupShape{64, 4, 0}
-                                       : warpgroupShape(tilesI, extJ, extB);
+  const gpuschedule::WarpgroupShape shape =
+      !wg     ? gpuschedule::WarpgroupShape{}
+      : wgRow ? gpuschedule::WarpgroupShape{64, 4, 0}
+              : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB);
   // A warpgroup's columns (wgmma's n), the tile's.
   const std::int64_t WBN = shape.BN, BN = wg ? shape.BN * (wgRow ? 2 : 1) : WN * NT * 8,
                      tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return false;
-  // Split-K aims at gpuBlocksWanted blocks for the mma.sync tile; for the warpgroup tile (one or
-  // two blocks fill an SM) at a quarter of that, or, when there are fewer tiles than half the SMs
-  // (a weight gradient's few output tiles over a long reduction), at all of it: on the bf16
-  // stride-2 weight gradient (18 tiles of 365 slices) each doubling of the ranges from 4 to 32
-  // measured faster.
+  if (!storeOutput(st, num(0))) return std::nullopt;
   const std::int64_t tiles = tilesI * tilesJ * extB;
-  std::int64_t wanted = target_.gpuBlocksWanted;
-  if (wg && 4 * tiles >= target_.gpuBlocksWanted) wanted /= 4;
+  const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
   const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
   ir::Func f = newFunc(name);
-  auto div = [](Expr a, std::int64_t b) {
-    return ir::binary(BinOp::Div, std::move(a), ir::intImm(b));
-  };
-  auto mod = [](Expr a, std::int64_t b) {
-    return ir::binary(BinOp::Mod, std::move(a), ir::intImm(b));
-  };
-  auto times = [](Expr a, std::int64_t b) { return ir::mul(std::move(a), ir::intImm(b)); };
   Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
-  Expr tj = mod(blk, tilesJ), ti = mod(div(blk, tilesJ), tilesI), bt = div(blk, tilesJ * tilesI);
+  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
   if (!B.empty()) decompose(B, r, bt);
-  Expr lane = mod(thr, 32), warp = div(thr, 32), g = div(lane, 4), t = mod(lane, 4);
-  Expr wm = div(warp, WN), wn = mod(warp, WN);
-  Expr baseI = times(ti, BM), baseJ = times(tj, BN);
+  Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
+  Expr wm = warp / WN, wn = warp % WN;
+  Expr baseI = ti * BM, baseJ = tj * BN;
   std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
                              stage(rf, J, baseJ, BN, "tile.B", maskR)};
   Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
-  Expr rowA = ir::add(ir::add(times(wm, MT * 16), times(mt, 16)), g);
-  Expr accBase = times(ir::add(times(mt, NT), nt), 4);
+  Expr rowA = wm * (MT * 16) + mt * 16 + g;
+  Expr accBase = (mt * NT + nt) * 4;
   // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
   // A, wn * 32 for B), fragment i `rows` further.
   auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
@@ -155,27 +127,26 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
     o.buffer = sg.buf;
     o.kMajor = !sg.rowMajor;
     o.stride = sg.stride;
-    Expr at = sg.slot(first, times(ks, 16));
-    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), at);
+    Expr at = sg.slot(first, ks * 16);
+    o.base = stg * sg.stageElems + at;
     o.step = o.kMajor ? rows : rows * sg.stride;
     return o;
   };
   auto compute = [&](const Expr& stg) {
-    Stmt step = ir::mma(operand(ops[0], stg, times(wm, MT * 16), 16),
-                        operand(ops[1], stg, times(wn, NT * 8), 8), static_cast<int>(MT),
-                        static_cast<int>(NT), "acc", ir::intImm(0));
+    Stmt step =
+        ir::mma(operand(ops[0], stg, wm * (MT * 16), 16), operand(ops[1], stg, wn * (NT * 8), 8),
+                static_cast<int>(MT), static_cast<int>(NT), "acc", ir::intImm(0));
     return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
   };
   // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (wgRow: all 64 rows
   // of A by columns WBN wgi.. of B).
-  Expr wgi = div(thr, 128);
-  Expr wgRowA = wgRow ? ir::intImm(0) : times(wgi, 64),
-       wgColB = wgRow ? times(wgi, WBN) : ir::intImm(0);
+  Expr wgi = thr / 128;
+  Expr wgRowA = wgRow ? ir::intImm(0) : wgi * 64, wgColB = wgRow ? wgi * WBN : ir::intImm(0);
   auto coreOperand = [&](const Staged& sg, const Expr& stg, const Expr& first) {
     ir::WgmmaOperand o;
     o.buffer = sg.buf;
     o.kMajor = sg.rowMajor;
-    o.base = ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(first, ir::intImm(0)));
+    o.base = stg * sg.stageElems + sg.slot(first, ir::intImm(0));
     // 128-byte swizzle: k-major rows in 8-row atoms of 1024 bytes, a step 16 elements along
     // the row; mn-major: 64-wide atoms 1024 bytes apart, groups of 8 k 2 stride bytes apart.
     o.swizzle128 = true;
@@ -195,11 +166,9 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
   // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
   Expr c = ir::var("w.c");
-  Expr slot = wg ? ir::add(times(nt, 4), c) : ir::add(accBase, c);
-  Expr li = ir::add(wg ? ir::add(ir::add(wgRowA, times(mod(warp, 4), 16)), g) : rowA,
-                    times(div(c, 2), 8));
-  Expr lj = ir::add(wg ? ir::add(wgColB, times(nt, 8)) : ir::add(times(wn, NT * 8), times(nt, 8)),
-                    ir::add(times(t, 2), mod(c, 2)));
+  Expr slot = wg ? nt * 4 + c : accBase + c;
+  Expr li = (wg ? wgRowA + warp % 4 * 16 + g : rowA) + c / 2 * 8;
+  Expr lj = (wg ? wgColB + nt * 8 : wn * (NT * 8) + nt * 8) + (t * 2 + c % 2);
   auto cells = [&](Stmt body) {
     body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(wg ? WBN / 8 : NT), ForKind::Unrolled,
                        ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
@@ -211,24 +180,25 @@ bool Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   Stmt body = ir::allocate("acc", vt_, wg ? WBN / 2 : MT * NT * 4,
                            ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  auto names = [&](const std::vector<std::size_t>& grp) { return varNames(st, grp); };
-  const std::string n = std::to_string(BN), wgn = std::to_string(WBN);
-  gpuNote_ =
-      (wg ? "GPU tensor cores (wgmma m64n" + wgn +
-                "k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled operands): tile " +
-                std::to_string(BM) + "x" + n + " over ("
-          : "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile " +
-                std::to_string(BM) + "x" + n + " over (") +
-      names(I) + ") x (" + names(J) +
-      (wg ? std::string("), 2 warpgroups ") + (wgRow ? "side by side " : "") + "of 64x" + wgn
-          : "), 8 warps (" + std::to_string(WM) + "x" + std::to_string(WN) + ") of 64x32") +
-      ", shared-memory slices of " + std::to_string(BK) + " along (" + names(K) + ")" +
-      (B.empty() ? "" : ", one tile row per (" + names(B) + ")") + stagingNote(st, ops, stages) +
-      (shape.inFlight ? ", the products of one slice running while the next is issued" : "") +
-      (vectored ? ", the output stored 16 bytes at a time" : "");
+  GpuTilePlan plan;
+  plan.kind = tc.kind;
+  plan.BM = BM;
+  plan.BN = BN;
+  plan.BK = BK;
+  plan.WM = WM;
+  plan.WN = WN;
+  plan.WBN = WBN;
+  plan.sideBySide = wgRow;
+  plan.inFlight = shape.inFlight;
+  describeGroups(st, I, J, K, B, plan);
+  plan.stages = stages;
+  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
+  plan.vectoredOutput = vectored;
+  plan.splits = split.splits;
+  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return true;
+  return plan;
 }
 
 } // namespace einjit::codegen::lowering

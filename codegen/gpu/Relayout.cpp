@@ -133,11 +133,12 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   Expr fo = ir::intImm(0), to_ = ir::intImm(0);
   offsets(rest, ir::binary(BinOp::Div, blk, ir::intImm(nS * nD)), fo, to_);
   const std::string tile = "relayout.tile";
-  const std::int64_t elems = TS * TD, reps = (elems + 255) / 256, pitch = TS + 1;
+  const std::int64_t threads = target_.gpuBlock;
+  const std::int64_t elems = TS * TD, reps = (elems + threads - 1) / threads, pitch = TS + 1;
   // One pass over the tile, reading (along the source's fastest) or writing (along the
   // destination's): the thread's elements e, at (sv, dv) in the tile.
   auto pass = [&](bool write) {
-    Expr e = ir::add(thr, ir::mul(ir::var("relayout.q"), ir::intImm(256)));
+    Expr e = ir::add(thr, ir::mul(ir::var("relayout.q"), ir::intImm(threads)));
     Expr sv = write ? ir::binary(BinOp::Div, e, ir::intImm(TD))
                     : ir::binary(BinOp::Mod, e, ir::intImm(TS));
     Expr dv = write ? ir::binary(BinOp::Mod, e, ir::intImm(TD))
@@ -146,7 +147,7 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
          gd = ir::add(ir::mul(td, ir::intImm(TD)), dv);
     Expr valid = both(ir::binary(BinOp::Lt, gs, ir::intImm(shape[s])),
                       ir::binary(BinOp::Lt, gd, ir::intImm(shape[d])));
-    if (elems % 256 != 0) valid = both(ir::binary(BinOp::Lt, e, ir::intImm(elems)), valid);
+    if (elems % threads != 0) valid = both(ir::binary(BinOp::Lt, e, ir::intImm(elems)), valid);
     Expr slot = ir::add(ir::mul(dv, ir::intImm(pitch)), sv);
     Stmt body = write ? ir::store(to,
                                   ir::add(to_, ir::add(ir::mul(gs, ir::intImm(ts[s])),
@@ -159,9 +160,9 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
     return ir::forLoop("relayout.q", ir::intImm(0), ir::intImm(reps), ForKind::Unrolled,
                        ir::ifThen(valid, body));
   };
-  f.body = tileLaunch(
+  f.body = blockLaunch(
       ir::allocate(tile, et, TD * pitch, ir::block({pass(false), ir::barrier(), pass(true)}), true),
-      blocks);
+      blocks, threads);
   out_.funcs.push_back(std::move(f));
 }
 
@@ -220,14 +221,15 @@ int Lowerer::channelDim(const CExpr& f, std::size_t v) {
   return dim;
 }
 
-bool Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
+auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
                             const StatementSchedule& sched, const Ranges& r,
-                            const std::string& base, const std::function<bool()>& emit) {
+                            const std::string& base, const TileEmitter& emit)
+    -> std::optional<GpuTileSchedule> {
   std::vector<const CExpr*> factors;
   flattenProduct(*st.rhs, factors);
   std::vector<Relaid> in;
   std::optional<Relaid> out;
-  std::string why;
+  GpuRelayoutPlan plan;
   int kLast = -1;
   const std::vector<bool> batch = batchIndices(st, r);
   auto add = [&](const CExpr* f, std::vector<std::int64_t> str) {
@@ -240,7 +242,7 @@ bool Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
       add(f, batchOuter(*f, batch));
   if (batchFast(*st.lhs, batch)) out = Relaid{st.lhs.get(), batchOuter(*st.lhs, batch)};
   if (!in.empty() || out) {
-    why = "batch-outermost layouts (unit stride on a batch index)";
+    plan.channel.clear(); // batch-outermost layouts (unit stride on a batch index)
   } else if (const int c = channelIndex(st, bs, r, factors); c >= 0) {
     const auto v = static_cast<std::size_t>(c);
     for (const CExpr* f : factors) {
@@ -251,15 +253,13 @@ bool Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
         add(f, withFastest(f->tensor, static_cast<std::size_t>(d)));
     }
     kLast = c;
-    why = "layouts with " + st.vars[v].name + " fastest, the reduction run with " +
-          st.vars[v].name + " last (whole 16-byte vectors)";
+    plan.channel = st.vars[v].name;
   }
-  if (in.empty() && !out) return false;
+  if (in.empty() && !out) return std::nullopt;
   const std::size_t funcs0 = out_.funcs.size(), scratch0 = out_.scratch.size();
   const Strides savedStrides = strides_;
   const Aligned16 savedAligned = aligned_;
   const std::vector<std::string> savedNames = names_;
-  std::string note;
   auto redirect = [&](const Relaid& m, bool copyIn) {
     const auto t = static_cast<std::size_t>(m.access->tensor);
     const std::string buf = base + "." + p_.tensors[t].name + ".relaid";
@@ -270,13 +270,16 @@ bool Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
     names_[t] = buf;
     strides_[t] = m.strides;
     aligned_[t] = true; // a scratch allocation of its own
-    note += (note.empty() ? "" : ", ") + p_.tensors[t].name;
+    plan.tensors += (plan.tensors.empty() ? "" : ", ") + p_.tensors[t].name;
   };
   for (const Relaid& m : in) redirect(m, true);
   if (out) redirect(*out, !(st.assign == Assign::Define && coversOutput(st, bs, sched)));
-  kLast_ = kLast;
-  bool ok = emit();
-  kLast_ = -1;
+  std::optional<GpuTileSchedule> tile;
+  {
+    const Scoped<int> channelLast(ctx_.kLast, kLast);
+    tile = emit();
+  }
+  const bool ok = tile.has_value();
   if (ok && out) {
     const auto t = static_cast<std::size_t>(st.output);
     relayoutCopy(st.output, names_[t], strides_[t], savedNames[t], savedStrides[t],
@@ -289,10 +292,10 @@ bool Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
     out_.funcs.erase(out_.funcs.begin() + static_cast<std::ptrdiff_t>(funcs0), out_.funcs.end());
     out_.scratch.erase(out_.scratch.begin() + static_cast<std::ptrdiff_t>(scratch0),
                        out_.scratch.end());
-    return false;
+    return std::nullopt;
   }
-  gpuNote_ += "; " + note + " copied first to " + why;
-  return true;
+  tile->relayout = std::move(plan);
+  return tile;
 }
 
 } // namespace einjit::codegen::lowering

@@ -3,21 +3,21 @@
 
 namespace einjit::codegen::lowering {
 
-bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                         const std::string& base) {
+auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                         const std::string& base) -> std::optional<GpuTileSchedule> {
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
-  if (st.lhsVars.empty()) return false;
+  if (st.lhsVars.empty()) return std::nullopt;
   std::vector<PhaseSub> subs;
   for (std::size_t v = 0; v < n; ++v) {
     if (!bs.dependent[v]) continue;
-    if (v < nOut) return false;
+    if (v < nOut) return std::nullopt;
     const std::vector<std::size_t> read = boundReads(st, v);
-    if (read.size() != 1 || read[0] >= nOut) return false;
+    if (read.size() != 1 || read[0] >= nOut) return std::nullopt;
     const std::size_t u = read[0];
     for (const PhaseSub& x : subs)
-      if (x.out == u) return false;
+      if (x.out == u) return std::nullopt;
     const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
-    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return false;
+    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return std::nullopt;
     PhaseSub ph;
     ph.out = u;
     ph.red = v;
@@ -33,7 +33,7 @@ bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
     ph.a = bs.loBound[v].eval(vals) - lo0;
     subs.push_back(ph);
   }
-  if (subs.empty()) return false;
+  if (subs.empty()) return std::nullopt;
   // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
   double work = 1;
   for (std::size_t v = 0; v < n; ++v)
@@ -41,13 +41,13 @@ bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
   for (const PhaseSub& x : subs)
     work *= meanShare(bs, ranges, x.red, {x.out}) *
             static_cast<double>(ranges[x.red].second - ranges[x.red].first);
-  if (work < 65536) return false;
+  if (work < gpuschedule::kMinTileWork) return std::nullopt;
   std::int64_t combos = 1;
   for (const PhaseSub& x : subs) combos *= x.g;
-  if (combos > 16) return false;
+  if (combos > gpuschedule::kMaxPhases) return std::nullopt;
   const std::size_t funcs = out_.funcs.size(), scratch = out_.scratch.size();
   auto cdiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
-  std::string notes;
+  std::optional<GpuTilePlan> last; // the last phase's tile (the note shows it)
   bool ok = true;
   for (std::int64_t c = 0; c < combos && ok; ++c) {
     std::int64_t rest = c;
@@ -60,7 +60,7 @@ bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
       empty = empty || r[x.out].second <= r[x.out].first;
     }
     if (empty) continue;
-    phase_ = subs;
+    const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, subs);
     // m's hull over the phase.
     for (const PhaseSub& x : subs) {
       std::int64_t lo = 0, hi = 0;
@@ -84,23 +84,24 @@ bool Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
     const Statement ps = phaseStatement(st, subs);
     std::string name = base + "_phase";
     for (const PhaseSub& x : subs) name += std::to_string(x.rho);
-    ok = emitGpuTiled(ps, pb, r, name);
-    if (ok) notes = gpuNote_;
+    std::optional<GpuTilePlan> tile = emitGpuTiled(ps, pb, r, name);
+    ok = tile.has_value();
+    if (ok) last = std::move(tile);
   }
-  phase_.clear();
-  if (!ok || notes.empty()) {
+  if (!ok || !last) {
     out_.funcs.resize(funcs);
     out_.scratch.resize(scratch);
-    return false;
+    return std::nullopt;
   }
   std::string what;
   for (const PhaseSub& x : subs)
     what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
             "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
             "q + m";
-  gpuNote_ = std::to_string(combos) + " residue phases (" + what + "), each: " + notes;
-  if (mergeLaunches(funcs, base + "_phases")) gpuNote_ += "; the phases in one launch";
-  return true;
+  GpuTileSchedule s;
+  s.tile = std::move(*last);
+  s.phases = GpuPhasesPlan{combos, what, mergeLaunches(funcs, base + "_phases")};
+  return s;
 }
 
 auto Lowerer::phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) -> Statement {

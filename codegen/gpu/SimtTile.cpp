@@ -3,10 +3,10 @@
 
 namespace einjit::codegen::lowering {
 
-bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                           const std::string& name) {
+auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const std::string& name) -> std::optional<GpuTilePlan> {
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
-  if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return false;
+  if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return std::nullopt;
   std::vector<const CExpr*> factors;
   flattenProduct(*st.rhs, factors);
   // The column index: of the output indices some factors use and others do not (batch
@@ -30,7 +30,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
       fastStride = std::abs(stride);
     }
   }
-  if (fast < 0) return false;
+  if (fast < 0) return std::nullopt;
   std::vector<const CExpr*> L, R;
   std::vector<bool> inL(n, false), inR(n, false);
   for (std::size_t q = 0; q < factors.size(); ++q) {
@@ -41,7 +41,7 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     side.push_back(f);
     for (std::size_t v = 0; v < n; ++v) in[v] = in[v] || u[v];
   }
-  if (L.empty() || R.empty()) return false;
+  if (L.empty() || R.empty()) return std::nullopt;
   std::vector<std::size_t> I, J, B, K;
   for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
     const auto v = static_cast<std::size_t>(st.lhsVars[d]);
@@ -56,78 +56,52 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
       B.push_back(v);
   }
   for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
-  if (kLast_ >= 0) { // relayoutTiled: the channel index last
-    const auto c = static_cast<std::size_t>(kLast_);
+  if (ctx_.kLast >= 0) { // relayoutTiled: the channel index last
+    const auto c = static_cast<std::size_t>(ctx_.kLast);
     K.erase(std::remove(K.begin(), K.end(), c), K.end());
     K.push_back(c);
   }
   // Indices of one value (a 1x1 filter's a, b) leave the groups and keep that value: a unit
   // stride along one must not decide an operand's layout or break a contiguous run (the 1x1
   // convolution's input was staged through registers as if contiguous along b).
-  struct Unpin {
-    std::vector<bool>& p;
-    ~Unpin() { p.clear(); }
-  } unpin{pinned_};
-  pinned_.assign(n, false);
+  const Scoped<std::vector<bool>> pin(ctx_.pinned, std::vector<bool>(n, false));
   for (auto* g : {&I, &J, &B, &K})
     g->erase(std::remove_if(g->begin(), g->end(),
                             [&](std::size_t v) {
-                              pinned_[v] = r[v].second - r[v].first == 1 && !bs.dependent[v];
-                              return pinned_[v];
+                              ctx_.pinned[v] = r[v].second - r[v].first == 1 && !bs.dependent[v];
+                              return ctx_.pinned[v];
                             }),
              g->end());
-  if (I.empty() || J.empty() || K.empty()) return false;
+  if (I.empty() || J.empty() || K.empty()) return std::nullopt;
   std::vector<std::size_t> maskL, maskR;
-  if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return false;
+  if (!maskedRanges(st, bs, r, I, J, B, maskL, maskR)) return std::nullopt;
   setRanges(st, r);
   if ((maskL.empty() && !maskR.empty() && !provenInBounds(L)) ||
       (maskR.empty() && !maskL.empty() && !provenInBounds(R)))
-    return false;
-  maskBounds_ = &bs;
+    return std::nullopt;
+  const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
   // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
-  if (extK < 8 ||
-      (phase_.empty() &&
-       static_cast<double>(extI) * static_cast<double>(extJ) * static_cast<double>(extK) < 65536))
-    return false;
+  if (!gpuschedule::worthTile(extI, extJ, extK, !ctx_.phase.empty())) return std::nullopt;
   // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
   const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&
                    L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
-  if (!maskL.empty() || !maskR.empty()) sliceAlongFullIndex(K, r, mma ? kMmaSlice : kTileSlice);
+  if (!maskL.empty() || !maskR.empty())
+    sliceAlongFullIndex(K, r, mma ? gpuschedule::kMmaSlice : gpuschedule::kSimtSlice);
   if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
-  // Cells per thread along a tile side: 8 (128 wide), fewer for short extents (powers of two), or 7
-  // or 6 (112, 96 wide) where that pads the extent 5% less: 784 = 7 x 112 (the Linear layer's input
-  // features, whose gradients measured faster so), 576 = 6 x 96 (a
-  // C=64 3x3 filter's (c,a,b)).
-  auto tileFor = [](std::int64_t ext) {
-    std::int64_t t = 8;
-    while (t > 1 && 16 * t / 2 >= ext) t /= 2;
-    if (t == 8) {
-      auto padded = [ext](std::int64_t u) { return (ext + 16 * u - 1) / (16 * u) * (16 * u); };
-      std::int64_t best = 8;
-      for (std::int64_t u : {7, 6})
-        if (padded(u) < padded(best) && 20 * padded(u) <= 19 * padded(8)) best = u;
-      t = best;
-    }
-    return t;
-  };
-  const std::int64_t TM = tileFor(extI), TN = tileFor(extJ), BM = 16 * TM, BN = 16 * TN,
-                     BK = kTileSlice;
+  const std::int64_t TM = gpuschedule::simtCells(extI), TN = gpuschedule::simtCells(extJ),
+                     BM = 16 * TM, BN = 16 * TN, BK = gpuschedule::kSimtSlice;
   const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
   const std::int64_t slices = (extK + BK - 1) / BK;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return false;
+  if (!storeOutput(st, num(0))) return std::nullopt;
   const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
                                     2.0 * static_cast<double>(BM * BN * BK));
   ir::Func f = newFunc(name);
   Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
-  Expr tj = ir::binary(BinOp::Mod, blk, ir::intImm(tilesJ));
-  Expr ti =
-      ir::binary(BinOp::Mod, ir::binary(BinOp::Div, blk, ir::intImm(tilesJ)), ir::intImm(tilesI));
-  Expr bt = ir::binary(BinOp::Div, blk, ir::intImm(tilesJ * tilesI));
-  Expr tx = ir::binary(BinOp::Mod, thr, ir::intImm(16)),
-       ty = ir::binary(BinOp::Div, thr, ir::intImm(16));
+  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
+  Expr tx = thr % 16, ty = thr / 16;
   if (!B.empty()) decompose(B, r, bt);
   // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
   // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
@@ -143,13 +117,13 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     sg.rowMajor = sg.kFast && sg.vector > 1;
     sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
   };
-  Expr baseI = ir::mul(ti, ir::intImm(BM)), baseJ = ir::mul(tj, ir::intImm(BN));
+  Expr baseI = ti * BM, baseJ = tj * BN;
   auto stage = [&](bool left, bool throughRegisters) {
     return left ? staged(L, I, K, r, baseI, BM, BK, "tile.L", vt_, maskL, layout, throughRegisters)
                 : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout, throughRegisters);
   };
   std::vector<Staged> ops = {stage(true, false), stage(false, false)};
-  if ((ops[0].rowMajor || ops[1].rowMajor) && split.splits == 1 && slices >= kLongReduction) {
+  if ((ops[0].rowMajor || ops[1].rowMajor) && gpuschedule::simtWordCopies(split.splits, slices)) {
     // Over a whole long reduction, a row-major operand is copied 4 bytes at a time asynchronously
     // into the k-major layout instead (vector 1): no registers staged, and every operand
     // asynchronous, so up to 4 slices in flight. This measured faster for the 4096^3 products, the
@@ -175,65 +149,64 @@ bool Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
   // after the 16 runs of 4; from a row-major one every 16th row (adjacent threads then hit
   // distinct banks).
   auto cellOf = [](const Staged& sg, const Expr& th, const Expr& q, std::int64_t T) {
-    if (sg.rowMajor) return ir::add(th, ir::mul(q, ir::intImm(16)));
+    if (sg.rowMajor) return th + q * 16;
     const std::int64_t V = std::min<std::int64_t>(4, T), whole = T / V * V;
-    Expr runs =
-        ir::add(ir::add(ir::mul(th, ir::intImm(V)), ir::binary(BinOp::Mod, q, ir::intImm(V))),
-                ir::mul(ir::binary(BinOp::Div, q, ir::intImm(V)), ir::intImm(16 * V)));
+    Expr runs = th * V + q % V + q / V * (16 * V);
     if (whole == T) return runs;
     // The last T - whole cells: one shorter run per thread after the 16-wide runs.
-    Expr rest = ir::add(ir::add(ir::intImm(16 * whole), ir::mul(th, ir::intImm(T - whole))),
-                        ir::sub(q, ir::intImm(whole)));
-    return ir::select(ir::binary(BinOp::Lt, q, ir::intImm(whole)), runs, rest);
+    Expr rest = 16 * whole + th * (T - whole) + (q - whole);
+    return ir::select(ir::lt(q, whole), runs, rest);
   };
   Expr m = ir::var("t.m"), nn = ir::var("t.n"), kk = ir::var("k.i");
-  Expr slot = ir::add(ir::mul(m, ir::intImm(TN)), nn);
+  Expr slot = m * TN + nn;
   auto cells = [&](Stmt body) {
     return ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
                        ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled, body));
   };
   auto compute = [&](const Expr& stg) {
     auto at = [&](const Staged& sg, const Expr& w) {
-      return ir::load(vt_, sg.buf,
-                      ir::add(ir::mul(stg, ir::intImm(sg.stageElems)), sg.slot(w, kk)));
+      return ir::load(vt_, sg.buf, stg * sg.stageElems + sg.slot(w, kk));
     };
     Stmt fillRegs =
         ir::block({ir::forLoop("t.m", ir::intImm(0), ir::intImm(TM), ForKind::Unrolled,
                                ir::store("reg.L", m, at(ops[0], cellOf(ops[0], ty, m, TM)))),
                    ir::forLoop("t.n", ir::intImm(0), ir::intImm(TN), ForKind::Unrolled,
                                ir::store("reg.R", nn, at(ops[1], cellOf(ops[1], tx, nn, TN))))});
-    Stmt fma = cells(ir::store(
-        "acc", slot,
-        ir::binary(BinOp::Add, ir::load(vt_, "acc", slot),
-                   ir::binary(BinOp::Mul, ir::load(vt_, "reg.L", m), ir::load(vt_, "reg.R", nn)))));
+    Stmt fma = cells(ir::store("acc", slot,
+                               ir::load(vt_, "acc", slot) +
+                                   ir::load(vt_, "reg.L", m) * ir::load(vt_, "reg.R", nn)));
     return ir::forLoop("k.i", ir::intImm(0), ir::intImm(BK), ForKind::Unrolled,
                        ir::block({fillRegs, fma}));
   };
   Stmt kloop = pipeline(ops, K, r, BK, split, slices, stages, compute);
   // Stores: each cell's output indices from its row and column.
-  Expr gi = ir::add(baseI, cellOf(ops[0], ty, m, TM));
-  Expr gj = ir::add(baseJ, cellOf(ops[1], tx, nn, TN));
+  Expr gi = baseI + cellOf(ops[0], ty, m, TM);
+  Expr gj = baseJ + cellOf(ops[1], tx, nn, TN);
   decompose(I, r, gi);
   decompose(J, r, gj);
   Stmt out = storeCell(st, r, split, ir::load(vt_, "acc", slot));
-  out = cells(ir::ifThen(both(ir::binary(BinOp::Lt, gi, ir::intImm(extI)),
-                              ir::binary(BinOp::Lt, gj, ir::intImm(extJ))),
-                         out));
+  out = cells(ir::ifThen(both(ir::lt(gi, extI), ir::lt(gj, extJ)), out));
   Stmt body = ir::allocate(
       "acc", vt_, TM * TN,
       ir::allocate("reg.L", vt_, TM,
                    ir::allocate("reg.R", vt_, TN,
                                 ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  auto names = [&](const std::vector<std::size_t>& g) { return varNames(st, g); };
-  gpuNote_ = "GPU tile " + std::to_string(BM) + "x" + std::to_string(BN) + " over (" + names(I) +
-             ") x (" + names(J) + "), " + std::to_string(TM) + "x" + std::to_string(TN) +
-             " per thread, shared-memory slices of " + std::to_string(BK) + " along (" + names(K) +
-             ")" + (B.empty() ? "" : ", one tile row per (" + names(B) + ")") +
-             stagingNote(st, ops, stages);
+  GpuTilePlan plan;
+  plan.kind = GpuTileKind::Simt;
+  plan.BM = BM;
+  plan.BN = BN;
+  plan.BK = BK;
+  plan.TM = TM;
+  plan.TN = TN;
+  describeGroups(st, I, J, K, B, plan);
+  plan.stages = stages;
+  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
+  plan.splits = split.splits;
+  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return true;
+  return plan;
 }
 
 } // namespace einjit::codegen::lowering

@@ -18,19 +18,20 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
   sg.buf = buf;
   sg.elem = elem;
   sg.kFast = unitAlongAny(fs, K);
-  // A masked operand is copied by vectors only along the channel index run last (kLast_):
+  // A masked operand is copied by vectors only along the channel index run last (ctx_.kLast):
   // its masks are on other reduction indices, so a vector is wholly inside or outside.
   const bool vectorMasks =
-      masks.empty() ||
-      (kLast_ >= 0 && sg.kFast && !K.empty() && K.back() == static_cast<std::size_t>(kLast_) &&
-       std::find(masks.begin(), masks.end(), K.back()) == masks.end());
+      masks.empty() || (ctx_.kLast >= 0 && sg.kFast && !K.empty() &&
+                        K.back() == static_cast<std::size_t>(ctx_.kLast) &&
+                        std::find(masks.begin(), masks.end(), K.back()) == masks.end());
   sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
                   ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
                   : 0;
-  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= 256 && 256 % BK == 0 &&
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= threads && threads % BK == 0 &&
       separableRead(fs))
     sg.rowTable = buf + ".rows";
-  else if (sg.vector == 0 && 256 % (sg.kFast ? BK : BW) == 0) {
+  else if (sg.vector == 0 && threads % (sg.kFast ? BK : BW) == 0) {
     // Tables pay where the decomposition divides by other than powers of two (shifts and masks): an
     // index after the first whose extent is not one (f32 stride-2 input gradient: tables over a
     // reduction of extents 128 x 2 x 2 measured slower).
@@ -43,10 +44,11 @@ auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std:
     // Row tables of a masked operand (the bounds then read table entries) measured faster for the
     // bf16 stride-2 input gradient but slower for the f32 one: f32
     // tiles keep decomposing a masked operand's rows.
-    if (sg.kFast && dividing(group) && BW <= 256 && (masks.empty() || elem == Type::bf16))
+    if (sg.kFast && dividing(group) && BW <= threads && (masks.empty() || elem == Type::bf16))
       sg.tables = Staged::Tables::Rows;
     else if (!sg.kFast && dividing(K) && !slicesAligned(K, r, BK) &&
-             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <= 32 * 1024)
+             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <=
+                 target_.gpuTableShared)
       sg.tables = Staged::Tables::Reduction;
   }
   layout(sg);
@@ -59,38 +61,36 @@ std::int64_t Lowerer::stageUnits(const Staged& s, std::int64_t BK) {
 }
 
 std::int64_t Lowerer::stageReps(const Staged& s, std::int64_t BK) {
-  return (stageUnits(s, BK) + 255) / 256;
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  return (stageUnits(s, BK) + threads - 1) / threads;
 }
 
 void Lowerer::stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
                        Expr* valid) {
+  constexpr std::int64_t threads = Target::gpuTileBlock;
   const std::int64_t u = std::max(s.vector, 1), units = stageUnits(s, BK);
-  Expr e = ir::add(ir::var("gpu.thread"), ir::mul(rep, ir::intImm(256)));
+  Expr e = ir::var("gpu.thread") + rep * threads;
   const std::int64_t fastN = s.kFast ? BK / u : s.BW / u;
-  Expr fast = ir::mul(ir::binary(BinOp::Mod, e, ir::intImm(fastN)), ir::intImm(u));
-  Expr slow = ir::binary(BinOp::Div, e, ir::intImm(fastN));
-  if (256 % fastN == 0) {
+  Expr fast = e % fastN * u;
+  Expr slow = e / fastN;
+  if (threads % fastN == 0) {
     // The same position along the fast direction in every pass (Staged::rowTable, tables).
     Expr thr = ir::var("gpu.thread");
-    fast = ir::mul(ir::binary(BinOp::Mod, thr, ir::intImm(fastN)), ir::intImm(u));
-    slow = ir::add(ir::binary(BinOp::Div, thr, ir::intImm(fastN)),
-                   ir::mul(rep, ir::intImm(256 / fastN)));
+    fast = thr % fastN * u;
+    slow = thr / fastN + rep * (threads / fastN);
   }
   if (s.core && s.vector > 0 && fastN % 8 == 0) {
     // Vectors into the swizzled rows: 8 consecutive threads copy 128 contiguous bytes of one
     // row (whole lines of global memory; the swizzle puts their 8 chunks in distinct
     // banks), a warp 4 rows, then the next 128 bytes of the rows.
     const std::int64_t slowN = s.kFast ? s.BW : BK;
-    Expr lo = ir::binary(BinOp::Mod, e, ir::intImm(8)),
-         rest = ir::binary(BinOp::Div, e, ir::intImm(8));
-    slow = ir::binary(BinOp::Mod, rest, ir::intImm(slowN));
-    fast = ir::mul(
-        ir::add(ir::mul(ir::binary(BinOp::Div, rest, ir::intImm(slowN)), ir::intImm(8)), lo),
-        ir::intImm(u));
+    Expr lo = e % 8, rest = e / 8;
+    slow = rest % slowN;
+    fast = (rest / slowN * 8 + lo) * u;
   }
   *w = s.kFast ? slow : fast;
   *kk = s.kFast ? fast : slow;
-  *valid = units % 256 == 0 ? nullptr : ir::binary(BinOp::Lt, e, ir::intImm(units));
+  *valid = units % threads == 0 ? nullptr : ir::lt(e, units);
 }
 
 Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
@@ -100,7 +100,7 @@ Stmt Lowerer::guarded(const Expr& valid, Stmt s) {
 Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                            std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk) {
   const std::int64_t ext = extentOfGroup(s.group, r), extK = extentOfGroup(K, r);
-  Expr gw = ir::add(s.base, w), gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+  Expr gw = s.base + w, gk = slice * BK + kk;
   auto fromTables = [&](const std::vector<std::size_t>& g, const Expr& at) {
     for (std::size_t v : g) varExpr_[v] = ir::cast(Type::i64, ir::load(Type::i32, s.table(v), at));
   };
@@ -117,8 +117,8 @@ Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, c
   // input gradient of bench/; with them it compiles every time.
   const bool keep = !s.masks.empty();
   Expr inside;
-  if (keep || ext % s.BW != 0) inside = ir::binary(BinOp::Lt, gw, ir::intImm(ext));
-  if (keep || extK % BK != 0) inside = both(inside, ir::binary(BinOp::Lt, gk, ir::intImm(extK)));
+  if (keep || ext % s.BW != 0) inside = ir::lt(gw, ext);
+  if (keep || extK % BK != 0) inside = both(inside, ir::lt(gk, extK));
   return inside;
 }
 
@@ -134,18 +134,14 @@ bool Lowerer::slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, 
 void Lowerer::decomposeReduction(const std::vector<std::size_t>& K, const Ranges& r,
                                  std::int64_t BK, const Expr& slice, const Expr& kk) {
   if (!slicesAligned(K, r, BK)) {
-    decompose(K, r, ir::add(ir::mul(slice, ir::intImm(BK)), kk));
+    decompose(K, r, slice * BK + kk);
     return;
   }
   const std::size_t last = K.back();
   const std::int64_t per = (r[last].second - r[last].first) / BK;
-  decompose(std::vector<std::size_t>(K.begin(), K.end() - 1), r,
-            per == 1 ? slice : ir::binary(BinOp::Div, slice, ir::intImm(per)));
-  Expr in =
-      per == 1
-          ? kk
-          : ir::add(ir::mul(ir::binary(BinOp::Mod, slice, ir::intImm(per)), ir::intImm(BK)), kk);
-  varExpr_[last] = ir::add(ir::intImm(r[last].first), in);
+  decompose(std::vector<std::size_t>(K.begin(), K.end() - 1), r, per == 1 ? slice : slice / per);
+  Expr in = per == 1 ? kk : slice % per * BK + kk;
+  varExpr_[last] = r[last].first + in;
 }
 
 Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
@@ -159,19 +155,22 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
   } else {
     // Only the reduction's indices: the row part of the offset is in the table.
     const std::int64_t extK = extentOfGroup(K, r);
-    Expr gk = ir::add(ir::mul(slice, ir::intImm(BK)), kk);
+    Expr gk = slice * BK + kk;
     decomposeReduction(K, r, BK, slice, kk);
-    if (extK % BK != 0) inside = ir::binary(BinOp::Lt, gk, ir::intImm(extK));
+    if (extK % BK != 0) inside = ir::lt(gk, extK);
   }
   Stmt one;
   if (s.vector > 0) {
     Expr unusedInside;
     bool dropped = false;
     const CExpr& f = *s.fs[0];
-    trustPlain_ = !s.masks.empty(); // in bounds inside its ranges (`inside` checks them)
-    Expr src = offset(f, &unusedInside, &dropped);
-    trustPlain_ = false;
-    Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+    Expr src;
+    {
+      // In bounds inside its ranges (`inside` checks them).
+      const Scoped<bool> trust(ctx_.trustPlain, !s.masks.empty());
+      src = offset(f, &unusedInside, &dropped);
+    }
+    Expr dst = stage * s.stageElems + s.slot(w, kk);
     const int bytes = s.vector * typeBytes(s.elem);
     one = ir::copyAsync(s.buf, dst, bufferName(f.tensor), src, bytes, inside);
   } else {
@@ -184,10 +183,9 @@ Stmt Lowerer::stageIssue(const Staged& s, const std::vector<std::size_t>& K, con
     } else {
       // Inside its ranges every plain subscript of a masked operand is in bounds (the
       // ranges were solved from them): no check.
-      trustPlain_ = !s.masks.empty();
+      const Scoped<bool> trust(ctx_.trustPlain, !s.masks.empty());
       v = value(*s.fs[0]);
       for (std::size_t q = 1; q < s.fs.size(); ++q) v = ir::binary(BinOp::Mul, v, value(*s.fs[q]));
-      trustPlain_ = false;
     }
     one = ir::store(s.buf + ".v", rep, ir::cast(s.elem, v));
     if (inside)
@@ -201,7 +199,7 @@ Stmt Lowerer::stagePut(const Staged& s, std::int64_t BK, const Expr& stage) {
   if (s.vector > 0) return nullptr;
   Expr rep = ir::var(s.buf + ".r"), w, kk, valid;
   stagePos(s, BK, rep, &w, &kk, &valid);
-  Expr dst = ir::add(ir::mul(stage, ir::intImm(s.stageElems)), s.slot(w, kk));
+  Expr dst = stage * s.stageElems + s.slot(w, kk);
   return ir::forLoop(s.buf + ".r", ir::intImm(0), ir::intImm(stageReps(s, BK)), ForKind::Unrolled,
                      guarded(valid, ir::store(s.buf, dst, ir::load(s.elem, s.buf + ".v", rep))));
 }
@@ -231,8 +229,8 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
       if (Stmt x = stagePut(s, BK, stage)) v.push_back(x);
     return v.empty() ? nullptr : ir::block(v);
   };
-  auto plus = [](const Expr& e, std::int64_t k) { return ir::add(e, ir::intImm(k)); };
-  auto below = [&](const Expr& e) { return ir::binary(BinOp::Lt, e, hi); };
+  auto plus = [](const Expr& e, std::int64_t k) { return e + k; };
+  auto below = [&](const Expr& e) { return ir::lt(e, hi); };
   Stmt commit = async ? ir::asyncCommit() : nullptr;
   std::vector<Stmt> prologue;
   for (const Staged& s : ops)
@@ -248,16 +246,15 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
   }
   prologue.push_back(put(ir::intImm(0)));
   Expr from = ir::sub(ko, lo);
-  Expr cur = ir::binary(BinOp::Mod, from, ir::intImm(stages));
+  Expr cur = from % stages;
   Expr ahead = plus(ko, dist);
   const bool registers =
       std::any_of(ops.begin(), ops.end(), [](const Staged& sg) { return sg.vector == 0; });
-  Expr next = ir::binary(BinOp::Mod, plus(from, 1), ir::intImm(stages));
-  Stmt body = ir::block(
-      {async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
-       ir::ifThen(below(ahead),
-                  issue(ahead, ir::binary(BinOp::Mod, plus(from, dist), ir::intImm(stages)))),
-       commit, compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
+  Expr next = (from + 1) % stages;
+  Stmt body =
+      ir::block({async ? ir::asyncWait(dist - 1) : nullptr, ir::barrier(asyncProxy),
+                 ir::ifThen(below(ahead), issue(ahead, (from + dist) % stages)), commit,
+                 compute(cur), registers ? ir::ifThen(below(plus(ko, 1)), put(next)) : nullptr});
   Stmt loop = ir::block({ir::block(prologue), ir::forLoop("k.o", lo, hi, ForKind::Serial, body),
                          inFlight ? ir::asyncWait(0, true) : nullptr});
   for (const Staged& s : ops)
@@ -273,22 +270,26 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
   return loop;
 }
 
-std::string Lowerer::stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages) {
-  std::string t = ", " + std::to_string(stages) + " slices in flight";
-  for (std::size_t q = 0; q < ops.size(); ++q) {
-    t += std::string(q ? ", " : "; ") + ops[q].buf +
-         (ops[q].vector > 0 ? " by " + std::to_string(ops[q].vector * typeBytes(ops[q].elem)) +
-                                  "-byte asynchronous copies"
-                            : std::string(" through registers"));
-    if (!ops[q].rowTable.empty())
-      t += " (row offsets from a table)";
-    else if (ops[q].tables != Staged::Tables::None)
-      t += ops[q].tables == Staged::Tables::Rows ? " (row indices from tables)"
-                                                 : " (reduction indices from tables)";
-    if (!ops[q].masks.empty())
-      t += " (over the hull of (" + varNames(st, ops[q].masks) + "), masked to their ranges)";
-  }
-  return t;
+GpuOperandPlan Lowerer::operandPlan(const Statement& st, const Staged& s) {
+  GpuOperandPlan o;
+  o.buffer = s.buf;
+  o.copyBytes = s.vector > 0 ? s.vector * typeBytes(s.elem) : 0;
+  if (!s.rowTable.empty())
+    o.index = GpuOperandPlan::Index::RowOffsets;
+  else if (s.tables != Staged::Tables::None)
+    o.index = s.tables == Staged::Tables::Rows ? GpuOperandPlan::Index::RowTables
+                                               : GpuOperandPlan::Index::ReductionTables;
+  if (!s.masks.empty()) o.masked = varNames(st, s.masks);
+  return o;
+}
+
+void Lowerer::describeGroups(const Statement& st, const std::vector<std::size_t>& I,
+                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
+                             const std::vector<std::size_t>& B, GpuTilePlan& plan) {
+  plan.I = varNames(st, I);
+  plan.J = varNames(st, J);
+  plan.K = varNames(st, K);
+  plan.B = B.empty() ? std::string() : varNames(st, B);
 }
 
 int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
@@ -380,7 +381,8 @@ Stmt Lowerer::fillRowTable(const Staged& s, const std::vector<std::size_t>& K, c
   if (ext % s.BW != 0)
     off = ir::select(ir::binary(BinOp::Lt, gw, ir::intImm(ext)), off, ir::intImm(0));
   Stmt fill = ir::store(s.rowTable, w, ir::cast(Type::i32, off));
-  return s.BW < 256 ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill) : fill;
+  return s.BW < Target::gpuTileBlock ? ir::ifThen(ir::binary(BinOp::Lt, w, ir::intImm(s.BW)), fill)
+                                     : fill;
 }
 
 Stmt Lowerer::fillTables(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
@@ -388,15 +390,17 @@ Stmt Lowerer::fillTables(const Staged& s, const std::vector<std::size_t>& K, con
   const bool rows = s.tables == Staged::Tables::Rows;
   const std::vector<std::size_t>& g = rows ? s.group : K;
   const std::int64_t n = tableEntries(s, K, r, BK);
-  Expr t = ir::var("gpu.thread"), e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(256)));
+  constexpr std::int64_t threads = Target::gpuTileBlock;
+  Expr t = ir::var("gpu.thread"),
+       e = ir::add(t, ir::mul(ir::var(s.buf + ".f"), ir::intImm(threads)));
   decompose(g, r, rows ? ir::add(s.base, e) : e);
   std::vector<Stmt> stores;
   for (std::size_t v : g)
     stores.push_back(ir::store(s.table(v), e, ir::cast(Type::i32, varExpr_[v])));
   Stmt body = ir::block(stores);
-  if (n % 256 != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
-  return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + 255) / 256), ForKind::Serial,
-                     body);
+  if (n % threads != 0) body = ir::ifThen(ir::binary(BinOp::Lt, e, ir::intImm(n)), body);
+  return ir::forLoop(s.buf + ".f", ir::intImm(0), ir::intImm((n + threads - 1) / threads),
+                     ForKind::Serial, body);
 }
 
 std::int64_t Lowerer::tableEntries(const Staged& s, const std::vector<std::size_t>& K,

@@ -3,13 +3,10 @@
 
 namespace einjit::codegen::lowering {
 
-Expr Lowerer::splitIndex(const TileSplit& t) const {
-  return ir::binary(BinOp::Mod, ir::var("gpu.block"), ir::intImm(t.splits));
-}
+Expr Lowerer::splitIndex(const TileSplit& t) const { return ir::var("gpu.block") % t.splits; }
 
 Expr Lowerer::tileBlock(const TileSplit& t) const {
-  return t.splits > 1 ? ir::binary(BinOp::Div, ir::var("gpu.block"), ir::intImm(t.splits))
-                      : ir::var("gpu.block");
+  return t.splits > 1 ? ir::var("gpu.block") / t.splits : ir::var("gpu.block");
 }
 
 void Lowerer::sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Expr* hi) const {
@@ -18,14 +15,13 @@ void Lowerer::sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Exp
     *hi = ir::intImm(slices);
     return;
   }
-  *lo = ir::mul(splitIndex(t), ir::intImm(t.perSplit));
-  *hi = ir::binary(BinOp::Min, ir::add(*lo, ir::intImm(t.perSplit)), ir::intImm(slices));
+  *lo = splitIndex(t) * t.perSplit;
+  *hi = ir::min(*lo + t.perSplit, slices);
 }
 
 Stmt Lowerer::storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {
   if (t.splits == 1) return storeOutput(st, v);
-  return ir::store(t.partial,
-                   ir::add(ir::mul(splitIndex(t), ir::intImm(t.elements)), flatOutput(st, r)), v);
+  return ir::store(t.partial, splitIndex(t) * t.elements + flatOutput(st, r), v);
 }
 
 void Lowerer::finishSplit(const Statement& st, const BoundStatement& bs, const Ranges& r,
@@ -34,8 +30,6 @@ void Lowerer::finishSplit(const Statement& st, const BoundStatement& bs, const R
   StatementSchedule s;
   s.splitChunks = t.splits;
   emitCombine(st, bs, s, r, name + "_combine", t.partial, true);
-  gpuNote_ += ", split-K: " + std::to_string(t.splits) + " ranges of " +
-              std::to_string(t.perSplit) + " slices, partials added in order";
 }
 
 } // namespace einjit::codegen::lowering

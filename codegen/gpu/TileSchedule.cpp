@@ -1,4 +1,5 @@
-// GPU tile decisions: warpgroup shape, pipeline stages, shared memory, masked ranges, split-K.
+// The GPU tile decisions that read the lowerer's state (masked ranges), and the bridges from the
+// staged operands to the decisions of schedule/GpuTileSchedule (split-K, pipeline stages).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -8,26 +9,11 @@ auto Lowerer::tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles
                         std::int64_t wanted, double cellFlops) -> TileSplit {
   TileSplit t;
   t.elements = extentOfGroup(outputIndices(st), r);
-  const std::int64_t least = std::max<std::int64_t>(8, kSplitReduction / BK);
-  if (cellFlops <= 0) {
-    while (tiles * t.splits < wanted && slices / (2 * t.splits) >= least) t.splits *= 2;
-  } else {
-    const std::int64_t sms = std::max<std::int64_t>(1, target_.gpuBlocksWanted / 2);
-    const double bytes = static_cast<double>(t.elements) * static_cast<double>(ir::typeBytes(vt_));
-    double best = 0;
-    for (std::int64_t s = 1; s == 1 || (s <= slices / least && s <= 1024); ++s) {
-      const std::int64_t per = (slices + s - 1) / s, busiest = (tiles * s + sms - 1) / sms;
-      double time = static_cast<double>(busiest * per) * cellFlops / target_.gpuSmFlops;
-      if (busiest == 1) time *= kLoneBlock;
-      if (s > 1) time += static_cast<double>(2 * s + 1) * bytes / target_.gpuBandwidth;
-      if (s == 1 || time < best) {
-        best = time;
-        t.splits = s;
-      }
-    }
-  }
-  t.perSplit = (slices + t.splits - 1) / t.splits;
-  t.splits = (slices + t.perSplit - 1) / t.perSplit; // no empty range
+  const double bytes = static_cast<double>(t.elements) * static_cast<double>(ir::typeBytes(vt_));
+  const gpuschedule::SplitK k =
+      gpuschedule::splitK(target_, tiles, slices, BK, bytes, wanted, cellFlops);
+  t.splits = k.splits;
+  t.perSplit = k.perSplit;
   if (t.splits > 1) {
     t.partial = name + ".partial";
     out_.scratch.push_back({t.partial, vt_, t.elements * t.splits});
@@ -35,12 +21,10 @@ auto Lowerer::tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles
   return t;
 }
 
-int Lowerer::stagesFor(const std::vector<Staged>& ops) {
-  for (const Staged& s : ops)
-    if (s.vector == 0) return 2;
-  const std::int64_t per = sharedBytes(ops);
-  return static_cast<int>(
-      std::clamp<std::int64_t>(96 * 1024 / std::max<std::int64_t>(per, 1), 2, 4));
+int Lowerer::stagesFor(const std::vector<Staged>& ops) const {
+  const bool allAsync =
+      std::all_of(ops.begin(), ops.end(), [](const Staged& s) { return s.vector != 0; });
+  return gpuschedule::pipelineStages(target_, allAsync, sharedBytes(ops));
 }
 
 std::int64_t Lowerer::sharedBytes(const std::vector<Staged>& ops) {
@@ -75,15 +59,6 @@ bool Lowerer::maskedRanges(const Statement& st, const BoundStatement& bs, const 
     share *= meanShare(bs, r, v, read);
   }
   return share >= 0.5;
-}
-
-auto Lowerer::warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const
-    -> WarpgroupShape {
-  const std::int64_t sms = target_.gpuBlocksWanted / 2;
-  auto tiles = [&](std::int64_t bn) { return tilesI * ((extJ + bn - 1) / bn) * extB; };
-  if (extJ >= 256 && tiles(256) >= sms) return {256, 4, 1};
-  if (tiles(128) >= sms) return {128, 3, 0};
-  return {64, 4, 0};
 }
 
 } // namespace einjit::codegen::lowering

@@ -79,16 +79,19 @@ bool Lowerer::coreSplit(std::size_t k, const Statement& st, const BoundStatement
   return true;
 }
 
-bool Lowerer::gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                           const std::string& base) {
+auto Lowerer::gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                           const std::string& base) -> std::optional<GpuTileSchedule> {
   Ranges core;
-  if (!coreRanges(st, bs, ranges, core)) return false;
-  if (!emitGpuTiled(st, boxOf(bs, core), core, base + "_core")) return false;
-  out_.notes.back() = "core/border split; core: " + gpuNote_ + "; borders: one thread each";
+  if (!coreRanges(st, bs, ranges, core)) return std::nullopt;
+  std::optional<GpuTilePlan> tile = emitGpuTiled(st, boxOf(bs, core), core, base + "_core");
+  if (!tile) return std::nullopt;
   forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
     emitGpuGeneric(st, bs, part, name);
   });
-  return true;
+  GpuTileSchedule s;
+  s.tile = std::move(*tile);
+  s.coreBorder = true;
+  return s;
 }
 
 bool Lowerer::coversOutput(const Statement& st, const BoundStatement& bs,

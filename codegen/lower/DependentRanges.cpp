@@ -42,10 +42,10 @@ auto Lowerer::depRange(const BoundStatement& bs, std::size_t v,
                        const std::vector<std::int64_t>& vals) const
     -> std::pair<std::int64_t, std::int64_t> {
   const PhaseSub* ph = nullptr;
-  for (const PhaseSub& x : phase_)
+  for (const PhaseSub& x : ctx_.phase)
     if (x.red == v) ph = &x;
   std::vector<std::int64_t> orig = vals;
-  for (const PhaseSub& x : phase_) orig[x.out] = x.g * vals[x.out] + x.rho;
+  for (const PhaseSub& x : ctx_.phase) orig[x.out] = x.g * vals[x.out] + x.rho;
   std::int64_t lo = bs.loBound[v].eval(orig), hi = bs.hiBound[v].eval(orig);
   if (!ph) return {lo, hi};
   lo = std::max(lo, ph->hullLo);
@@ -55,10 +55,10 @@ auto Lowerer::depRange(const BoundStatement& bs, std::size_t v,
 }
 
 Expr Lowerer::maskCondition(std::size_t v) {
-  const BoundStatement& bs = *maskBounds_;
+  const BoundStatement& bs = *ctx_.maskBounds;
   std::vector<Expr> saved = varExpr_;
   Expr h = varExpr_[v], extra;
-  for (const PhaseSub& x : phase_) {
+  for (const PhaseSub& x : ctx_.phase) {
     varExpr_[x.out] = ir::add(ir::mul(ir::intImm(x.g), saved[x.out]), ir::intImm(x.rho));
     if (x.red == v) {
       h = ir::add(ir::mul(ir::intImm(x.a), saved[x.out]), saved[v]);

@@ -5,7 +5,10 @@
 // (lower/StatementLowering.cpp), CPU loops, split reductions, core/border splits and dependent
 // ranges (lower/), GPU threads, launches, relayouts, staging, tiles and residue phases (gpu/),
 // and the post-passes (passes/).
+#include "codegen/IROperator.h"
 #include "codegen/Lower.h"
+#include "codegen/lower/LowerContext.h"
+#include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
 
@@ -74,25 +77,12 @@ private:
   std::vector<CheckedSub> checkedSubs_;
   bool unhoistable_ = false, hoisting_ = false;
   std::size_t stmt_ = 0; // the statement being lowered
-  bool trustPlain_ = false;
-  bool atomic_ = false; // storeOutput adds atomically (see atomicScatter)
-  std::string wide_;    // ... into this f32 copy of a bf16 output (beginWideScatter)
-  // While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
-  // original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
-  struct PhaseSub {
-    std::size_t out = 0, red = 0;
-    std::int64_t g = 1, rho = 0, a = 0;
-    std::int64_t hullLo = 0, hullHi = 0; // h's original hull
-  };
-  std::vector<PhaseSub> phase_;
-  const BoundStatement* maskBounds_ = nullptr; // the masked tile's statement (see stageIssue)
+  // The modes the current statement is lowered in (lower/LowerContext.h).
+  LowerContext ctx_;
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
   std::vector<Expr> varExpr_;
   std::vector<Interval> varRange_;
-  // Indices that setRanges binds to their only value (a GPU tile's indices of one value).
-  std::vector<bool> pinned_;
-  int kLast_ = -1; // the reduction index a GPU tile runs last (relayoutTiled), or -1
 
   const std::string& bufferName(int t) const;
   Type elemType(int t) const;
@@ -176,6 +166,10 @@ private:
   // A GPU function of one thread per element of tensor t: body(the element's offset).
   void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
 
+  // A tile family's emission (a tile, residue phases of tiles): the schedule it carried out, or
+  // nothing (and nothing emitted) when it does not apply.
+  using TileEmitter = std::function<std::optional<GpuTileSchedule>()>;
+
   // --- batch-fast tensors on the GPU ---------------------------------------------------------
   // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
   // batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]), each
@@ -230,9 +224,9 @@ private:
   // along the reduction (a forward convolution: 3; a stride-2 weight gradient, whose c is the image
   // index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and measured slower copied).
   // Factors whose c dimension is not already their fastest are copied with it fastest (the others
-  // in their order); kLast_ asks the tile to run c last. This measured faster for the bf16 forward
-  // convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an
-  // NHWC input measured faster for some convolutions and slower for others). Reduction indices with
+  // in their order); ctx_.kLast asks the tile to run c last. This measured faster for the bf16
+  // forward convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an NHWC
+  // input measured faster for some convolutions and slower for others). Reduction indices with
   // dependent ranges (a solved input gradient's filter taps, masked in the tile) qualify too, the
   // channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b] copied with o fastest, the masked
   // operand's 16-byte copies zero-filled outside its ranges (a vector lies in one tap), residue
@@ -250,10 +244,11 @@ private:
 
   // Lowers statement st by `emit` (a GPU tile, or residue phases of tiles) over re-laid-out
   // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
-  // convolution's inputs channel-fast (see above). False (and nothing emitted) when neither
+  // convolution's inputs channel-fast (see above). Nothing (and nothing emitted) when neither
   // applies or `emit` does not.
-  bool relayoutTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& sched,
-                     const Ranges& r, const std::string& base, const std::function<bool()>& emit);
+  std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
+                                               const StatementSchedule& sched, const Ranges& r,
+                                               const std::string& base, const TileEmitter& emit);
 
   // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
   // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
@@ -313,8 +308,8 @@ private:
 
   // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
   // per output element.
-  bool gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                    const std::string& base);
+  std::optional<GpuTileSchedule> gpuCoreSplit(const Statement& st, const BoundStatement& bs,
+                                              const Ranges& ranges, const std::string& base);
 
   // A ':=' statement writes every element of its output when its left-hand indices are
   // distinct, run over whole dimensions, and do not depend on other indices.
@@ -393,20 +388,19 @@ private:
                    bool chunkMajor = false);
 
   // --- GPU contraction tiles -------------------------------------------------------------------
-  std::string gpuNote_;
 
   // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
   // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block leaves
   // its tile's partial sums in scratch[range * elements + o], and a second kernel adds them in
   // range order (deterministic, like the split reductions).
   // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
-  //   `wanted` (a quarter of Target::gpuBlocksWanted for the warpgroup tiles, which fill an SM
+  //   `wanted` (a quarter of Target::gpuBlocksWanted() for the warpgroup tiles, which fill an SM
   //   with one or two blocks).
   // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
   //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
   //   (measured on the Linear layer's weight gradient; smaller tiles lose more alone:
-  //   kLoneBlock), so a split's time is that of the slices of the SM given the most blocks,
-  //   ceil(tiles * s / SMs) * ceil(slices / s) (kLoneBlock times that for one block), at
+  //   Target::gpuLoneBlock), so a split's time is that of the slices of the SM given the most
+  //   blocks, ceil(tiles * s / SMs) * ceil(slices / s) (gpuLoneBlock times that for one block), at
   //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
   //   written, read back by the combine pass, which writes the output (counting only the combine
   //   pass, the model split 8192^3 into 4 ranges, which measured slower than whole).
@@ -492,24 +486,14 @@ private:
     }
     Expr slot(const Expr& w, const Expr& kk) const {
       if (core) {
-        auto div = [](const Expr& e, std::int64_t d) {
-          return ir::binary(BinOp::Div, e, ir::intImm(d));
-        };
-        auto mod = [](const Expr& e, std::int64_t d) {
-          return ir::binary(BinOp::Mod, e, ir::intImm(d));
-        };
         // Row start, the row's swizzle (q % 8) and the position along the row.
-        Expr row = rowMajor ? ir::mul(w, ir::intImm(64))
-                            : ir::add(ir::add(ir::mul(div(kk, 8), ir::intImm(stride)),
-                                              ir::mul(div(w, 64), ir::intImm(512))),
-                                      ir::mul(mod(kk, 8), ir::intImm(64)));
-        Expr q = rowMajor ? mod(w, 8) : mod(kk, 8);
-        Expr at = rowMajor ? kk : mod(w, 64);
-        Expr chunk = ir::binary(BinOp::Xor, div(at, 8), q);
-        return ir::add(row, ir::add(ir::mul(chunk, ir::intImm(8)), mod(at, 8)));
+        Expr row = rowMajor ? w * 64 : kk / 8 * stride + w / 64 * 512 + kk % 8 * 64;
+        Expr q = rowMajor ? w % 8 : kk % 8;
+        Expr at = rowMajor ? kk : w % 64;
+        Expr chunk = (at / 8) ^ q;
+        return row + (chunk * 8 + at % 8);
       }
-      return rowMajor ? ir::add(ir::mul(w, ir::intImm(stride)), kk)
-                      : ir::add(ir::mul(kk, ir::intImm(stride)), w);
+      return rowMajor ? w * stride + kk : kk * stride + w;
     }
   };
   // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
@@ -523,8 +507,8 @@ private:
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK);
   static std::int64_t stageReps(const Staged& s, std::int64_t BK);
 
-  // Element (or vector) e = thread + 256 * rep of a staging pass: its row w, its reduction
-  // position kk in the slice, and whether e exists (null when every thread's does).
+  // Element (or vector) e = thread + Target::gpuTileBlock * rep of a staging pass: its row w, its
+  // reduction position kk in the slice, and whether e exists (null when every thread's does).
   static void stagePos(const Staged& s, std::int64_t BK, const Expr& rep, Expr* w, Expr* kk,
                        Expr* valid);
   static Stmt guarded(const Expr& valid, Stmt s);
@@ -542,18 +526,6 @@ private:
   // which it left even. Unmasked tiles keep their order: a forward convolution's
   // filter (o, c, a, b) is contiguous along (c, a, b) and copied by vectors, which (a, b, c) would
   // lose (measured much slower at C=256).
-  // The reduction's slice length (BK) in the f32 tile and in the tensor-core tiles.
-  static constexpr std::int64_t kTileSlice = 16, kMmaSlice = 64;
-  // In the f32 tiles' split-K model, an SM given a single block takes this much longer for the same
-  // slices than one given two (measured on the C=64 and 1x1 weight gradients).
-  static constexpr double kLoneBlock = 1.1;
-  // The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
-  // Shorter ranges spend their time filling the pipeline and writing partials: f32 1024^3 (64
-  // tiles of 128 x 128) measured slower split in 8 ranges of 8 slices than in 2 of 32.
-  static constexpr std::int64_t kSplitReduction = 512;
-  // The fewest slices of an f32 tile's reduction for which row-major operands are copied
-  // 4 bytes at a time into the k-major layout (emitGpuTiled).
-  static constexpr std::int64_t kLongReduction = 16;
   static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
   // Whether every slice of BK along the reduction lies in one combination of its indices but
   // the last (whose extent BK divides).
@@ -575,8 +547,8 @@ private:
 
   // How many slices a tile keeps in shared memory: operands staged through registers run one
   // slice ahead (2); when every operand is copied asynchronously, up to 4 slices within
-  // 96 KiB, so the copies of slice k.o + stages - 1 overlap the products of k.o.
-  static int stagesFor(const std::vector<Staged>& ops);
+  // Target::gpuPipelineShared, so the copies of slice k.o + stages - 1 overlap the products of k.o.
+  int stagesFor(const std::vector<Staged>& ops) const;
 
   // The reduction loop of a tile over its slices with every operand staged in `stages` slots
   // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
@@ -590,8 +562,12 @@ private:
                 int inFlight = 0);
   static std::int64_t sharedBytes(const std::vector<Staged>& ops);
 
-  // ", 2 slices in flight; tile.A by 16-byte asynchronous copies, tile.B through registers".
-  static std::string stagingNote(const Statement& st, const std::vector<Staged>& ops, int stages);
+  // How a staged operand reaches shared memory, for the tile's schedule value.
+  static GpuOperandPlan operandPlan(const Statement& st, const Staged& s);
+  // The index groups' names in a tile's schedule value.
+  static void describeGroups(const Statement& st, const std::vector<std::size_t>& I,
+                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
+                             const std::vector<std::size_t>& B, GpuTilePlan& plan);
 
   // Elements per asynchronous 16-byte copy of operand f along the flattened index group
   // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
@@ -627,7 +603,10 @@ private:
   static std::int64_t wholeSlices(const std::vector<std::size_t>& K, const Ranges& r,
                                   std::int64_t BK);
 
-  // The tile kernel's launch: 256 threads per block, a block per (tile, reduction range).
+  // A launch of `blocks` blocks of `threads` threads around a block's body.
+  static Stmt blockLaunch(Stmt body, std::int64_t blocks, std::int64_t threads);
+  // The tile kernel's launch: Target::gpuTileBlock threads per block, a block per (tile,
+  // reduction range).
   static Stmt tileLaunch(Stmt body, std::int64_t blocks);
 
   // "i,j" for a group of indices ("-" when empty), for schedule notes.
@@ -662,8 +641,8 @@ private:
   // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
   // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
   // that emitGpuTiled masks. Every phase must tile, or nothing is emitted.
-  bool phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                  const std::string& base);
+  std::optional<GpuTileSchedule> phaseTiles(const Statement& st, const BoundStatement& bs,
+                                            const Ranges& ranges, const std::string& base);
   // Functions [from, end) that are each one launch of the same block size and write disjoint
   // outputs (residue phases without split-K) become one launch: block b runs function p's block b -
   // offset_p, so one function's last blocks share the GPU with the next's first instead of leaving
@@ -686,8 +665,8 @@ private:
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
-  bool emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                    const std::string& name);
+  std::optional<GpuTilePlan> emitGpuTiled(const Statement& st, const BoundStatement& bs,
+                                          const Ranges& r, const std::string& name);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -710,35 +689,22 @@ private:
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
-  // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
-  // products it leaves running while the next slice is issued. For bf16 4096^3, 128 x 256 with 4
-  // slices (192 KiB, one block per SM) and one group in flight measured fastest, ahead of 3 slices
-  // and of 128 x 128 with 3 slices (2 blocks per SM) with or without a group in flight. The widest
-  // tile of which there are enough for one per SM (Target::gpuBlocksWanted / 2); below that 128 x
-  // 64 with 4 slices, which the split-K policy of these tiles (tileSplit's `wanted`: a quarter of
-  // gpuBlocksWanted) leaves whole at 1024^3 (128 tiles of 16 slices): faster there than 128 x 128
-  // split in two or unsplit.
-  struct WarpgroupShape {
-    std::int64_t BN = 128;
-    int stages = 3, inFlight = 0;
-  };
-  WarpgroupShape warpgroupShape(std::int64_t tilesI, std::int64_t extJ, std::int64_t extB) const;
-
   // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
   // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
   // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
   // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
   // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
-  // On sm_90 (target gpuArch 90) the tile runs on the warpgroup instructions instead: 128 x BN
-  // (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both
-  // operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding),
-  // 4 steps of k16 per slice; the barrier before each slice orders the copies before the
-  // tensor cores' reads (fence.proxy.async).
-  bool emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                  const std::string& name, const CExpr& lf, const CExpr& rf,
-                  const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
-                  const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
+  // On sm_90 (Target::gpuWarpgroupMma) the tile runs on the warpgroup instructions instead: 128 x
+  // BN (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both operands
+  // from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16
+  // per slice; the barrier before each slice orders the copies before the tensor cores' reads
+  // (fence.proxy.async).
+  std::optional<GpuTilePlan>
+  emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+             const std::string& name, const CExpr& lf, const CExpr& rf,
+             const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+             const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+             const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
 
   void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                  const Ranges& r, const std::string& name);

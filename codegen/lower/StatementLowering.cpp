@@ -51,7 +51,7 @@ Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped) {
     Expr idx = subscriptIndex(s);
     Interval r = interval(s, c);
     const bool proven = (r.known && r.lo >= 0 && r.hi < e) ||
-                        (trustPlain_ && s.mode == IndexMode::Plain && !s.gather && e > 0);
+                        (ctx_.trustPlain && s.mode == IndexMode::Plain && !s.gather && e > 0);
     if (!proven) {
       if (e == 0) {
         if (s.mode == IndexMode::Plain) {
@@ -225,8 +225,8 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
   Type et = elemType(st.output);
   Expr val = v;
   Stmt s;
-  if (atomic_) // a bf16 output's adds are f32 (into its wide copy, when it has one)
-    s = ir::atomicAdd(wide_.empty() ? name : wide_, off,
+  if (ctx_.atomic) // a bf16 output's adds are f32 (into its wide copy, when it has one)
+    s = ir::atomicAdd(ctx_.wide.empty() ? name : ctx_.wide, off,
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
   else if (st.assign == Assign::Accumulate)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
@@ -273,8 +273,8 @@ void Lowerer::setRanges(const Statement& st, const Ranges& r) {
   varExpr_.clear();
   varRange_.clear();
   for (std::size_t v = 0; v < st.vars.size(); ++v) {
-    varExpr_.push_back(v < pinned_.size() && pinned_[v] ? ir::intImm(r[v].first)
-                                                        : ir::var(st.vars[v].name));
+    varExpr_.push_back(v < ctx_.pinned.size() && ctx_.pinned[v] ? ir::intImm(r[v].first)
+                                                                : ir::var(st.vars[v].name));
     varRange_.push_back({r[v].second > r[v].first, r[v].first, r[v].second - 1});
   }
 }

@@ -1,0 +1,54 @@
+#pragma once
+// The modes a statement is lowered in, as one value instead of loose members: a family that
+// opens a mode (an atomic scatter, a GPU tile, a residue phase, layout copies) sets it for the
+// extent of its emission through `Scoped`, which restores the previous value on every way out
+// (early returns included), and the shared steps (offset, storeOutput, setRanges, staging,
+// masks) read it. Internal to codegen/ (lower/, gpu/).
+#include "dsl/Binding.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace einjit::codegen::lowering {
+
+// While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
+// original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
+struct PhaseSub {
+  std::size_t out = 0, red = 0;
+  std::int64_t g = 1, rho = 0, a = 0;
+  std::int64_t hullLo = 0, hullHi = 0; // h's original hull
+};
+
+struct LowerContext {
+  // --- an atomic scatter (atomicScatter) ---
+  bool atomic = false; // storeOutput adds atomically
+  std::string wide;    // ... into this f32 copy of a bf16 output (beginWideScatter)
+  // --- a GPU tile ---
+  int kLast = -1; // the reduction index the tile runs last (relayoutTiled's channel), or -1
+  // Indices that setRanges binds to their only value (the tile's indices of one value).
+  std::vector<bool> pinned;
+  const dsl::BoundStatement* maskBounds = nullptr; // the masked tile's statement (stageIssue)
+  // Plain subscripts count as in bounds (a masked operand's reads inside its ranges, which
+  // were solved from those subscripts).
+  bool trustPlain = false;
+  // --- a residue phase of a strided gradient (phaseTiles) ---
+  std::vector<PhaseSub> phase;
+};
+
+// Sets `field` to `value` until the end of the scope, then restores what it held.
+template <class T>
+class Scoped {
+public:
+  Scoped(T& field, T value) : field_(field), saved_(std::exchange(field, std::move(value))) {}
+  ~Scoped() { field_ = std::move(saved_); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+
+private:
+  T& field_;
+  T saved_;
+};
+
+} // namespace einjit::codegen::lowering

@@ -1,0 +1,71 @@
+#pragma once
+// The schedule of a GPU contraction tile as a value: which tile family, its shape, how each
+// operand reaches shared memory, the pipeline depth, split-K, and what surrounds the tile
+// (residue phases, layout copies, a core/border split). The decisions are made by the functions
+// of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this value, which
+// the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints for
+// `einjit explain` (the only place the tile's note is written).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace einjit::codegen {
+
+enum class GpuTileKind : std::uint8_t {
+  Simt,    // f32 FMAs, a register block of TM x TN cells per thread
+  MmaSync, // bf16 mma.sync m16n8k16, 8 warps of 64 x 32
+  Wgmma,   // bf16 wgmma (sm_90a), 2 warpgroups of 64 x WBN
+};
+
+// How one operand of a tile is staged in shared memory.
+struct GpuOperandPlan {
+  std::string buffer; // its shared buffer ("tile.L", "tile.A", ...)
+  int copyBytes = 0;  // bytes per asynchronous copy; 0: loaded through registers
+  // Where a register-staged operand's indices come from (else they are decomposed).
+  enum class Index : std::uint8_t { Decomposed, RowOffsets, RowTables, ReductionTables };
+  Index index = Index::Decomposed;
+  std::string masked; // the dependent indices the operand is masked to ("": none)
+};
+
+struct GpuTilePlan {
+  GpuTileKind kind = GpuTileKind::Simt;
+  std::int64_t BM = 0, BN = 0, BK = 0; // tile rows, columns, reduction slice
+  std::int64_t TM = 0, TN = 0;         // Simt: cells per thread
+  std::int64_t WM = 0, WN = 0;         // MmaSync: the warps' grid
+  std::int64_t WBN = 0;                // Wgmma: a warpgroup's columns
+  bool sideBySide = false;             // Wgmma: the two warpgroups split the columns
+  int inFlight = 0;                    // Wgmma: groups of products left running
+  std::string I, J, K, B;              // the index groups' names ("i,j"; B "-" when empty)
+  bool batched = false;                // one tile row per value of B
+  int stages = 2;                      // slices kept in shared memory
+  std::vector<GpuOperandPlan> operands;
+  bool vectoredOutput = false; // the output stored 16 bytes at a time
+  std::int64_t splits = 1, perSplit = 0;
+};
+
+// The layout copies around a tile (relayoutTiled).
+struct GpuRelayoutPlan {
+  std::string tensors; // "a, b"
+  std::string channel; // "": batch-outermost layouts; else the index run fastest and last
+};
+
+// Residue phases of a strided gradient (phaseTiles).
+struct GpuPhasesPlan {
+  std::int64_t count = 0;
+  std::string split;   // "u = 2q + r, h = q + m"
+  bool merged = false; // the phases run in one launch
+};
+
+struct GpuTileSchedule {
+  GpuTilePlan tile; // of the last phase when there are phases
+  std::optional<GpuPhasesPlan> phases;
+  std::optional<GpuRelayoutPlan> relayout;
+  bool coreBorder = false; // the tile is the core of a core/border split
+};
+
+// The one-line note of `einjit explain`.
+std::string describe(const GpuTilePlan& t);
+std::string describe(const GpuTileSchedule& s);
+
+} // namespace einjit::codegen

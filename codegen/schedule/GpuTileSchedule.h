@@ -1,0 +1,87 @@
+#pragma once
+// The decisions of a GPU contraction tile, as functions of the statement's extents and the
+// Target: when a tile is worth it, its family and shape, its cells per thread, split-K, the
+// pipeline depth. The gpu/ emitters ask these and carry out the answer (schedule/GpuTile.h is
+// the value they return); the reasons, with the measurements behind them, are in
+// docs/GPU_SCHEDULES.md and bench/RESULTS.md.
+#include "codegen/Target.h"
+#include "codegen/schedule/GpuTile.h"
+
+namespace einjit::codegen::gpuschedule {
+
+// The reduction's slice length (BK) of the f32 tile and of the tensor-core tiles.
+inline constexpr std::int64_t kSimtSlice = 16, kMmaSlice = 64;
+// The widest tile along J: the warpgroup tile's 256 columns, the mma.sync tile's 64 x 256.
+inline constexpr std::int64_t kWideTile = 256;
+// The shortest reduction range of a split tile: 512 (32 f32 slices, 8 tensor-core ones).
+// Shorter ranges spend their time filling the pipeline and writing partials.
+inline constexpr std::int64_t kSplitReduction = 512;
+// The fewest slices of an f32 tile's reduction for which row-major operands are copied
+// 4 bytes at a time into the k-major layout.
+inline constexpr std::int64_t kLongReduction = 16;
+// Multiply-adds below which a statement (or the whole of its residue phases) gets no tile.
+inline constexpr double kMinTileWork = 65536;
+// Residue phases at most (their product over the split indices).
+inline constexpr std::int64_t kMaxPhases = 16;
+
+// Whether a '+' contraction of these extents (I x J tiles over a reduction K) is worth a tile:
+// a reduction of 8 at least and, unless it is a residue phase (weighed as a whole by
+// phaseTiles), kMinTileWork multiply-adds.
+bool worthTile(std::int64_t extI, std::int64_t extJ, std::int64_t extK, bool phase);
+
+// The f32 tile's cells per thread along a side of `ext` (16 threads along each side): 8 (128
+// wide), fewer for short extents (powers of two), or 7 or 6 (112, 96 wide) where that pads the
+// extent 5% less.
+std::int64_t simtCells(std::int64_t ext);
+
+// Whether the f32 tile copies its row-major operands 4 bytes at a time into the k-major layout
+// (every operand asynchronous): over a whole (unsplit) reduction of kLongReduction slices or more.
+bool simtWordCopies(std::int64_t splits, std::int64_t slices);
+
+// The tensor-core family and its warps' layout. Wgmma on sm_90 where both operands are copied
+// asynchronously, both tile dimensions filled (I of 128 rows, or 48-64 for the side-by-side
+// shape) and the reduction at least two slices; else mma.sync, 8 warps 2 x 4 (128 x 128) or
+// 1 x 8 (64 x 256) when I fills no more than 64 rows.
+struct TensorCoreShape {
+  GpuTileKind kind = GpuTileKind::MmaSync;
+  bool sideBySide = false; // Wgmma: I of one warpgroup's rows, the two side by side
+  std::int64_t WM = 2, WN = 4;
+};
+TensorCoreShape tensorCoreShape(const Target& t, bool bothCopied, std::int64_t extI,
+                                std::int64_t extJ, std::int64_t extK);
+
+// The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
+// products it leaves running while the next slice is issued: 256 wide with 4 slices and one
+// group in flight where there are enough such tiles for every SM, else 128 with 3, else 64 with 4.
+struct WarpgroupShape {
+  std::int64_t BN = 128;
+  int stages = 3, inFlight = 0;
+};
+WarpgroupShape warpgroupShape(const Target& t, std::int64_t tilesI, std::int64_t extJ,
+                              std::int64_t extB);
+
+// The blocks split-K aims at for a tensor-core tile: Target::gpuBlocksWanted(); for the
+// warpgroup tile (one or two blocks fill an SM) a quarter of that, unless there are fewer tiles
+// than that quarter.
+std::int64_t tensorCoreBlocksWanted(const Target& t, GpuTileKind kind, std::int64_t tiles);
+
+// Split-K: the reduction's `slices` cut into `splits` contiguous ranges of `perSplit` slices
+// (each at least kSplitReduction of the reduction and 8 slices).
+// - Tensor-core tiles (cellFlops 0): the count doubles while there are fewer blocks than
+//   `wanted`.
+// - f32 tiles (cellFlops: the flops of one slice of one tile): the count that least loads the
+//   busiest SM: ceil(tiles * s / SMs) * ceil(slices / s) slices at Target::gpuSmFlops
+//   (Target::gpuLoneBlock times that when an SM holds one block), plus the partials' traffic,
+//   (2s + 1) times the output's `outputBytes`, at Target::gpuBandwidth.
+struct SplitK {
+  std::int64_t splits = 1, perSplit = 0;
+};
+SplitK splitK(const Target& t, std::int64_t tiles, std::int64_t slices, std::int64_t BK,
+              double outputBytes, std::int64_t wanted, double cellFlops);
+
+// Slices a tile keeps in shared memory: 2 when an operand is staged through registers (one
+// slice ahead); with every operand copied asynchronously, as many of `stageBytes` as
+// Target::gpuPipelineShared holds, from 2 to 4.
+int pipelineStages(const Target& t, bool allAsync, std::int64_t stageBytes);
+
+} // namespace einjit::codegen::gpuschedule

@@ -1,0 +1,207 @@
+// The GPU tile decisions (codegen/schedule/GpuTileSchedule.h) as tables: extents and a Target
+// in, the decision out, each expected value worked out by hand from the rule (comments show
+// the arithmetic). And the printer of the tile's schedule value (codegen/schedule/GpuTile.h),
+// the only writer of a tile's `einjit explain` note, for the shapes the generated-code goldens
+// do not reach (a core/border split on the GPU).
+#include "codegen/schedule/GpuTileSchedule.h"
+
+#include <doctest/doctest.h>
+
+using namespace einjit::codegen;
+namespace gs = einjit::codegen::gpuschedule;
+
+namespace {
+
+Target gpu(int arch) {
+  Target t;
+  t.gpu = true;
+  t.gpuArch = arch;
+  return t; // 132 SMs, 96 KiB pipelines: the defaults
+}
+
+} // namespace
+
+TEST_CASE("simt cells per thread") {
+  struct Row {
+    std::int64_t ext, cells;
+  };
+  const Row rows[] = {
+      {1, 1},    // halves while 16 t / 2 >= ext: 64, 32, 16 >= 1, down to 1
+      {20, 2},   // 64 >= 20, 32 >= 20, 16 < 20
+      {64, 4},   // 64 >= 64, 32 < 64
+      {100, 7},  // 8: 128; 7: 112 (< 128, 20 * 112 <= 19 * 128); 6: 192
+      {576, 6},  // 8: 640; 7: 672; 6: 576 (< 640, 11520 <= 12160)
+      {784, 7},  // 8: 896; 7: 784 (15680 <= 17024); 6: 864 (not < 784)
+      {4096, 8}, // 8: 4096; 7: 4144; 6: 4128
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.ext);
+    CHECK(gs::simtCells(r.ext) == r.cells);
+  }
+}
+
+TEST_CASE("worth a tile") {
+  struct Row {
+    std::int64_t i, j, k;
+    bool phase, worth;
+  };
+  const Row rows[] = {
+      {64, 64, 16, false, true},    // 65536 multiply-adds
+      {64, 64, 15, false, false},   // 61440
+      {8, 8, 8, true, true},        // a residue phase: weighed as a whole
+      {1000, 1000, 7, true, false}, // a reduction below 8
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.i);
+    CAPTURE(r.k);
+    CHECK(gs::worthTile(r.i, r.j, r.k, r.phase) == r.worth);
+  }
+}
+
+TEST_CASE("tensor-core family and warps") {
+  struct Row {
+    int arch;
+    bool copied;
+    std::int64_t i, j, k;
+    GpuTileKind kind;
+    bool sideBySide;
+    std::int64_t WM, WN;
+  };
+  const Row rows[] = {
+      {90, true, 4096, 4096, 4096, GpuTileKind::Wgmma, false, 2, 4},
+      {90, false, 4096, 4096, 4096, GpuTileKind::MmaSync, false, 2, 4}, // an operand in registers
+      {90, true, 4096, 4096, 64, GpuTileKind::MmaSync, false, 2, 4},    // one slice of 64
+      {90, true, 64, 256, 576, GpuTileKind::Wgmma, true, 1, 8},         // 64 rows: side by side
+      {90, true, 100, 256, 576, GpuTileKind::MmaSync, false, 2, 4},     // 100 rows: neither
+      {80, true, 64, 256, 576, GpuTileKind::MmaSync, false, 1, 8},      // 64 x 256 warps
+      {80, true, 64, 128, 576, GpuTileKind::MmaSync, false, 2, 4},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.arch);
+    CAPTURE(r.i);
+    CAPTURE(r.j);
+    CAPTURE(r.k);
+    const gs::TensorCoreShape s = gs::tensorCoreShape(gpu(r.arch), r.copied, r.i, r.j, r.k);
+    CHECK(s.kind == r.kind);
+    CHECK(s.sideBySide == r.sideBySide);
+    CHECK(s.WM == r.WM);
+    CHECK(s.WN == r.WN);
+  }
+}
+
+TEST_CASE("warpgroup shape") {
+  struct Row {
+    std::int64_t tilesI, extJ, extB, BN;
+    int stages, inFlight;
+  };
+  const Row rows[] = {
+      {32, 4096, 1, 256, 4, 1}, // 4096^3: 32 x 16 = 512 tiles of 256 >= 132 SMs
+      {16, 2048, 1, 128, 3, 0}, // 16 x 8 = 128 of 256 < 132; 16 x 16 = 256 of 128
+      {8, 1024, 1, 64, 4, 0},   // 1024^3: 32 of 256, 64 of 128
+      {8, 1024, 4, 128, 3, 0},  // 4 batches: 256 tiles of 128
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.tilesI);
+    CAPTURE(r.extJ);
+    const gs::WarpgroupShape s = gs::warpgroupShape(gpu(90), r.tilesI, r.extJ, r.extB);
+    CHECK(s.BN == r.BN);
+    CHECK(s.stages == r.stages);
+    CHECK(s.inFlight == r.inFlight);
+  }
+}
+
+TEST_CASE("split-K") {
+  const Target t = gpu(90);
+  // Warpgroup tiles: fewer than half the SMs (18 < 66) aim at all 264 blocks.
+  CHECK(gs::tensorCoreBlocksWanted(t, GpuTileKind::Wgmma, 18) == 264);
+  CHECK(gs::tensorCoreBlocksWanted(t, GpuTileKind::Wgmma, 128) == 66);
+  CHECK(gs::tensorCoreBlocksWanted(t, GpuTileKind::MmaSync, 128) == 264);
+  struct Row {
+    std::int64_t tiles, slices, BK, wanted;
+    double cellFlops, outputBytes;
+    std::int64_t splits, perSplit;
+  };
+  const Row rows[] = {
+      // Doubling (at least 8 slices a range): 18 x 16 = 288 >= 264 blocks; 365 / 16 -> 23 each.
+      {18, 365, 64, 264, 0, 0, 16, 23},
+      {128, 16, 64, 66, 0, 0, 1, 16}, // enough tiles already
+      // f32 model, one tile: every s up to 1024 / 32 keeps one block per SM, so the fewest
+      // slices per range win (32 of 32), the partials' (2s + 1) x 64 KiB costing far less.
+      {1, 1024, 16, 0, 2.0 * 128 * 128 * 16, 128.0 * 128 * 4, 32, 32},
+      // 264 tiles: two ranges (least 32 slices) would double the busiest SM's blocks.
+      {264, 64, 16, 0, 2.0 * 128 * 128 * 16, 4096.0 * 4096 * 4, 1, 64},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.tiles);
+    CAPTURE(r.slices);
+    const gs::SplitK k =
+        gs::splitK(t, r.tiles, r.slices, r.BK, r.outputBytes, r.wanted, r.cellFlops);
+    CHECK(k.splits == r.splits);
+    CHECK(k.perSplit == r.perSplit);
+  }
+}
+
+TEST_CASE("pipeline stages") {
+  const Target t = gpu(80);
+  CHECK(gs::pipelineStages(t, false, 1024) == 2);   // registers: one slice ahead
+  CHECK(gs::pipelineStages(t, true, 24576) == 4);   // 98304 / 24576
+  CHECK(gs::pipelineStages(t, true, 40000) == 2);   // 2.46 slices
+  CHECK(gs::pipelineStages(t, true, 10000) == 4);   // 9, at most 4
+  CHECK(gs::pipelineStages(t, true, 1 << 20) == 2); // at least 2
+  Target small = t;
+  small.gpuPipelineShared = 3 * 24576;
+  CHECK(gs::pipelineStages(small, true, 24576) == 3); // the Target's budget
+}
+
+TEST_CASE("GPU tile notes") {
+  GpuTileSchedule s;
+  GpuTilePlan& t = s.tile;
+  t.kind = GpuTileKind::Simt;
+  t.BM = 128;
+  t.BN = 112;
+  t.BK = 16;
+  t.TM = 8;
+  t.TN = 7;
+  t.I = "o";
+  t.J = "n,h,w";
+  t.K = "c,a,b";
+  t.stages = 2;
+  t.operands = {{"tile.L", 0, GpuOperandPlan::Index::RowOffsets, ""},
+                {"tile.R", 16, GpuOperandPlan::Index::Decomposed, "a,b"}};
+  s.coreBorder = true;
+  CHECK(describe(s) ==
+        "core/border split; core: GPU tile 128x112 over (o) x (n,h,w), 8x7 per thread, "
+        "shared-memory slices of 16 along (c,a,b), 2 slices in flight; tile.L through registers "
+        "(row offsets from a table), tile.R by 16-byte asynchronous copies (over the hull of "
+        "(a,b), masked to their ranges); borders: one thread each");
+
+  GpuTileSchedule w;
+  GpuTilePlan& g = w.tile;
+  g.kind = GpuTileKind::Wgmma;
+  g.BM = 128;
+  g.BN = 256;
+  g.BK = 64;
+  g.WBN = 256;
+  g.inFlight = 1;
+  g.I = "i";
+  g.J = "j";
+  g.K = "k";
+  g.B = "b";
+  g.stages = 4;
+  g.operands = {{"tile.A", 16, GpuOperandPlan::Index::Decomposed, ""},
+                {"tile.B", 16, GpuOperandPlan::Index::Decomposed, ""}};
+  g.vectoredOutput = true;
+  g.splits = 4;
+  g.perSplit = 10;
+  w.phases = GpuPhasesPlan{4, "u = 2q + r, h = q + m", true};
+  w.relayout = GpuRelayoutPlan{"x, k", "c"};
+  CHECK(describe(w) ==
+        "4 residue phases (u = 2q + r, h = q + m), each: GPU tensor cores (wgmma m64n256k16 bf16, "
+        "sm_90a, f32 accumulators, 128-byte swizzled operands): tile 128x256 over (i) x (j), 2 "
+        "warpgroups of 64x256, shared-memory slices of 64 along (k), one tile row per (b), 4 "
+        "slices in flight; tile.A by 16-byte asynchronous copies, tile.B by 16-byte asynchronous "
+        "copies, the products of one slice running while the next is issued, the output stored "
+        "16 bytes at a time, split-K: 4 ranges of 10 slices, partials added in order; the phases "
+        "in one launch; x, k copied first to layouts with c fastest, the reduction run with c "
+        "last (whole 16-byte vectors)");
+}
