@@ -13,8 +13,11 @@
 //
 // The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
 // and stages in Lower.cpp; backends need no change.
+#include "codegen/schedule/GemmPlan.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
+
+#include <optional>
 
 namespace einjit::codegen {
 
@@ -40,6 +43,8 @@ struct Target {
   // gets at least this many.
   double minParallelWork = 32768;
   bool tile = true; // register tiles for contractions (off: the generic schedule only)
+  // Data cache sizes per core (L3: shared), for the packed GEMM's blocks (GemmPlan.h).
+  std::int64_t l1Bytes = 32 << 10, l2Bytes = 512 << 10, l3Bytes = 8 << 20;
   // A CUDA GPU: statements whose output elements are independent get one thread per output
   // element (GpuBlock x GpuThread loops over the flattened output box, the fastest-varying
   // index the one with unit stride in the output, for coalesced stores) or, with few output
@@ -85,6 +90,9 @@ struct StatementSchedule {
   int splitChunks = 0;
   int splitVar = -1;
   std::int64_t splitPrefix = 0, splitChunk = 0;
+  // The packed GEMM path (schedule/GemmPlan.h); the register tile above then covers the
+  // edges that whole MR x NR tiles leave.
+  std::optional<GemmPlan> gemm;
   std::string why; // one line for `einjit explain`
 };
 

@@ -2,7 +2,9 @@
 
 #include "einjit/Tensor.h"
 
+#include <algorithm>
 #include <atomic>
+#include <new>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -41,11 +43,15 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
   std::int32_t status = 0;
-  // Scratch buffers (split reductions' partials) are per call, after the tensors.
+  // Scratch buffers (split reductions' partials, packed GEMM operands) are per call, after
+  // the tensors, 64-byte aligned (a packed sliver starts on a cache line).
   std::vector<void*> all = buffers;
-  std::vector<std::unique_ptr<double[]>> scratch;
+  struct AlignedDelete {
+    void operator()(void* q) const { ::operator delete(q, std::align_val_t{64}); }
+  };
+  std::vector<std::unique_ptr<void, AlignedDelete>> scratch;
   for (const codegen::ScratchBuffer& s : prep.lowered.scratch) {
-    scratch.push_back(std::make_unique_for_overwrite<double[]>((s.bytes() + 7) / 8));
+    scratch.emplace_back(::operator new(std::max<std::size_t>(s.bytes(), 64), std::align_val_t{64}));
     all.push_back(scratch.back().get());
   }
   void** bufs = all.data();
