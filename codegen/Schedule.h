@@ -90,8 +90,7 @@ struct StatementSchedule {
   int splitChunks = 0;
   int splitVar = -1;
   std::int64_t splitPrefix = 0, splitChunk = 0;
-  // The packed GEMM path (schedule/GemmPlan.h); the register tile above then covers the
-  // edges that whole MR x NR tiles leave.
+  // The packed GEMM path (schedule/GemmPlan.h): it replaces the tiles above.
   std::optional<GemmPlan> gemm;
   std::string why; // one line for `einjit explain`
 };

@@ -131,7 +131,9 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   g.kc = std::min(g.kc, kTotal);
   g.mc = std::max<std::int64_t>(t.l2Bytes / 2 / (g.kc * e) / g.mr, 1) * g.mr;
   g.nc = std::max<std::int64_t>(t.l3Bytes / 4 / (g.kc * e) / g.nr, 1) * g.nr;
-  const std::int64_t mFull = extent(g.m) / g.mr * g.mr, nFull = extent(g.n) / g.nr * g.nr;
+  // Whole slivers (the last one padded with zeros).
+  const std::int64_t mFull = (extent(g.m) + g.mr - 1) / g.mr * g.mr;
+  const std::int64_t nFull = (extent(g.n) + g.nr - 1) / g.nr * g.nr;
   g.nc = std::min(g.nc, nFull);
   g.mc = std::min(g.mc, mFull);
   std::int64_t batchCount = 1;
