@@ -11,8 +11,8 @@
 // depends on the shapes only (never on threads or the machine), so results are bit-identical
 // from run to run and for any thread count.
 //
-// The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
-// and stages in Lower.cpp; backends need no change.
+// Large products of two reads take the packed GEMM path instead (schedule/GemmPlan.h:
+// packing buffers, a micro-kernel, cache blocking); backends need no change.
 #include "codegen/schedule/GemmPlan.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
