@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CPU benchmarks twice (OpenBLAS's default kernel, then OPENBLAS_CORETYPE=SkylakeX)
-# and prints the markdown tables for bench/RESULTS.md.
+# and prints the markdown tables for bench/RESULTS.md; then the packed-GEMM cases (einjit and
+# OpenBLAS alternating in one process, bench/bench_gemm.cpp) with the FMA peak, and their table.
 #   bench/run_cpu.sh [BUILD_DIR] [extra Google Benchmark flags...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -8,8 +9,13 @@ build="${1:-$root/build}"; shift || true
 out="$build/bench-results"
 mkdir -p "$out"
 "$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_filter=-BM_Gemm \
   --benchmark_out="$out/default.json" --benchmark_out_format=json "$@" >/dev/null
 OPENBLAS_CORETYPE=SkylakeX "$build/bench/bench_cpu" --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true --benchmark_filter='OpenBLAS|einjit' \
   --benchmark_out="$out/skylakex.json" --benchmark_out_format=json "$@" >/dev/null
 python3 "$root/bench/summarize.py" "$out/default.json" "$out/skylakex.json"
+"$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_filter='FmaPeak|BM_Gemm' \
+  --benchmark_out="$out/gemm.json" --benchmark_out_format=json "$@" >/dev/null
+python3 "$root/bench/summarize_gemm.py" "$out/gemm.json"

@@ -101,6 +101,10 @@ void Lowerer::statement(std::size_t k) {
     }
     return;
   }
+  if (sched.gemm) {
+    emitGemm(st, bs, sched, ranges, base);
+    return;
+  }
   if (coreSplit(k, st, bs, ranges, base)) return;
   emitBox(st, bs, sched, ranges, base);
 }

@@ -11,12 +11,15 @@
 // depends on the shapes only (never on threads or the machine), so results are bit-identical
 // from run to run and for any thread count.
 //
-// The next step (packing buffers, explicit micro-kernels, cache blocking) adds fields here
-// and stages in Lower.cpp; backends need no change.
+// Large products of two reads take the packed GEMM path (schedule/GemmPlan.h: packing
+// buffers, a micro-kernel, cache blocking); backends need no change.
 #include "codegen/Target.h"
+#include "codegen/schedule/GemmPlan.h"
 #include "codegen/schedule/GpuTile.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
+
+#include <optional>
 
 namespace einjit::codegen {
 
@@ -44,6 +47,8 @@ struct StatementSchedule {
   // A GPU contraction tile (set by the lowering, which chooses it through
   // schedule/GpuTileSchedule.h): its note replaces `why`.
   std::optional<GpuTileSchedule> gpuTile;
+  // The packed GEMM path (schedule/GemmPlan.h): it replaces the tiles above.
+  std::optional<GemmPlan> gemm;
   std::string why; // one line for `einjit explain`
 };
 

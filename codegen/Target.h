@@ -30,6 +30,8 @@ struct Target {
   // gets at least this many.
   double minParallelWork = 32768;
   bool tile = true; // register tiles for contractions (off: the generic schedule only)
+  // Data cache sizes per core (L3: shared), for the packed GEMM's blocks (GemmPlan.h).
+  std::int64_t l1Bytes = 32 << 10, l2Bytes = 512 << 10, l3Bytes = 8 << 20;
 
   // --- GPU -----------------------------------------------------------------------------------
   // A CUDA GPU: statements whose output elements are independent get one thread per output

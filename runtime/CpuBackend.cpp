@@ -8,9 +8,11 @@
 #include "einjit/Tensor.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/blocked_range.h>
@@ -43,15 +45,68 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
   return prep;
 }
 
+namespace {
+
+// A 64-byte aligned block of scratch memory, grown on demand; `busy` while a call uses it.
+// Blocks above kKeptBytes are freed after the call instead of being kept.
+struct ScratchBlock {
+  static constexpr std::size_t kKeptBytes = std::size_t{256} << 20;
+  std::byte* data = nullptr;
+  std::size_t bytes = 0;
+  bool busy = false;
+  ScratchBlock() = default;
+  ScratchBlock(const ScratchBlock&) = delete;
+  ScratchBlock& operator=(const ScratchBlock&) = delete;
+  ~ScratchBlock() { free(); }
+  void free() {
+    if (data) ::operator delete (data, std::align_val_t{64});
+    data = nullptr;
+    bytes = 0;
+  }
+  void reserve(std::size_t n) {
+    busy = true;
+    if (n <= bytes) return;
+    free();
+    data = static_cast<std::byte*>(::operator new (n, std::align_val_t{64}));
+    bytes = n;
+  }
+  void release() {
+    busy = false;
+    if (bytes > kKeptBytes) free();
+  }
+};
+
+ScratchBlock& threadScratch() {
+  thread_local ScratchBlock block;
+  return block;
+}
+
+} // namespace
+
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes) {
   std::int32_t status = 0;
-  // Scratch buffers (split reductions' partials) are per call, after the tensors.
+  // Scratch buffers (split reductions' partials, packed GEMM operands) are per call, after
+  // the tensors, 64-byte aligned (a packed sliver starts on a cache line), carved out of one
+  // block that the calling thread keeps for its next call: a fresh block of megabytes costs a
+  // page fault and a cleared page per 4 KiB on first touch, a measurable part of a GEMM call.
+  // A call made while the thread's block is in use (a kernel called from inside a task of
+  // another call) gets a block of its own.
   std::vector<void*> all = buffers;
-  std::vector<std::unique_ptr<double[]>> scratch;
+  std::size_t total = 0;
+  for (const codegen::ScratchBuffer& s : prep.lowered.scratch) total += (s.bytes() + 63) / 64 * 64;
+  ScratchBlock local;
+  ScratchBlock& cached = threadScratch();
+  ScratchBlock& block = cached.busy ? local : cached;
+  block.reserve(total);
+  struct Release {
+    ScratchBlock& b;
+    ~Release() { b.release(); }
+  } release{block};
+  std::size_t at = 0;
   for (const codegen::ScratchBuffer& s : prep.lowered.scratch) {
-    scratch.push_back(std::make_unique_for_overwrite<double[]>((s.bytes() + 7) / 8));
-    all.push_back(scratch.back().get());
+    all.push_back(block.data + at);
+    at += (s.bytes() + 63) / 64 * 64;
   }
   void** bufs = all.data();
   const double* prm = params.data();

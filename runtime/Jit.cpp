@@ -27,6 +27,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+
+#include <unistd.h>
 #include <thread>
 
 #if EINJIT_HAVE_TBB
@@ -231,6 +233,13 @@ codegen::Target hostTarget() {
   codegen::Target t;
   t.vectorBytes = engine().vectorBytes;
   t.gatherCost = engine().cpu.rfind("znver", 0) == 0 ? 13 : 4;
+  // The data caches, where the C library knows them (the defaults otherwise).
+  for (auto [name, field] : {std::pair{_SC_LEVEL1_DCACHE_SIZE, &t.l1Bytes},
+                             std::pair{_SC_LEVEL2_CACHE_SIZE, &t.l2Bytes},
+                             std::pair{_SC_LEVEL3_CACHE_SIZE, &t.l3Bytes}}) {
+    const long bytes = sysconf(name);
+    if (bytes >= 4096) *field = bytes;
+  }
 #if EINJIT_HAVE_TBB
   t.threads = tbb::info::default_concurrency();
 #else

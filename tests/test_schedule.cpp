@@ -92,14 +92,84 @@ const ScheduleRow kRows[] = {
      13,
      1,
      "generic: output indices in left-hand order, reductions inside"},
-    // Big work on two threads: parallel over the first tile loop.
-    {"C[i,k] := A[i,j] * B[j,k]",
+    // Big work on two threads, not a plain product of two reads: parallel over the first
+    // tile loop.
+    {"C[i,k] := A[i,j] * B[j,k] * 2",
      {{512, 512}, {512, 512}},
      DType::f32,
      64,
      13,
      2,
      "register tile 8x32 over i x k; parallel over k"},
+    // The packed GEMM path (GemmPlan.h): a product of two reads of at least 10^6 flops with
+    // an M and an N side of at least MR and NR. N is the output's unit-stride index; MR x NR
+    // from the vector registers (AVX-512: 14 x 2 vectors, AVX2: 6 x 2); KC, MC, NC from the
+    // default caches (32 KiB, 512 KiB, 8 MiB); M blocks a multiple of the threads.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{512, 512}, {512, 512}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 504 KC 128 NC 512; parallel over "
+     "2 (batch, M block) pairs of 266 rows"},
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{1024, 1024}, {1024, 1024}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 1024; parallel over "
+     "6 (batch, M block) pairs of 174 rows"},
+    {"C[i,k] := A[j,i] * B[k,j]",
+     {{1000, 257}, {17, 1000}},
+     DType::f64,
+     32,
+     13,
+     1,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 126 KC 256 NC 24; one thread"},
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{257, 300}, {300, 1000}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 1008; parallel over "
+     "2 (batch, M block) pairs of 132 rows",
+     1},
+    // Batch b, the output's fastest index: N is then the longer of i and k.
+    {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+     {{256, 256, 4}, {4, 300, 256}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 252 KC 256 NC 304; parallel over "
+     "8 (batch, M block) pairs of 132 rows"},
+    // A Linear layer's weight gradient.
+    {"dw[o,i] := dt[n,o] * x[n,i]",
+     {{4096, 1024}, {4096, 784}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 252 KC 256 NC 784; parallel over "
+     "6 (batch, M block) pairs of 174 rows"},
+    // M below MR, or under 10^6 flops: the register tiles.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{3, 1000}, {1000, 1000}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "register tile 3x16 over i x k; parallel over k"},
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{60, 60}, {60, 60}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "register tile 8x16 over i x k; parallel over k"},
     // Few outputs and a long reduction: split.
     {"s := x[i] * y[i]",
      {{1 << 20}, {1 << 20}},
@@ -136,6 +206,7 @@ TEST_CASE("schedule table: each statement's schedule for its shapes, layouts and
     t.threads = row.threads;
     const StatementSchedule s = scheduleStatement(p, b, p.stmts.size() - 1, strides, t);
     CHECK(s.why == row.expected);
+    CHECK(s.gemm.has_value() == (std::string(row.expected).rfind("packed GEMM", 0) == 0));
   }
 }
 

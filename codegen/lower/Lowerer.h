@@ -717,6 +717,11 @@ private:
   Stmt tileLoops(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                  const Ranges& r, Stmt body, double inside, ir::Func& f);
 
+  // The packed GEMM path (lower/CpuGemm.cpp, schedule/GemmPlan.h): A and B packed into
+  // scratch slivers, the blocked micro-kernel over the whole MR x NR tiles, the edges by emitBox.
+  void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                const Ranges& r, const std::string& name);
+
   // The dot-product tile: acc[(ii * NR + jj) * W + lane] holds partial sums along dotVar.
   void emitDot(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                const Ranges& r, const std::string& name);
