@@ -106,6 +106,12 @@ Stmt snapshotStatement(const Stmt& s, int rank, const std::string& copy,
 
 } // namespace
 
+const std::string& shownName(const Program& p, int t) {
+  const TensorInfo& info = p.tensors[static_cast<std::size_t>(t)];
+  return info.snapshotOf >= 0 ? p.tensors[static_cast<std::size_t>(info.snapshotOf)].name
+                              : info.name;
+}
+
 bool readsOwnOutput(const Program& p, std::size_t k) {
   const Statement& st = p.stmts[k];
   std::vector<const CExpr*> reads;

@@ -23,6 +23,9 @@ bool readsOwnOutput(const Program& p, std::size_t k);
 // Statement k reads its own output only at the element it writes and runs in place.
 bool runsInPlace(const Program& p, std::size_t k);
 
+// The name the user wrote for tensor t: a snapshot's is that of the tensor it copies.
+const std::string& shownName(const Program& p, int t);
+
 // The checked program again, with a snapshot statement before every statement that reads its
 // output and cannot run in place (its reads renamed to the snapshot, a tensor marked
 // snapshotOf); the program unchanged when none needs one.

@@ -143,6 +143,44 @@ TEST_CASE("inplace: large calls on the CPU JIT equal hand-written loops (threads
   }
 }
 
+TEST_CASE("inplace: errors in a statement that reads a snapshot name the tensor written") {
+  struct Row {
+    const char* program;
+    std::vector<Tensor> args;
+    const char* message;
+    int line, column;
+  };
+  const std::vector<Row> rows = {
+      {"x[i] = x[i] + x[i+1]", {Tensor::zeros({5})},
+       "subscript 'i+1' goes out of bounds: it reaches 5 but dimension 0 of 'x' has extent 5", 1,
+       17},
+      {"x[i] = x[j] + y[i]", {Tensor::zeros({5}), Tensor::zeros({4})},
+       "index 'i' ranges over 4 (dimension 0 of 'y') here but over 5 (dimension 0 of 'x') "
+       "elsewhere", 1, 17},
+      {"x[i] = x[j] + y[j]", {Tensor::zeros({5}), Tensor::zeros({4})},
+       "index 'j' ranges over 4 (dimension 0 of 'y') here but over 5 (dimension 0 of 'x') "
+       "elsewhere", 1, 17},
+      // a gather from the written tensor, checked while running (the interpreter's message)
+      {"x[i] = x[idx[i]]", {Tensor::zeros({3}), Tensor::fromValues({3}, {0, 3, 1}, DType::i64)},
+       "gather index 3 is out of bounds for 'x' (extent 3)", 1, 10},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(std::string(row.program));
+    Kernel k = einjit::compile(row.program);
+    std::vector<einjit::Arg> args(row.args.begin(), row.args.end());
+    try {
+      k.call(args);
+      FAIL("expected an error");
+    } catch (const einjit::Error& e) {
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(what.find(std::string("error: ") + row.message) != std::string::npos);
+      CHECK(e.line() == row.line);
+      CHECK(e.column() == row.column);
+    }
+  }
+}
+
 TEST_CASE("inplace: a written argument may not share memory with another argument") {
   // One tensor under two names is two arguments: the result would depend on the order in
   // which elements are computed, so it is an error and nothing is written. Reading the
