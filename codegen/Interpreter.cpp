@@ -1,5 +1,6 @@
 #include "codegen/Interpreter.h"
 
+#include "dsl/InPlace.h"
 #include "dsl/Printer.h"
 
 #include <algorithm>
@@ -285,7 +286,7 @@ private:
   }
 
   [[noreturn]] void outOfBounds(const Node& n, const Sub& s, std::int64_t idx) {
-    const std::string& name = p_.tensors[static_cast<std::size_t>(n.tensor)].name;
+    const std::string& name = dsl::shownName(p_, n.tensor);
     fail(*p_.source, s.range,
          "subscript '" + std::string(p_.source->slice(s.range)) + "' goes out of bounds: it " +
              "reaches " + std::to_string(idx) + " but '" + name + "' has extent " +
@@ -294,7 +295,7 @@ private:
   }
 
   [[noreturn]] void gatherOutOfBounds(const Node& n, const Sub& s, double idx) {
-    const std::string& name = p_.tensors[static_cast<std::size_t>(n.tensor)].name;
+    const std::string& name = dsl::shownName(p_, n.tensor);
     fail(*p_.source, s.range,
          "gather index " + std::to_string(static_cast<long long>(idx)) + " is out of bounds for '" +
              name + "' (extent " + std::to_string(s.extent) + ")",

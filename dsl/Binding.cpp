@@ -1,5 +1,6 @@
 #include "dsl/Binding.h"
 
+#include "dsl/InPlace.h"
 #include "dsl/Printer.h"
 
 #include <algorithm>
@@ -203,8 +204,8 @@ private:
         std::int64_t ea = extent(a.tensor, a.dim), ef = extent(f.tensor, f.dim);
         if (ea == ef) continue;
         const std::string& v = st.vars[static_cast<std::size_t>(a.var)].name;
-        const std::string& ta = p_.tensors[static_cast<std::size_t>(a.tensor)].name;
-        const std::string& tf = p_.tensors[static_cast<std::size_t>(f.tensor)].name;
+        const std::string& ta = shownName(p_, a.tensor);
+        const std::string& tf = shownName(p_, f.tensor);
         fail(src_, a.range,
              "index '" + v + "' ranges over " + std::to_string(ea) + " (dimension " +
                  std::to_string(a.dim) + " of '" + ta + "') here but over " + std::to_string(ef) +
@@ -232,7 +233,7 @@ private:
       overflow = true;
     }
     if (!overflow && lo >= 0 && hi < e) return;
-    const std::string& name = p_.tensors[static_cast<std::size_t>(c.tensor)].name;
+    const std::string& name = shownName(p_, c.tensor);
     std::vector<Note> notes;
     bool fixedByBare = false;
     for (std::size_t v = 0; v < s.coef.size(); ++v) {

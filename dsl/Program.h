@@ -77,6 +77,9 @@ struct TensorInfo {
   bool readAsValue = false;
   bool readAsIndex = false; // read inside a subscript (gather): must hold integers
   std::vector<Sym> extents; // ':=' outputs: symbolic shape (hi of each left-hand index)
+  // A snapshot (dsl/InPlace.h): the copy of tensor `snapshotOf` that a statement writing it
+  // reads instead of it; -1 for the program's own tensors.
+  int snapshotOf = -1;
 };
 
 struct ParamInfo {

@@ -1,5 +1,6 @@
 #include "dsl/Sema.h"
 
+#include "dsl/InPlace.h"
 #include "dsl/Parser.h"
 #include "dsl/Printer.h"
 #include "dsl/RangeInference.h"
@@ -541,31 +542,7 @@ private:
   // '=' must write each element once: the output indices map injectively to elements when
   // the left-hand coefficient matrix has full column rank.
   void checkWritesOnce(const Stmt& s) {
-    const auto& subs = st_->lhs->subs;
-    std::vector<int> outs;
-    for (std::size_t v = 0; v < st_->vars.size(); ++v)
-      if (st_->vars[v].isOutput) outs.push_back(static_cast<int>(v));
-    // Fraction-free Gaussian elimination on rows = dimensions, columns = output indices.
-    std::vector<std::vector<long double>> m;
-    for (const Subscript& sub : subs) {
-      std::vector<long double> row;
-      for (int v : outs)
-        row.push_back(static_cast<long double>(sub.coef[static_cast<std::size_t>(v)]));
-      m.push_back(std::move(row));
-    }
-    std::size_t rank = 0;
-    for (std::size_t col = 0; col < outs.size() && rank < m.size(); ++col) {
-      std::size_t piv = rank;
-      while (piv < m.size() && m[piv][col] == 0) ++piv;
-      if (piv == m.size()) continue;
-      std::swap(m[piv], m[rank]);
-      for (std::size_t r = rank + 1; r < m.size(); ++r) {
-        long double f = m[r][col] / m[rank][col];
-        for (std::size_t c2 = col; c2 < outs.size(); ++c2) m[r][c2] -= f * m[rank][c2];
-      }
-      ++rank;
-    }
-    if (rank < outs.size())
+    if (!writesEachElementOnce(*st_))
       fail(src_, SourceRange::join(s.lhs.front()->range, s.lhs.back()->range),
            "with '=' every element must be written once, but this left-hand side reaches some "
            "elements from several index values",
@@ -577,9 +554,12 @@ private:
   CExprPtr make(CExpr e) { return std::make_shared<const CExpr>(std::move(e)); }
 
   int readTensor(const Expr& e, int rank, bool asIndex) {
-    if (e.name == p_.ast.stmts[static_cast<std::size_t>(k_)].output)
+    // '=' and '+=' may read the tensor they write (InPlace.h); ':=' creates it here.
+    const Stmt& s = p_.ast.stmts[static_cast<std::size_t>(k_)];
+    if (e.name == s.output && s.assign == Assign::Define)
       fail(src_, e.nameRange.end ? e.nameRange : e.range,
-           "'" + e.name + "' is written by this statement and cannot be read in it");
+           "'" + e.name + "' is defined by this statement and cannot be read in it",
+           {{{}, "to update a tensor in place, pass it in and write it with '=' or '+='", false}});
     int id = tensorId(e.name, e.nameRange.end ? e.nameRange : e.range, rank, true);
     TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
     (asIndex ? t.readAsIndex : t.readAsValue) = true;
@@ -856,7 +836,7 @@ private:
 
 Program analyze(const ProgramAst& ast) { return Sema(ast).run(); }
 
-Program check(const ProgramAst& ast) { return analyze(ast); }
+Program check(const ProgramAst& ast) { return insertSnapshots(analyze(ast)); }
 
 Program check(const std::string& text, const std::string& name) {
   return check(parse(std::make_shared<Source>(text, name)));

@@ -62,6 +62,13 @@ inline void checkTensor(const Tensor& t, const Shape& shape, const std::vector<d
   }
 }
 
+// The arguments with every tensor copied: in-place rows change the tensors they are given.
+inline std::vector<Arg> cloned(const std::vector<Arg>& args) {
+  std::vector<Arg> out;
+  for (const Arg& a : args) out.push_back(a.isTensor() ? Arg(a.tensor().clone()) : a);
+  return out;
+}
+
 struct Row {
   std::string program;
   std::vector<Arg> args;    // positional: tensors by first appearance, then scalars
@@ -69,6 +76,22 @@ struct Row {
   std::vector<double> want; // expected values, row-major
   std::string output = "";  // tensor to check by name; empty: the first program output
 };
+
+// One Adam step: the program and its hand-written loop (in-place rows of rows()).
+inline const char* const kAdam =
+    "m[i] = b1*m[i] + (1-b1)*g[i]; v[i] = b2*v[i] + (1-b2)*g[i]*g[i]; "
+    "p[i] = p[i] - lr*(m[i]/c1)/(sqrt(v[i]/c2) + eps)";
+
+inline std::vector<double> adamStep() {
+  std::vector<double> m = {0.1, -0.2, 0}, g = {0.5, 1, -2}, v = {0.01, 0.04, 0}, p = {1, 2, 3};
+  const double b1 = 0.9, b2 = 0.999, lr = 0.01, c1 = 1 - b1 * b1, c2 = 1 - b2 * b2, eps = 1e-8;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    m[i] = b1 * m[i] + (1 - b1) * g[i];
+    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    p[i] = p[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+  }
+  return p;
+}
 
 inline std::vector<Row> rows() {
   const double e0 = std::exp(0.0), e1 = std::exp(1.0), em1 = std::exp(-1.0);
@@ -345,6 +368,50 @@ inline std::vector<Row> rows() {
        {F64({2, 2}, {1, 3, -2, -5})},
        {2, 2},
        {-2, 0, 0, -3}},
+
+      // ---- in-place statements: every read sees the values from before the statement ------
+      // reads of the written element only: in place
+      {"x[i] = x[i]*2 + 1", {F64({3}, {1, 2, 3})}, {3}, {3, 5, 7}, "x"},
+      {"x[i] += x[i]*x[i]", {F64({3}, {1, 2, 3})}, {3}, {2, 6, 12}, "x"},
+      {"A[i,i] = A[i,i] + 1", {F64({2, 2}, {1, 2, 3, 4})}, {2, 2}, {2, 2, 3, 5}, "A"},
+      {"x[i] = x[i]*x[i] where i in 1:3", {F64({4}, {1, 2, 3, 4})}, {4}, {1, 4, 9, 4}, "x"},
+      // other reads: a snapshot (in place, ascending i, would give 1, 3, 6 twice)
+      {"x[i] = x[i] + x[pad(i-1)]", {F64({3}, {1, 2, 3})}, {3}, {1, 3, 5}, "x"},
+      {"x[i] += x[pad(i-1)]", {F64({3}, {1, 2, 3})}, {3}, {1, 3, 5}, "x"},
+      {"x[2*i] = x[2*i] + x[2*i+1]", {F64({4}, {1, 2, 3, 4})}, {4}, {3, 2, 7, 4}, "x"},
+      {"A[i,j] = A[j,i]",
+       {F64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})},
+       {3, 3},
+       {1, 4, 7, 2, 5, 8, 3, 6, 9},
+       "A"},
+      {"A[i,j] += A[j,i]", {F64({2, 2}, {1, 2, 3, 4})}, {2, 2}, {2, 5, 5, 8}, "A"},
+      // reductions over the written tensor: s = W s, x += sum(x), x = max(x, max(x))
+      {"s[i] = s[j]*W[i,j]", {F64({2}, {1, 2}), F64({2, 2}, {1, 2, 3, 4})}, {2}, {5, 11}, "s"},
+      {"x[i] += x[j]", {F64({3}, {1, 2, 3})}, {3}, {7, 8, 9}, "x"},
+      {"(max) x[i] += x[j]", {F64({3}, {3, 1, 2})}, {3}, {3, 3, 3}, "x"},
+      // the whole right-hand side is the summand: 3*10 + (1+2+3)
+      {"s = s + x[i]", {F64({}, {10}), F64({3}, {1, 2, 3})}, {}, {36}, "s"},
+      // gathers from and scatters into the written tensor
+      {"x[i] = x[idx[i]]", {F64({3}, {10, 20, 30}), I64({3}, {2, 0, 1})}, {3}, {30, 10, 20}, "x"},
+      {"x[idx[i]] += x[i]", {F64({3}, {1, 2, 3}), I64({3}, {1, 1, 0})}, {3}, {4, 5, 3}, "x"},
+      // multi-statement: later statements see the updated tensors (SGD with momentum)
+      {"v[i] = mu*v[i] + g[i]; p[i] = p[i] - lr*v[i]",
+       {F64({2}, {1, 2}), F64({2}, {1, 1}), F64({2}, {10, 20}), 0.5, 0.1},
+       {2},
+       {9.85, 19.8},
+       "p"},
+      {"v[i] = mu*v[i] + g[i]; p[i] = p[i] - lr*v[i]",
+       {F64({2}, {1, 2}), F64({2}, {1, 1}), F64({2}, {10, 20}), 0.5, 0.1},
+       {2},
+       {1.5, 2},
+       "v"},
+      // Adam, one step (bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t passed in)
+      {kAdam,
+       {F64({3}, {0.1, -0.2, 0}), F64({3}, {0.5, 1, -2}), F64({3}, {0.01, 0.04, 0}),
+        F64({3}, {1, 2, 3}), 0.9, 0.999, 0.01, 1 - 0.9 * 0.9, 1 - 0.999 * 0.999, 1e-8},
+       {3},
+       adamStep(),
+       "p"},
   };
 }
 
