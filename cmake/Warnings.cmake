@@ -15,3 +15,13 @@ if(EINJIT_SANITIZE)
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_link_options(einjit_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(EINJIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "EINJIT_FUZZ needs clang (libFuzzer): CXX=clang++-19 (scripts/fuzz.sh)")
+  endif()
+  # Coverage for libFuzzer in every einjit target; the fuzz target links libFuzzer's main.
+  target_compile_options(einjit_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                         -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+                         -D_GLIBCXX_ASSERTIONS)
+  target_link_options(einjit_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -374,6 +374,11 @@ SiteSolution solveSite(const Statement& st, const CExpr& site,
     for (Aff& f : sol.varAff) substitute(f);
     for (Aff& f : sol.lhsAff) substitute(f);
     for (std::size_t q = e + 1; q < pending.size(); ++q) substitute(pending[q]);
+    // Equalities kept as masks before this one, and a clamp edge's inequality (below), may
+    // read slot r too: "a[l, 3l, l]", "a[l, l, clamp(2l-2)]".
+    for (Aff& f : sol.equalities) substitute(f);
+    for (std::size_t q = 0; q < R; ++q)
+      if (isEdge(q)) substitute(rows[q]);
     sol.fixed[r] = true;
   }
   // Clamp edges: phi <= 0 at the low edge, phi >= max(E-1, 1) at the high one (so that a
