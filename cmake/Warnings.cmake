@@ -15,3 +15,22 @@ if(EINJIT_SANITIZE)
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_link_options(einjit_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(EINJIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "EINJIT_FUZZ needs clang (libFuzzer): CXX=clang++-19 (scripts/fuzz.sh)")
+  endif()
+  # Coverage for libFuzzer in every einjit target; the fuzz target links libFuzzer's main.
+  # Not clang's -fsanitize=function: it reads a signature word before the callee of every
+  # indirect call, and JIT-compiled functions have none (the read can fault at a page start).
+  target_compile_options(einjit_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                         -fno-sanitize=function -fno-sanitize-recover=undefined
+                         -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS)
+  target_link_options(einjit_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(EINJIT_TSAN)
+  if(EINJIT_SANITIZE OR EINJIT_FUZZ)
+    message(FATAL_ERROR "EINJIT_TSAN cannot be combined with AddressSanitizer")
+  endif()
+  target_compile_options(einjit_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(einjit_options INTERFACE -fsanitize=thread)
+endif()

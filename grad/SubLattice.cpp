@@ -68,6 +68,11 @@ void parametriseSubLattice(SolveState& s) {
     for (Aff& f : sol.varAff) substitute(f);
     for (Aff& f : sol.lhsAff) substitute(f);
     for (std::size_t q = e + 1; q < pending.size(); ++q) substitute(pending[q]);
+    // Equalities kept as masks before this one, and a clamp edge's inequality, may read slot
+    // r too: "a[l, 3l, l]", "a[l, l, clamp(2l-2)]".
+    for (Aff& f : sol.equalities) substitute(f);
+    for (std::size_t q = 0; q < R; ++q)
+      if (s.isEdge(q)) substitute(s.rows[q]);
     sol.fixed[r] = true;
   }
 }

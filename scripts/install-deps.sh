@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev          # oneDNN, benchmark peer
   ocl-icd-opencl-dev   # dnnl-config.cmake finds OpenCL (a Recommends of libdnnl-dev)
   clang-format
+  clang-19 libclang-rt-19-dev  # libFuzzer, ASan and UBSan runtimes for scripts/fuzz.sh
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

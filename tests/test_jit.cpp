@@ -273,3 +273,37 @@ TEST_CASE("jit: the generated code does not grow with the shape (compile time st
     CHECK(sizes[1][1] < sizes[0][1] * 3 / 2);
   }
 }
+
+// A plain subscript into a dimension of extent 0 reads nothing; where the interpreter evaluates
+// it, that is an out-of-bounds error, and the JIT reports the same error (it used to read 0 and
+// drop the check). Also kept as fuzzer regressions (tests/fuzz/regressions/empty-plain-*).
+TEST_CASE("jit: a plain read or write of an empty dimension is the interpreter's error") {
+  struct Row {
+    const char* program;
+    Shape z;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"y[i] := x[i] * z[j] where j in 0:i", {0},
+       "subscript 'j' goes out of bounds: it reaches 0 but 'z' has extent 0 there"},
+      {"z[i,j] = x[i] where j in 0:i", {3, 0},
+       "subscript 'j' goes out of bounds: it reaches 0 but 'z' has extent 0 there"},
+  };
+  const Tensor x = Tensor::random({3}, DType::f64, 1);
+  for (const Row& r : rows) {
+    INFO(r.program);
+    for (Device d : {Device::reference(), Device::cpu()}) {
+      CAPTURE(d.name());
+      Kernel k = einjit::compile(r.program, on(d));
+      Tensor z = Tensor::zeros(r.z, DType::f64);
+      CHECK_THROWS_WITH_AS(k.call({{"x", x}, {"z", z}}), doctest::Contains(r.message),
+                           einjit::Error);
+    }
+  }
+  // With j's range empty at every i (i < 1), nothing is read: both give y = 0.
+  for (Device d : {Device::reference(), Device::cpu()}) {
+    Tensor y = einjit::compile("y[i] := x[i] * z[j] where i in 0:1, j in 0:i", on(d))
+                   .call({{"x", x}, {"z", Tensor::zeros({0}, DType::f64)}})[0];
+    CHECK(y.toVector() == std::vector<double>{0.0});
+  }
+}

@@ -98,8 +98,9 @@ private:
   bool subscriptInBounds(const CExpr& e, std::size_t d) const;
 
   // The element offset of an access; `inside` collects the conditions of padded dimensions;
-  // `dropped` is set when a padded or folded dimension has extent 0 (nothing is read/written).
-  Expr offset(const CExpr& acc, Expr* inside, bool* dropped);
+  // `dropped` is set when a padded or folded dimension has extent 0 (nothing is read/written);
+  // `emptyCheck` then receives the failing check of a plain subscript into extent 0, if any.
+  Expr offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyCheck = nullptr);
 
   // Subscript s as an index (unchecked).
   Expr subscriptIndex(const Subscript& s);

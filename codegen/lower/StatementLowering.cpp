@@ -41,7 +41,7 @@ bool Lowerer::subscriptInBounds(const CExpr& e, std::size_t d) const {
   return iv.known && iv.lo >= 0 && iv.hi < extentOf(e.tensor, d);
 }
 
-Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped) {
+Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyCheck) {
   Expr off = ir::intImm(0);
   const auto& stride = strides_[static_cast<std::size_t>(acc.tensor)];
   for (std::size_t d = 0; d < acc.subs.size(); ++d) {
@@ -54,8 +54,10 @@ Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped) {
                         (ctx_.trustPlain && s.mode == IndexMode::Plain && !s.gather && e > 0);
     if (!proven) {
       if (e == 0) {
+        // Nothing can be read; a plain subscript is out of bounds wherever it is evaluated,
+        // so read() and storeOutput() keep this check (the interpreter reports it too).
         if (s.mode == IndexMode::Plain) {
-          idx = ir::check(ir::intImm(-1), 1); // always outside: the interpreter reports it
+          if (emptyCheck && !*emptyCheck) *emptyCheck = ir::check(ir::intImm(-1), 1);
           noteCheck(acc, d);
         }
         *dropped = true;
@@ -130,10 +132,13 @@ Expr Lowerer::clampIndex(Expr idx, std::int64_t e) {
 }
 
 Expr Lowerer::read(const CExpr& e, bool asValue) {
-  Expr inside;
+  Expr inside, emptyCheck;
   bool dropped = false;
-  Expr off = offset(e, &inside, &dropped);
+  Expr off = offset(e, &inside, &dropped, &emptyCheck);
   Type et = elemType(e.tensor);
+  if (dropped && emptyCheck) // 0 either way, but the check (which fails) is evaluated
+    return asValue ? ir::select(ir::binary(BinOp::Eq, emptyCheck, ir::intImm(0)), num(0), num(0))
+                   : emptyCheck;
   if (dropped) return asValue ? num(0) : ir::intImm(0);
   Expr v = ir::load(et, bufferName(e.tensor), off);
   if (!asValue) return v;
@@ -217,10 +222,10 @@ Expr Lowerer::combine(Reduce r, const Expr& acc, const Expr& v) {
 }
 
 Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
-  Expr inside;
+  Expr inside, emptyCheck;
   bool dropped = false;
-  Expr off = offset(*st.lhs, &inside, &dropped);
-  if (dropped) return nullptr;
+  Expr off = offset(*st.lhs, &inside, &dropped, &emptyCheck);
+  if (dropped) return emptyCheck ? ir::evaluate(emptyCheck) : nullptr;
   const std::string& name = bufferName(st.output);
   Type et = elemType(st.output);
   Expr val = v;
