@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev          # oneDNN, benchmark peer
   ocl-icd-opencl-dev   # dnnl-config.cmake finds OpenCL (a Recommends of libdnnl-dev)
   clang-format
+  python3-dev python3-venv python3-pip  # the Python module (scripts/test-python.sh)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

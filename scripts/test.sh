@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite on a fresh machine: install the dependencies, build in Release with warnings
-# as errors and run every test; build again without CUDA (Release, no benchmarks) and run every
-# test; then build in Debug with AddressSanitizer + UBSan and run every test again.
+# as errors and run every test, then the Python module's tests (scripts/test-python.sh); build
+# again without CUDA (Release, no benchmarks) and run every test; then build in Debug with
+# AddressSanitizer + UBSan and run every test again.
 # scripts/test.sh --fast skips the sanitizer pass.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -9,6 +10,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON
 (cd "$root/build" && ctest --output-on-failure --parallel "$(nproc)")
+# The Python module and the PyTorch layer, against this build installed as a package.
+echo "=== Python module (pip install ./python, pytest) ==="
+"$root/scripts/test-python.sh" "$root/build"
 
 # Every optional package is optional: the CPU JIT without the CUDA toolkit (a user's usual
 # machine) builds and passes too. Lean: Release, no benchmarks.
