@@ -138,3 +138,12 @@ def test_argument_errors(call, message):
 def test_unknown_device():
     with pytest.raises(einjit.Error, match="unknown device"):
         einjit.compile("y[i] := x[i]", device="tpu")
+
+
+def test_typing_stubs_are_installed():
+    import pathlib
+
+    package = pathlib.Path(einjit.__file__).parent
+    stub = (package / "_einjit.pyi").read_text()
+    assert "class Kernel:" in stub and "def compile(source: str" in stub
+    assert (package / "py.typed").exists()
