@@ -115,3 +115,15 @@ def test_graph_has_no_break():
 def test_layer_rejects_in_place_outputs():
     with pytest.raises(einjit.Error, match="':='"):
         einjit.torch.layer("y[i] = x[i] * 2")
+
+
+def test_torch_tensors_cross_without_copies():
+    k = einjit.compile("y[i,j] += 2 * x[j,i]")
+    y = torch.ones(3, 4)
+    x = torch.arange(12.0).reshape(3, 4).T  # a transposed view, read in place
+    out = k(y, x)
+    assert isinstance(out, torch.Tensor) and out.data_ptr() == y.data_ptr()
+    torch.testing.assert_close(y, 1 + 2 * x.T)
+    fresh = einjit.compile("z[i] := x[i,j]")(x)
+    assert isinstance(fresh, torch.Tensor)
+    torch.testing.assert_close(fresh, x.sum(1))
