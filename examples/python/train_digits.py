@@ -139,7 +139,7 @@ def train_torch(data, epochs: int, batch: int = 32, lr: float = 0.1, seed: int =
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--plot", help="write the loss curves to this PNG")
+    parser.add_argument("--plot", help="write the loss curves to this PNG (needs matplotlib)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch model")
     parser.add_argument("--torch-threads", type=int, default=1, help="PyTorch's intra-op threads")
     args = parser.parse_args()
