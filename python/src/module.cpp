@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -91,12 +92,36 @@ nb::ndarray<nb::numpy> fromTensor(const einjit::Tensor& t) {
                                 strides.data(), fromDType(t.dtype()), nb::device::cpu::value);
 }
 
-Array toArray(nb::handle h, const std::string& name) {
+// Whether the program writes the tensor argument `name` ('=' and '+=' outputs, whether or not
+// a later statement reads them): whether it is the left-hand side of a statement of the
+// canonical source, one statement per line, "[(op) ]name[...] =".
+bool written(const einjit::Kernel& k, const std::string& name) {
+  const std::string source = k.source();
+  std::size_t line = 0;
+  while (line < source.size()) {
+    std::size_t end = source.find('\n', line);
+    if (end == std::string::npos) end = source.size();
+    std::size_t at = line;
+    if (source[at] == '(') at = source.find(") ", at) + 2;
+    if (source.compare(at, name.size(), name) == 0) {
+      const char next = at + name.size() < end ? source[at + name.size()] : ' ';
+      if (next == '[' || next == ' ') return true;
+    }
+    line = end + 1;
+  }
+  return false;
+}
+
+Array toArray(nb::handle h, const std::string& name, bool write) {
   Array a;
   if (!nb::try_cast(h, a))
     throw einjit::Error("argument " + name + ": expected an array (any DLPack-capable one: "
                         "NumPy, PyTorch, JAX) or a Python number, got " +
                         nb::cast<std::string>(nb::str(h.type())));
+  nb::ndarray<> writable;
+  if (write && !nb::try_cast(h, writable))
+    throw einjit::Error("argument " + name +
+                        ": the program writes this tensor, but the array is read-only");
   return a;
 }
 
@@ -113,7 +138,7 @@ std::vector<einjit::Arg> toArgs(const einjit::Kernel& k, const std::vector<nb::o
       out.emplace_back(nb::cast<double>(h));
       continue;
     }
-    out.emplace_back(toTensor(toArray(h, name), name));
+    out.emplace_back(toTensor(toArray(h, name, written(k, name)), name));
   }
   return out;
 }
@@ -181,7 +206,8 @@ NB_MODULE(_einjit, m) {
            [](const einjit::Kernel& k, const std::map<std::string, nb::object>& arrays,
               const std::map<std::string, double>& scalars) {
              std::map<std::string, einjit::Tensor> tensors;
-             for (const auto& [name, value] : arrays) tensors[name] = toTensor(toArray(value, name), name);
+             for (const auto& [name, value] : arrays)
+               tensors[name] = toTensor(toArray(value, name, written(k, name)), name);
              einjit::Outputs outs;
              {
                nb::gil_scoped_release release;

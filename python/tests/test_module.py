@@ -147,3 +147,25 @@ def test_typing_stubs_are_installed():
     stub = (package / "_einjit.pyi").read_text()
     assert "class Kernel:" in stub and "def compile(source: str" in stub
     assert (package / "py.typed").exists()
+
+
+def test_read_only_array_for_a_written_tensor_is_an_error():
+    y = np.zeros(3, np.float32)
+    y.flags.writeable = False
+    k = einjit.compile("y[i] += x[i]")
+    for call in (lambda: k(y, np.ones(3, np.float32)), lambda: k(y=y, x=np.ones(3, np.float32))):
+        with pytest.raises(einjit.Error, match="argument y: the program writes this tensor"):
+            call()
+    assert not y.any()
+    # Read-only arrays are fine as inputs.
+    x = np.ones(3, np.float32)
+    x.flags.writeable = False
+    np.testing.assert_array_equal(einjit.compile("z[i] := x[i] * 2")(x), [2, 2, 2])
+
+
+def test_read_only_array_for_a_tensor_written_then_read_is_an_error():
+    y = np.zeros(3, np.float32)
+    y.flags.writeable = False
+    k = einjit.compile("y[i] = x[i]\nz[i] := y[i] * 2")
+    with pytest.raises(einjit.Error, match="argument y: the program writes this tensor"):
+        k(y, np.ones(3, np.float32))
