@@ -14,6 +14,7 @@ packages=(
   ocl-icd-opencl-dev   # dnnl-config.cmake finds OpenCL (a Recommends of libdnnl-dev)
   clang-format
   clang-19 libclang-rt-19-dev  # libFuzzer, ASan and UBSan runtimes for scripts/fuzz.sh
+  python3-dev python3-venv python3-pip  # the Python module (scripts/test-python.sh)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test suite on a fresh machine: install the dependencies, build in Release with warnings
-# as errors and run every test (the differential tester's 1,000 random programs included);
-# build again without CUDA, and without LLVM or CUDA (Release, no benchmarks), and run every
-# test; then build in Debug with AddressSanitizer + UBSan and run every test again, and fuzz
-# the pipeline for 3 minutes (scripts/fuzz.sh); with EINJIT_CI_TSAN=1, also run the concurrency
-# tests under ThreadSanitizer (scripts/tsan.sh).
+# as errors and run every test (the differential tester's 1,000 random programs included), then
+# the Python module's tests (scripts/test-python.sh); build again without CUDA, and without
+# LLVM or CUDA (Release, no benchmarks), and run every test; then build in Debug with
+# AddressSanitizer + UBSan and run every test again, and fuzz the pipeline for 3 minutes
+# (scripts/fuzz.sh); with EINJIT_CI_TSAN=1, also run the concurrency tests under
+# ThreadSanitizer (scripts/tsan.sh).
 # scripts/test.sh --fast skips the sanitizer, fuzzing and ThreadSanitizer passes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,6 +13,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON
 (cd "$root/build" && ctest --output-on-failure --parallel "$(nproc)")
+# The Python module and the PyTorch layer, against this build installed as a package.
+echo "=== Python module (pip install ./python, pytest) ==="
+"$root/scripts/test-python.sh" "$root/build"
 
 # Every optional package is optional: the CPU JIT without the CUDA toolkit (a user's usual
 # machine) builds and passes too. Lean: Release, no benchmarks.
