@@ -51,6 +51,23 @@ struct FormRow {
   std::vector<std::string> snapshots; // "copy of" per inserted snapshot
 };
 
+// Runs call, which must throw an einjit::Error with this message at this line and column and
+// a caret under it.
+template <class F>
+void expectCaretError(F&& call, const char* message, int line, int column) {
+  try {
+    call();
+    FAIL("expected an error");
+  } catch (const einjit::Error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find(std::string("error: ") + message) != std::string::npos);
+    CHECK(e.line() == line);
+    CHECK(e.column() == column);
+    CHECK(what.find('^') != std::string::npos);
+  }
+}
+
 } // namespace
 
 TEST_CASE("inplace: which statements run in place and which read a snapshot") {
@@ -168,16 +185,7 @@ TEST_CASE("inplace: errors in a statement that reads a snapshot name the tensor 
     CAPTURE(std::string(row.program));
     Kernel k = einjit::compile(row.program);
     std::vector<einjit::Arg> args(row.args.begin(), row.args.end());
-    try {
-      k.call(args);
-      FAIL("expected an error");
-    } catch (const einjit::Error& e) {
-      const std::string what = e.what();
-      CAPTURE(what);
-      CHECK(what.find(std::string("error: ") + row.message) != std::string::npos);
-      CHECK(e.line() == row.line);
-      CHECK(e.column() == row.column);
-    }
+    expectCaretError([&] { k.call(args); }, row.message, row.line, row.column);
   }
 }
 
@@ -267,17 +275,7 @@ TEST_CASE("inplace: a gradient that needs overwritten values is a caret error") 
   for (const Row& row : rows) {
     CAPTURE(std::string(row.program));
     Kernel k = einjit::compile(row.program);
-    try {
-      k.gradient(row.wrt);
-      FAIL("expected an error");
-    } catch (const einjit::Error& e) {
-      const std::string what = e.what();
-      CAPTURE(what);
-      CHECK(what.find(std::string("error: ") + row.message) != std::string::npos);
-      CHECK(e.line() == row.line);
-      CHECK(e.column() == row.column);
-      CHECK(what.find('^') != std::string::npos);
-    }
+    expectCaretError([&] { k.gradient(row.wrt); }, row.message, row.line, row.column);
   }
 }
 
