@@ -173,3 +173,54 @@ TEST_CASE("gemm: a Linear layer forward and every gradient through the packed pa
     checkViews(gjit, gin, gref.tensorArguments(), gr, assigned(gref), dt, true);
   }
 }
+
+// Convolutions as implicit GEMMs: the packing reads the input through its window subscripts
+// (no im2col tensor), an image's other indices are looped around the GEMM; the input
+// gradient's filter taps run over their hull with zeros where a tap does not reach (masked
+// packing), padded reads are zero outside. Every gradient of each layer too, against the
+// interpreter, in three views and 1 and 2 threads.
+TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilation, 1x1)") {
+  struct ConvRow {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::size_t gradPacked; // gradient statements that take the packed path
+  };
+  const std::vector<ConvRow> table = {
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}}, 2},
+      // The strided input gradient's taps are one in two of their hull: not packed.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
+       1},
+      {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
+       "0:size(x,3)",
+       {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
+       2},
+      {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]", {{"x", {2, 16, 22, 23}}, {"k", {24, 16, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h,w] * k[o,c]", {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}}, 2},
+  };
+  for (const ConvRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(row.program << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      Kernel jit = einjit::compile(row.program, on(Device::cpu(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+      const std::vector<std::string> order = ref.tensorArguments();
+      std::vector<Arg> args;
+      for (const std::string& n : order) args.push_back(in.at(n));
+      const Outputs y = ref.call(args);
+      checkViews(jit, in, order, y, assigned(ref), dt, true);
+
+      Kernel gref = ref.gradient();
+      Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dt));
+      std::map<std::string, Tensor> gin = in;
+      gin["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+      std::vector<Arg> gargs;
+      for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
+      INFO("gradient program:\n" << gref.source());
+      std::size_t count = 0;
+      takesPacked(gjit, gargs, &count);
+      CHECK(count == row.gradPacked);
+      checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,
+                 row.gradPacked > 0);
+    }
+}

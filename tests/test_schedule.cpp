@@ -104,38 +104,40 @@ const ScheduleRow kRows[] = {
     // The packed GEMM path (GemmPlan.h): a product of two reads of at least 10^6 flops with
     // an M and an N side of at least MR and NR. N is the output's unit-stride index; MR x NR
     // from the vector registers (AVX-512: 14 x 2 vectors, AVX2: 6 x 2); KC, MC, NC from the
-    // default caches (32 KiB, 512 KiB, 8 MiB); M blocks a multiple of the threads.
+    // default caches (32 KiB, 512 KiB, 8 MiB), KC in equal blocks; operands up to 8 MB packed
+    // whole; with 2 threads 8 tasks (chunks of M or N), the groups a multiple of the threads.
     {"C[i,k] := A[i,j] * B[j,k]",
      {{512, 512}, {512, 512}},
      DType::f32,
      64,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 504 KC 128 NC 512; parallel over "
-     "2 (batch, M block) pairs of 266 rows"},
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 128 NC 256; "
+     "A packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{1024, 1024}, {1024, 1024}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 1024; parallel over "
-     "6 (batch, M block) pairs of 174 rows"},
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 512; A "
+     "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     {"C[i,k] := A[j,i] * B[k,j]",
      {{1000, 257}, {17, 1000}},
      DType::f64,
      32,
      13,
      1,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 126 KC 256 NC 24; one thread"},
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 126 KC 250 NC 24; A "
+     "packed whole, B packed whole; one thread"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{257, 300}, {300, 1000}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 1008; parallel over "
-     "2 (batch, M block) pairs of 132 rows",
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 132 KC 150 NC 256; A "
+     "packed whole, B packed whole; 8 tasks in 8 parallel groups",
      1},
     // Batch b, the output's fastest index: N is then the longer of i and k.
     {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
@@ -144,8 +146,8 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 252 KC 256 NC 304; parallel over "
-     "8 (batch, M block) pairs of 132 rows"},
+     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 252 KC 256 NC 160; A "
+     "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     // A Linear layer's weight gradient.
     {"dw[o,i] := dt[n,o] * x[n,i]",
      {{4096, 1024}, {4096, 784}},
@@ -153,8 +155,49 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 252 KC 256 NC 784; parallel over "
-     "6 (batch, M block) pairs of 174 rows"},
+     "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 252 KC 256 NC 400; A "
+     "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
+    // Convolutions (bench_cpu's shapes): the image and row loop around the GEMM, the input
+    // (whose packed form would be an im2col tensor) packed a block at a time by each task.
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+     {{8, 64, 56, 56}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
+     "64; A packed whole, B packed per block; 432 tasks in 8 parallel groups"},
+    // The input gradient: the taps a and b run over their hull, masked while packing dy.
+    {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
+     "0:size(dy,3)+2, a in max(u+1-size(dy,2),0):min(u+1,size(k,2)), b in "
+     "max(v+1-size(dy,3),0):min(v+1,size(k,3))",
+     {{8, 64, 54, 54}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 6x16, MC 66 KC 198 NC "
+     "64; A packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel "
+     "groups"},
+    // The weight gradient: a task per tap (a, b) and chunk of N.
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
+     {{8, 64, 54, 54}, {8, 64, 56, 56}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N c, K n,h,w, batch a,b; micro-kernel 6x16, MC 66 KC 216 NC "
+     "32; A packed whole, B packed per block; 18 tasks in 6 parallel groups"},
+    // The strided input gradient's taps fill half their hull or less: no packed path.
+    {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:55, v in 0:55, h in "
+     "max(0,cdiv(u-size(k,2)+1,2)):min(fdiv(55-size(k,2),2)+1,fdiv(u,2)+1), w in "
+     "max(0,cdiv(v-size(k,3)+1,2)):min(fdiv(55-size(k,3),2)+1,fdiv(v,2)+1)",
+     {{8, 64, 27, 27}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "generic: output indices in left-hand order, reductions inside; parallel over n"},
     // M below MR, or under 10^6 flops: the register tiles.
     {"C[i,k] := A[i,j] * B[j,k]",
      {{3, 1000}, {1000, 1000}},

@@ -1,29 +1,50 @@
 // The packed GEMM path on the CPU (schedule/GemmPlan.h, docs/ARCHITECTURE.md): A packed into
-// MR-wide slivers and B into NR-wide slivers in scratch buffers, then a blocked loop nest
-// around an MR x NR micro-kernel.
+// MR-wide slivers and B into NR-wide slivers, then a blocked loop nest around an MR x NR
+// micro-kernel.
 //
-// Layouts: sliver s of A (rows m0 + s*MR + ii) holds A(m, p) at ((batch*SA + s)*K + p)*MR + ii,
-// p the flattened reduction position (its last index fastest); B likewise with NR. A sliver is
-// contiguous along the whole reduction, so a KC block of it is one contiguous run and the
-// micro-kernel reads both operands with unit stride whatever the operands' own layouts. The
-// last sliver of an extent that MR (NR) does not divide is packed with zeros past the end.
+// Layouts. A sliver is contiguous along the reduction, so a KC block of it is one contiguous
+// run and the micro-kernel reads both operands with unit stride whatever their own layouts:
+//   packed whole (once per call, its own parallel function before the product): sliver s of
+//   the operand, for one value of the batch indices it reads (flattened: bX), holds the
+//   element at reduction position p (the reduction indices flattened, the last fastest) and
+//   lane l at ((bX * S + s) * K + p) * W + l;
+//   packed per block (by each task, inside the product): the slivers of the current MC (NC)
+//   block along the current KC block, at group * size + ((s - first) * KC + p') * W + l, p'
+//   the position inside the block, in the scratch of the task's group.
+// Lanes past the operand's extent, and reduction positions outside a dependent range, hold 0.
 //
-// The micro-kernel keeps MR x NR accumulators (an Allocate indexed only by constants: MR rows
-// unrolled, NR columns as explicit vectors, so LLVM keeps them in registers) across a KC
-// block; the products are fmul + fadd with LLVM's contract flag, which the backend fuses into
-// vector FMAs. A whole tile is stored (or added, after the first KC block) with vector stores;
-// an edge tile goes through a second local tile and scalar stores of its elements inside the
-// output. Each element's sum runs over the KC blocks in order and within a block in order,
-// whatever the thread count.
+// The product runs a parallel loop over groups of tasks; a task is one value of the batch
+// indices and a chunk of M and N slivers; inside it NC blocks of N, KC blocks of the reduction,
+// MC blocks of M, then the NR slivers of the B panel (one stays in L1) and the MR slivers of
+// the A block (in L2) around the micro-kernel. The micro-kernel keeps MR x NR accumulators (an
+// Allocate indexed only by constants: MR rows unrolled, NR columns as explicit vectors, so LLVM
+// keeps them in registers) across a KC block; the products are fmul + fadd with LLVM's
+// contract flag, which the backend fuses into vector FMAs. A whole tile whose columns are
+// contiguous in the output is stored (or added, after the first KC block) with vector stores;
+// any other tile through a local copy and scalar stores of its elements inside the output.
+// Each element's sum runs over the KC blocks in order and within a block in order, whatever
+// the thread count.
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
 
 namespace {
 
-Expr cdiv(std::int64_t a, std::int64_t b) { return ir::intImm((a + b - 1) / b); }
+std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 Expr minOf(Expr a, Expr b) { return ir::binary(BinOp::Min, std::move(a), std::move(b)); }
+Expr less(Expr a, Expr b) { return ir::binary(BinOp::Lt, std::move(a), std::move(b)); }
+Expr conj(Expr a, Expr b) {
+  return !a ? b : !b ? a : ir::binary(BinOp::And, std::move(a), std::move(b));
+}
+Expr imm(std::int64_t v) { return ir::intImm(v); }
+Expr var(const std::string& v) { return ir::var(v); }
+
+// Binds `name` to `value` in `body`: a loop of one iteration (the IR has no let).
+Stmt let(const std::string& name, Expr value, Stmt body) {
+  Expr hi = ir::add(value, imm(1));
+  return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
+}
 
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
@@ -31,36 +52,70 @@ constexpr std::int64_t kGroupElements = 64;
 
 } // namespace
 
-void Lowerer::emitGemm(const Statement& st, const BoundStatement& /*bs*/,
-                       const StatementSchedule& s, const Ranges& r, const std::string& name) {
+void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                       const Ranges& r, const std::string& name) {
   const GemmPlan& g = *s.gemm;
   std::vector<const CExpr*> fs;
   flattenProduct(*st.rhs, fs);
-  const CExpr& A = *fs[static_cast<std::size_t>(g.aFactor)];
-  const CExpr& B = *fs[static_cast<std::size_t>(1 - g.aFactor)];
-  const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n);
-  const std::int64_t MR = g.mr, NR = g.nr;
-  const std::int64_t M = r[m].second - r[m].first, N = r[n].second - r[n].first;
-  const std::vector<std::size_t> K(g.k.begin(), g.k.end()), Bt(g.batch.begin(), g.batch.end());
+  const CExpr* ops[2] = {fs[static_cast<std::size_t>(g.aFactor)],
+                         fs[static_cast<std::size_t>(1 - g.aFactor)]};
+  const std::size_t sideVar[2] = {static_cast<std::size_t>(g.m), static_cast<std::size_t>(g.n)};
+  const std::int64_t W[2] = {g.mr, g.nr};
+  auto ext = [&](std::size_t v) { return r[v].second - r[v].first; };
+  const std::int64_t extent[2] = {ext(sideVar[0]), ext(sideVar[1])};
+  const std::int64_t S[2] = {cdiv(extent[0], W[0]), cdiv(extent[1], W[1])}; // slivers
+  auto group = [](const std::vector<int>& vs) {
+    return std::vector<std::size_t>(vs.begin(), vs.end());
+  };
+  const std::vector<std::size_t> K = group(g.k), Bt = group(g.batch);
+  const std::vector<std::size_t> reads[2] = {group(g.reads[0]), group(g.reads[1])};
+  const auto split = static_cast<std::size_t>(g.kSplit);
+  const std::size_t kq = K[split];
+  const std::vector<std::size_t> kOuter(K.begin(), K.begin() + static_cast<std::ptrdiff_t>(split)),
+      kInner(K.begin() + static_cast<std::ptrdiff_t>(split) + 1, K.end());
   const std::int64_t kTotal = extentOfGroup(K, r), batchTotal = extentOfGroup(Bt, r);
-  const std::int64_t SA = (M + MR - 1) / MR, SB = (N + NR - 1) / NR; // slivers, the last partial
-  const std::string packA = name + ".packA", packB = name + ".packB";
-  out_.scratch.push_back({packA, vt_, batchTotal * SA * MR * kTotal});
-  out_.scratch.push_back({packB, vt_, batchTotal * SB * NR * kTotal});
+  const std::int64_t innerTotal = extentOfGroup(kInner, r), qBlocks = cdiv(ext(kq), g.kChunk);
+  const std::int64_t blockSl[2] = {g.mc / g.mr, g.nc / g.nr}; // slivers per MC / NC block
+  std::string buf[2] = {name + ".packA", name + ".packB"};
+  std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
+  for (int x = 0; x < 2; ++x) {
+    if (g.whole[static_cast<std::size_t>(x)])
+      out_.scratch.push_back(
+          {buf[x], vt_, extentOfGroup(reads[x], r) * S[x] * W[x] * kTotal});
+    else {
+      panel[x] = blockSl[x] * W[x] * g.kc;
+      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x]});
+    }
+  }
+  // The names the product's loops bind.
+  const std::string gv = "gemm.g", tk = "gemm.task", jc = "gemm.jc", pb = "gemm.pb",
+                    ic = "gemm.ic", tv = "gemm.t", sv = "gemm.s", pv = "gemm.p", ii = "gemm.i",
+                    jj = "gemm.j", q0 = "gemm.q0", q1 = "gemm.q1", bs0 = "gemm.b0",
+                    bs1 = "gemm.b1", as0 = "gemm.a0", as1 = "gemm.a1", acc = "acc", edge = "edge";
 
   // The flattened position of the current values of a group of indices (the last fastest).
-  auto flat = [&](const std::vector<std::size_t>& group) {
-    Expr e = ir::intImm(0);
-    for (std::size_t v : group)
-      e = ir::add(ir::mul(e, ir::intImm(r[v].second - r[v].first)),
-                  ir::sub(varExpr_[v], ir::intImm(r[v].first)));
+  auto flat = [&](const std::vector<std::size_t>& grp) {
+    Expr e = imm(0);
+    for (std::size_t v : grp)
+      e = ir::add(ir::mul(e, imm(ext(v))), ir::sub(varExpr_[v], imm(r[v].first)));
     return e;
   };
-  auto loops = [&](const std::vector<std::size_t>& group, Stmt body) {
-    for (std::size_t q = group.size(); q-- > 0;)
-      body = ir::forLoop(st.vars[group[q]].name, ir::intImm(r[group[q]].first),
-                         ir::intImm(r[group[q]].second), ForKind::Serial, body);
+  auto loops = [&](const std::vector<std::size_t>& grp, Stmt body) {
+    for (std::size_t q = grp.size(); q-- > 0;)
+      body = ir::forLoop(st.vars[grp[q]].name, imm(r[grp[q]].first), imm(r[grp[q]].second),
+                         ForKind::Serial, body);
     return body;
+  };
+  // The reduction positions a packing covers: all of them (packed whole), or the current KC
+  // block (k[0..kSplit) bound by the product's block loop, k[kSplit] over [q0, q1)).
+  auto kLoops = [&](bool block, Stmt body) {
+    if (!block) return loops(K, std::move(body));
+    return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Serial,
+                       loops(kInner, std::move(body)));
+  };
+  auto kPos = [&](bool block) {
+    if (!block) return flat(K);
+    return ir::add(ir::mul(ir::sub(varExpr_[kq], var(q0)), imm(innerTotal)), flat(kInner));
   };
   // The parallel loop of a function over [0, count), each iteration `inner` flops of work.
   auto parallelLoop = [&](ir::Func& f, const std::string& v, std::int64_t count, double inner,
@@ -74,105 +129,211 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& /*bs*/,
       f.grain = std::max<std::int64_t>(
           1, static_cast<std::int64_t>(std::ceil(target_.minParallelWork / std::max(inner, 1.0))));
     }
-    return ir::forLoop(v, ir::intImm(0), ir::intImm(count), kind, std::move(body));
+    return ir::forLoop(v, imm(0), imm(count), kind, std::move(body));
   };
 
-  // Packing: one function per operand, parallel over groups of its whole slivers, the partial
-  // sliver (lanes past the extent read as 0, from a clamped address) in one more iteration.
-  // An operand contiguous along the sliver's lanes is read a group of slivers at a time (whole
-  // cache lines: otherwise each sliver would fetch every line of a power-of-two row stride
-  // again), the lanes innermost (vector loads for B); otherwise each lane's run along the
-  // reduction is read in turn.
-  auto pack = [&](const CExpr& op, std::size_t side, std::int64_t width, std::int64_t slivers,
-                  const std::string& buf, const std::string& fname) {
-    setRanges(st, r);
-    ir::Func f = newFunc(fname);
-    const std::string gv = "gemm.sg", sv = "gemm.s", lv = "gemm.l";
-    const std::int64_t lo = r[side].first, hi = r[side].second, whole = (hi - lo) / width;
-    Expr at =
-        ir::add(ir::add(ir::intImm(lo), ir::mul(ir::var(sv), ir::intImm(width))), ir::var(lv));
-    Expr slot = ir::add(
-        ir::mul(ir::add(ir::mul(ir::add(ir::mul(flat(Bt), ir::intImm(slivers)), ir::var(sv)),
-                                ir::intImm(kTotal)),
-                        flat(K)),
-                ir::intImm(width)),
-        ir::var(lv));
-    varExpr_[side] = at;
-    Stmt body = ir::store(buf, slot, read(op, true));
+  // Packing slivers [sLo, sHi) of operand x at the reduction positions of kLoops(block) into
+  // slot(s, p, l). Where a lane is past the extent, a masked index outside its range or a
+  // padded subscript outside its dimension, the element is 0 and nothing is read; a run of
+  // lanes (contiguous in the operand) that is all inside, every unproven subscript in bounds
+  // at both ends, is read with vector loads and no checks; any other element with the
+  // ordinary checked read.
+  auto pack = [&](int x, const Expr& sLo, const Expr& sHi, bool block,
+                  const std::function<Expr(Expr, Expr, Expr)>& slot) {
+    const CExpr& op = *ops[x];
+    const std::size_t side = sideVar[x];
+    const std::int64_t w = W[x], lo = r[side].first, hi = r[side].second;
+    const std::vector<int>& masks = g.masks[static_cast<std::size_t>(x)];
+    bool monotone = true;
+    for (int v : masks)
+      for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
+                                      &bs.hiBound[static_cast<std::size_t>(v)]})
+        if (cb->direction(static_cast<int>(side)) == 2) monotone = false;
+    const bool edgeLanes = extent[x] % w != 0;
+    bool padded = false;
+    for (const Subscript& sub : op.subs) padded = padded || sub.mode == IndexMode::Pad;
+    const Expr saved = varExpr_[side];
+    // Where a lane's element is a term of the sum: inside the extent, the masked indices
+    // inside their ranges, padded subscripts inside their dimensions.
+    auto termAt = [&](Expr at) {
+      varExpr_[side] = at;
+      Expr c = edgeLanes ? less(at, imm(hi)) : Expr();
+      for (std::size_t d = 0; d < op.subs.size(); ++d)
+        if (op.subs[d].mode == IndexMode::Pad) {
+          Expr idx = subscriptIndex(op.subs[d]);
+          c = conj(c, ir::binary(BinOp::And, ir::binary(BinOp::Ge, idx, imm(0)),
+                                 less(idx, imm(extentOf(op.tensor, d)))));
+        }
+      for (int v : masks) {
+        const auto u = static_cast<std::size_t>(v);
+        c = conj(c, ir::binary(BinOp::And,
+                               ir::binary(BinOp::Ge, varExpr_[u], boundExpr(bs.loBound[u])),
+                               less(varExpr_[u], boundExpr(bs.hiBound[u]))));
+      }
+      varExpr_[side] = saved;
+      return c;
+    };
+    // ... and where every plain subscript not proven inside over the ranges (the hull of a
+    // masked index) is inside: a run of lanes where both hold at its ends reads unchecked.
+    auto safeAt = [&](Expr at) {
+      varExpr_[side] = at;
+      Expr c;
+      for (std::size_t d = 0; d < op.subs.size(); ++d)
+        if (op.subs[d].mode == IndexMode::Plain && !subscriptInBounds(op, d)) {
+          Expr idx = subscriptIndex(op.subs[d]);
+          c = conj(c, ir::binary(BinOp::And, ir::binary(BinOp::Ge, idx, imm(0)),
+                                 less(idx, imm(extentOf(op.tensor, d)))));
+        }
+      varExpr_[side] = saved;
+      return c;
+    };
+    CExpr inBounds = op; // read only where termAt and safeAt hold: padded subscripts are inside
+    for (Subscript& sub : inBounds.subs) sub.mode = IndexMode::Plain;
+    auto readAt = [&](Expr at, bool trusted) {
+      varExpr_[side] = std::move(at);
+      const Scoped<bool> trust(ctx_.trustPlain, trusted);
+      Expr v = read(trusted ? inBounds : op, true);
+      varExpr_[side] = saved;
+      return v;
+    };
+    const std::string gs = "gemm.sg", ps = "gemm.ps", ls = "gemm.l";
+    Expr base = ir::add(imm(lo), ir::mul(var(ps), imm(w)));
+    Expr at = ir::add(base, var(ls));
+    // The lanes of a sliver that may pass the extent (and nothing else): read those inside,
+    // zeros after them, with no condition per element.
+    const bool edgeOnly = edgeLanes && masks.empty() && !padded;
+    auto edgeSliver = [&](const std::function<Stmt(Stmt)>& around) {
+      Expr inside = minOf(imm(w), ir::sub(imm(hi), base));
+      Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false));
+      Stmt zero = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), num(0));
+      return ir::block({ir::forLoop(ls, imm(0), inside, ForKind::Serial, around(put)),
+                        ir::forLoop(ls, inside, imm(w), ForKind::Serial, around(zero))});
+    };
+    // One element: read (with the ordinary checks) where it is a term, else 0.
+    auto element = [&]() {
+      Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false));
+      Expr c = termAt(at);
+      return c ? ir::ifThen(c, put, ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), num(0)))
+               : put;
+    };
     std::int64_t unit = 0;
     const auto& os = strides_[static_cast<std::size_t>(op.tensor)];
     for (std::size_t d = 0; d < op.subs.size(); ++d) unit += op.subs[d].coef[side] * os[d];
-    std::int64_t group = 1;
     if (unit == 1) {
-      const bool vec = side == n && width % g.width == 0;
-      group = std::max<std::int64_t>(1, kGroupElements / width);
-      body = ir::forLoop(lv, ir::intImm(0), ir::intImm(width),
-                         vec ? ForKind::Vectorized : ForKind::Unrolled, body, vec ? g.width : 1);
-      Expr first = ir::mul(ir::var(gv), ir::intImm(group));
-      body = ir::forLoop(sv, first, minOf(ir::add(first, ir::intImm(group)), ir::intImm(whole)),
-                         ForKind::Serial, body);
-      body = loops(K, body);
-    } else {
-      body = ir::forLoop(lv, ir::intImm(0), ir::intImm(width), ForKind::Unrolled, loops(K, body));
-      body =
-          ir::forLoop(sv, ir::var(gv), ir::add(ir::var(gv), ir::intImm(1)), ForKind::Serial, body);
+      // Contiguous along the lanes: the reduction outermost, a group of slivers (whole cache
+      // lines) inside it, the lanes innermost (vector loads for B).
+      const bool vec = x == 1 && w % g.width == 0;
+      Expr last = ir::add(base, imm(w - 1));
+      Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
+      Stmt slow = edgeOnly ? edgeSliver([](Stmt b) { return b; })
+                           : ir::forLoop(ls, imm(0), imm(w), ForKind::Serial, element());
+      Stmt body = slow;
+      if (monotone) {
+        Stmt fast = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
+        fast = ir::forLoop(ls, imm(0), imm(w), vec ? ForKind::Vectorized : ForKind::Unrolled,
+                           fast, vec ? g.width : 1);
+        body = runOk ? ir::ifThen(runOk, fast, slow) : fast;
+      }
+      const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
+      Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
+      body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Serial, body);
+      body = kLoops(block, body);
+      Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
+      return ir::forLoop(gs, imm(0), groups, ForKind::Serial, body);
     }
-    const std::int64_t groups = (whole + group - 1) / group;
-    if (whole < slivers) {
-      varExpr_[side] = minOf(at, ir::intImm(hi - 1));
-      Expr inside = ir::binary(BinOp::Lt, at, ir::intImm(hi));
-      Stmt edge = ir::store(buf, slot, ir::select(inside, read(op, true), num(0)));
-      edge = ir::forLoop(lv, ir::intImm(0), ir::intImm(width), ForKind::Unrolled, loops(K, edge));
-      edge = ir::forLoop(sv, ir::intImm(whole), ir::intImm(whole + 1), ForKind::Serial, edge);
-      body = ir::ifThen(ir::binary(BinOp::Lt, ir::var(gv), ir::intImm(groups)), body, edge);
-    }
-    body = parallelLoop(f, gv, groups + (whole < slivers ? 1 : 0),
-                        static_cast<double>(kTotal * width * group), body);
-    f.body = loops(Bt, body);
-    out_.funcs.push_back(std::move(f));
+    // Otherwise each lane's run along the reduction in turn (ordinary checked reads).
+    auto perLane = [&](Stmt put) {
+      return ir::forLoop(ls, imm(0), imm(w), ForKind::Serial, kLoops(block, std::move(put)));
+    };
+    Stmt plain = perLane(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)));
+    Stmt body;
+    if (!masks.empty() || padded)
+      body = perLane(element());
+    else if (edgeLanes)
+      body = ir::ifThen(less(var(ps), imm(extent[x] / w)), plain,
+                        edgeSliver([&](Stmt b) { return kLoops(block, std::move(b)); }));
+    else
+      body = plain;
+    return ir::forLoop(ps, sLo, sHi, ForKind::Serial, body);
   };
-  pack(A, m, MR, SA, packA, name + "_packA");
-  pack(B, n, NR, SB, packB, name + "_packB");
 
-  // The product: parallel over (batch element, M block); in each, NC blocks of N, KC blocks of
-  // the reduction, NR slivers of the B panel (one stays in L1), MR slivers of the A block (in
-  // L2), the micro-kernel.
+  // Operands packed whole: a function each, parallel over runs of slivers, looped over the
+  // batch indices the operand reads.
+  for (int x = 0; x < 2; ++x) {
+    if (!g.whole[static_cast<std::size_t>(x)]) continue;
+    setRanges(st, r);
+    ir::Func f = newFunc(name + (x == 0 ? "_packA" : "_packB"));
+    const std::int64_t per =
+        std::max<std::int64_t>(cdiv(S[x], 4 * std::max(target_.threads, 1)), 1);
+    const std::string cv = "gemm.c";
+    Expr sLo = ir::mul(var(cv), imm(per));
+    Expr bX = flat(reads[x]);
+    auto slot = [&, x, bX](Expr sl, Expr p, Expr l) {
+      return ir::add(
+          ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)), p),
+                  imm(W[x])),
+          l);
+    };
+    Stmt body = pack(x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);
+    body = parallelLoop(f, cv, cdiv(S[x], per), static_cast<double>(kTotal * W[x] * per), body);
+    f.body = loops(reads[x], body);
+    out_.funcs.push_back(std::move(f));
+  }
+
+  // The product.
   setRanges(st, r);
   ir::Func f = newFunc(name);
-  const std::string gv = "gemm.g", jc = "gemm.jc", pc = "gemm.pc", tv = "gemm.t", sv = "gemm.s",
-                    pv = "gemm.p", ii = "gemm.i", jj = "gemm.j", acc = "acc", edge = "edge";
-  const std::int64_t perBlock = g.mBlock / MR, perPanel = std::max<std::int64_t>(g.nc / NR, 1);
-  Expr block = ir::var(gv), bflat = ir::intImm(0);
-  if (batchTotal > 1) {
-    block = ir::binary(BinOp::Mod, ir::var(gv), ir::intImm(g.mBlocks));
-    bflat = ir::binary(BinOp::Div, ir::var(gv), ir::intImm(g.mBlocks));
-    decompose(Bt, r, bflat);
-  }
-  varExpr_[m] =
-      ir::add(ir::add(ir::intImm(r[m].first), ir::mul(ir::var(sv), ir::intImm(MR))), ir::var(ii));
-  varExpr_[n] =
-      ir::add(ir::add(ir::intImm(r[n].first), ir::mul(ir::var(tv), ir::intImm(NR))), ir::var(jj));
-  Expr cell = ir::add(ir::mul(ir::var(ii), ir::intImm(NR)), ir::var(jj));
-  auto tile = [&](Stmt body) {
-    body = ir::forLoop(jj, ir::intImm(0), ir::intImm(NR), ForKind::Vectorized, body, g.width);
-    return ir::forLoop(ii, ir::intImm(0), ir::intImm(MR), ForKind::Unrolled, body);
+  const std::int64_t perGroup = cdiv(g.tasks, g.groups), perTask = g.mTasks * g.nTasks;
+  decompose(Bt, r, ir::binary(BinOp::Div, var(tk), imm(perTask)));
+  Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, var(tk), imm(g.nTasks)), imm(g.mTasks));
+  Expr ni = ir::binary(BinOp::Mod, var(tk), imm(g.nTasks));
+  // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).
+  Expr outerFlat = ir::binary(BinOp::Div, var(pb), imm(qBlocks));
+  decompose(kOuter, r, outerFlat);
+  Expr q0v = ir::add(imm(r[kq].first),
+                     ir::mul(ir::binary(BinOp::Mod, var(pb), imm(qBlocks)), imm(g.kChunk)));
+  Expr kcLen = ir::mul(ir::sub(var(q1), var(q0)), imm(innerTotal));
+  Expr pStart = ir::mul(ir::add(ir::mul(outerFlat, imm(ext(kq))), ir::sub(var(q0), imm(r[kq].first))),
+                        imm(innerTotal));
+  // The element of a packed operand at sliver s, position p of the current block, lane l.
+  auto packed = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
+    if (g.whole[static_cast<std::size_t>(x)]) {
+      Expr bX = flat(reads[x]);
+      return ir::add(ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)),
+                                     ir::add(pStart, p)),
+                             imm(W[x])),
+                     l);
+    }
+    const std::string& first = x == 0 ? ic : jc;
+    return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
+                           ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p), imm(W[x]))),
+                   l);
   };
-  auto sliver = [&](const Expr& batch, std::int64_t count, const std::string& v, std::int64_t w,
-                    const std::string& lane) {
-    return ir::add(ir::mul(ir::add(ir::mul(ir::add(ir::mul(batch, ir::intImm(count)), ir::var(v)),
-                                           ir::intImm(kTotal)),
-                                   ir::var(pv)),
-                           ir::intImm(w)),
-                   ir::var(lane));
+  auto panelSlot = [&](int x) {
+    const std::string first = x == 0 ? ic : jc;
+    return [&, x, first](Expr sl, Expr p, Expr l) {
+      return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
+                             ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p),
+                                     imm(W[x]))),
+                     l);
+    };
+  };
+
+  const std::size_t m = sideVar[0], n = sideVar[1];
+  const std::int64_t MR = g.mr, NR = g.nr, M = extent[0], N = extent[1];
+  varExpr_[m] = ir::add(ir::add(imm(r[m].first), ir::mul(var(sv), imm(MR))), var(ii));
+  varExpr_[n] = ir::add(ir::add(imm(r[n].first), ir::mul(var(tv), imm(NR))), var(jj));
+  Expr cell = ir::add(ir::mul(var(ii), imm(NR)), var(jj));
+  auto tile = [&](Stmt body) {
+    body = ir::forLoop(jj, imm(0), imm(NR), ForKind::Vectorized, body, g.width);
+    return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
   };
   Expr a = ir::load(vt_, acc, cell);
-  Stmt update =
-      tile(ir::store(acc, cell,
-                     ir::add(a, ir::mul(ir::load(vt_, packA, sliver(bflat, SA, sv, MR, ii)),
-                                        ir::load(vt_, packB, sliver(bflat, SB, tv, NR, jj))))));
-  Expr kLo = ir::mul(ir::var(pc), ir::intImm(g.kc));
-  update = ir::forLoop(pv, kLo, minOf(ir::add(kLo, ir::intImm(g.kc)), ir::intImm(kTotal)),
-                       ForKind::Serial, update);
+  Stmt update = tile(ir::store(
+      acc, cell,
+      ir::add(a, ir::mul(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
+                         ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)))))));
+  update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, update);
   // The tile into the output: stored by the first KC block of a ':=', added by the others.
   Expr inside;
   bool dropped = false;
@@ -182,44 +343,63 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& /*bs*/,
   const Type et = elemType(st.output);
   auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& v) {
     Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
-    Stmt add =
-        cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
-    return st.assign == Assign::Define
-               ? ir::ifThen(ir::binary(BinOp::Eq, ir::var(pc), ir::intImm(0)), put, add)
-               : add;
+    Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
+    return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
+                                       : add;
   };
-  Stmt store = finish(tile, a);
-  if (M % MR != 0 || N % NR != 0) {
-    // An edge tile: its elements inside the output, from a copy of the accumulators (indexed
-    // by loop variables, it leaves the accumulators themselves in registers).
-    auto rows = [&](Stmt body) {
-      body = ir::forLoop(
-          jj, ir::intImm(0),
-          minOf(ir::intImm(NR), ir::sub(ir::intImm(N), ir::mul(ir::var(tv), ir::intImm(NR)))),
-          ForKind::Serial, body);
-      return ir::forLoop(
-          ii, ir::intImm(0),
-          minOf(ir::intImm(MR), ir::sub(ir::intImm(M), ir::mul(ir::var(sv), ir::intImm(MR)))),
-          ForKind::Serial, body);
-    };
-    Stmt part = ir::allocate(
-        edge, vt_, MR * NR,
-        ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
-    Expr whole = ir::binary(BinOp::And, ir::binary(BinOp::Lt, ir::var(sv), ir::intImm(M / MR)),
-                            ir::binary(BinOp::Lt, ir::var(tv), ir::intImm(N / NR)));
-    store = ir::ifThen(whole, store, part);
+  // A tile whose elements are stored one by one (inside the output), from a copy of the
+  // accumulators (indexed by loop variables, it leaves the accumulators themselves in
+  // registers): one loop over its cells inside the output (rare: no vector code to compile).
+  const std::string cv = "gemm.cell", colsIn = "gemm.cols";
+  auto rows = [&](Stmt body) {
+    body = let(ii, ir::binary(BinOp::Div, var(cv), var(colsIn)),
+               let(jj, ir::binary(BinOp::Mod, var(cv), var(colsIn)), body));
+    Expr rowsIn = minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR))));
+    body = ir::forLoop(cv, imm(0), ir::mul(rowsIn, var(colsIn)), ForKind::Serial, body);
+    return let(colsIn, minOf(imm(NR), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))), body);
+  };
+  Stmt part = ir::allocate(edge, vt_, MR * NR,
+                           ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
+  Stmt store = part;
+  if (g.vectorStore) {
+    store = finish(tile, a);
+    if (M % MR != 0 || N % NR != 0)
+      store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
+                         store, part);
   }
-  Stmt kernel = ir::allocate(acc, vt_, MR * NR,
-                             ir::block({tile(ir::store(acc, cell, num(0))), update, store}));
-  Expr sLo = ir::mul(block, ir::intImm(perBlock)), tLo = ir::mul(ir::var(jc), ir::intImm(perPanel));
-  Stmt body = ir::forLoop(sv, sLo, minOf(ir::add(sLo, ir::intImm(perBlock)), ir::intImm(SA)),
+  Stmt kernel = ir::allocate(acc, vt_, MR * NR, ir::block({tile(ir::store(acc, cell, num(0))), update, store}));
+  Stmt body = ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
                           ForKind::Serial, kernel);
-  body = ir::forLoop(tv, tLo, minOf(ir::add(tLo, ir::intImm(perPanel)), ir::intImm(SB)),
+  body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
-  body = ir::forLoop(pc, ir::intImm(0), cdiv(kTotal, g.kc), ForKind::Serial, body);
-  body = ir::forLoop(jc, ir::intImm(0), cdiv(SB, perPanel), ForKind::Serial, body);
-  f.body = parallelLoop(f, gv, batchTotal * g.mBlocks,
-                        2.0 * static_cast<double>(g.mBlock * SB * NR * kTotal), body);
+  // An A block per MC slivers (packed here unless A is packed whole), a B panel per NC slivers
+  // and KC block.
+  if (!g.whole[0])
+    body = ir::block({pack(0, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)), true,
+                           panelSlot(0)),
+                      body});
+  const std::string icb = "gemm.icb", jcb = "gemm.jcb";
+  body = let(ic, ir::add(var(as0), ir::mul(var(icb), imm(blockSl[0]))), body);
+  body = ir::forLoop(icb, imm(0), imm(cdiv(g.mChunk, blockSl[0])), ForKind::Serial, body);
+  if (!g.whole[1])
+    body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
+                           panelSlot(1)),
+                      body});
+  body = let(q0, q0v, let(q1, minOf(ir::add(var(q0), imm(g.kChunk)), imm(r[kq].second)), body));
+  body = ir::forLoop(pb, imm(0), imm(g.kBlocks), ForKind::Serial, body);
+  body = let(jc, ir::add(var(bs0), ir::mul(var(jcb), imm(blockSl[1]))), body);
+  body = ir::forLoop(jcb, imm(0), imm(cdiv(g.nChunk, blockSl[1])), ForKind::Serial, body);
+  // The task's chunks of M and N slivers.
+  body = let(as0, ir::mul(mi, imm(g.mChunk)),
+             let(as1, minOf(ir::add(var(as0), imm(g.mChunk)), imm(S[0])),
+                 let(bs0, ir::mul(ni, imm(g.nChunk)),
+                     let(bs1, minOf(ir::add(var(bs0), imm(g.nChunk)), imm(S[1])), body))));
+  Expr firstTask = ir::mul(var(gv), imm(perGroup));
+  body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(g.tasks)),
+                     ForKind::Serial, body);
+  const double flops = 2.0 * static_cast<double>(batchTotal) * static_cast<double>(M * N) *
+                       static_cast<double>(kTotal);
+  f.body = parallelLoop(f, gv, g.groups, flops / static_cast<double>(g.groups), body);
   out_.funcs.push_back(std::move(f));
 }
 

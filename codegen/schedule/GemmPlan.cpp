@@ -3,6 +3,7 @@
 #include "codegen/Schedule.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace einjit::codegen {
 
@@ -13,6 +14,12 @@ namespace {
 // Below this many flops the register tiles (no packing) are as fast: packing costs a pass
 // over both operands and a scratch buffer per call.
 constexpr double kMinFlops = 1e6;
+// An operand is packed whole, once per call and shared by every task, up to this size; a larger
+// one a cache block at a time by each task (a convolution's input: its packed form would be an
+// im2col tensor of 9x its size).
+constexpr std::int64_t kWholeBytes = 32 << 20;
+// A task should hold at least this many flops: below it the scheduling overhead shows.
+constexpr double kTaskFlops = 2e5;
 
 bool uses(const CExpr& read, int v) {
   for (const Subscript& s : read.subs)
@@ -20,11 +27,12 @@ bool uses(const CExpr& read, int v) {
   return false;
 }
 
-// A read the packing loops can address: plain affine subscripts, no gather.
+// A read the packing loops can address: affine subscripts, plain or padded (zero outside),
+// no gather.
 bool plainRead(const CExpr& e) {
   if (e.kind != CKind::Read || !e.args.empty()) return false;
   for (const Subscript& s : e.subs)
-    if (s.gather || s.mode != IndexMode::Plain) return false;
+    if (s.gather || (s.mode != IndexMode::Plain && s.mode != IndexMode::Pad)) return false;
   return true;
 }
 
@@ -41,6 +49,40 @@ std::string names(const Statement& st, const std::vector<int>& vs) {
   return s.empty() ? "-" : s;
 }
 
+std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Dependent ranges may hold this share of their hulls on average, at the least.
+constexpr double kMinShare = 0.5;
+
+// The mean length of dependent index v's range over the values of the indices it reads (up to
+// 16 evenly spaced values of each), as a share of its hull.
+double meanShare(const BoundStatement& bs, int v, const std::vector<bool>& reads) {
+  const auto u = static_cast<std::size_t>(v);
+  const std::int64_t hull = bs.hi[u] - bs.lo[u];
+  if (hull <= 0) return 0;
+  std::vector<std::size_t> rd;
+  for (std::size_t x = 0; x < reads.size(); ++x)
+    if (reads[x] && x != u) rd.push_back(x);
+  std::vector<std::int64_t> vals(bs.lo.size(), 0);
+  double sum = 0, points = 0;
+  std::function<void(std::size_t)> walk = [&](std::size_t q) {
+    if (q == rd.size()) {
+      const std::int64_t lo = std::max(bs.loBound[u].eval(vals), bs.lo[u]);
+      const std::int64_t hi = std::min(bs.hiBound[u].eval(vals), bs.hi[u]);
+      sum += static_cast<double>(std::max<std::int64_t>(hi - lo, 0));
+      points += 1;
+      return;
+    }
+    const std::int64_t a = bs.lo[rd[q]], e = bs.hi[rd[q]] - a, step = std::max<std::int64_t>(e / 16, 1);
+    for (std::int64_t x = 0; x < e; x += step) {
+      vals[rd[q]] = a + x;
+      walk(q + 1);
+    }
+  };
+  walk(0);
+  return points > 0 ? sum / (points * static_cast<double>(hull)) : 0;
+}
+
 } // namespace
 
 std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::size_t k,
@@ -49,7 +91,8 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   const Statement& st = p.stmts[k];
   const BoundStatement& bs = b.stmts[k];
   if (t.gpu || !t.tile || (b.dtype != DType::f32 && b.dtype != DType::f64)) return std::nullopt;
-  if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st)) return std::nullopt;
+  if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
+    return std::nullopt;
   const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
   if (n == nOut || st.lhsVars.size() != static_cast<std::size_t>(nOut)) return std::nullopt;
   std::vector<bool> seen(static_cast<std::size_t>(nOut), false);
@@ -57,40 +100,62 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
     if (v >= nOut || seen[static_cast<std::size_t>(v)]) return std::nullopt;
     seen[static_cast<std::size_t>(v)] = true;
   }
-  for (int v = 0; v < n; ++v)
+  for (int v = 0; v < nOut; ++v)
     if (bs.dependent[static_cast<std::size_t>(v)]) return std::nullopt;
   const CExpr& rhs = *st.rhs;
   if (rhs.kind != CKind::Binary || rhs.binop != BinOp::Mul) return std::nullopt;
   const CExpr* f[2] = {rhs.args[0].get(), rhs.args[1].get()};
   if (!plainRead(*f[0]) || !plainRead(*f[1])) return std::nullopt;
-
-  // Output indices read by one factor only are its side; by both, batch; by neither: no plan.
-  std::vector<int> side[2], batch;
-  for (int v = 0; v < nOut; ++v) {
-    const bool u0 = uses(*f[0], v), u1 = uses(*f[1], v);
-    if (u0 && u1)
-      batch.push_back(v);
-    else if (u0 || u1)
-      side[u0 ? 0 : 1].push_back(v);
-    else
-      return std::nullopt;
-  }
-  if (side[0].size() != 1 || side[1].size() != 1) return std::nullopt;
   auto extent = [&](int v) {
     return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
   };
   auto tensorStrides = [&](const CExpr& r) -> const std::vector<std::int64_t>& {
     return strides[static_cast<std::size_t>(r.tensor)];
   };
-  // N: the index with unit stride in the output (contiguous vector stores of the tile), else
-  // the one its operand reads with unit stride (vector loads while packing), else the longer.
   const auto& os = strides[static_cast<std::size_t>(st.output)];
   auto outStride = [&](int v) {
     for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
       if (st.lhsVars[d] == v) return os[d];
     return std::int64_t{0};
   };
-  const int x = side[0][0], y = side[1][0];
+  const int elem = b.dtype == DType::f64 ? 8 : 4;
+  const int width = std::max(1, t.vectorBytes / elem);
+  if (width < 2) return std::nullopt;
+  // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
+  // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
+  const int registers = t.vectorBytes >= 64 ? 32 : 16;
+  const int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
+
+  // Output indices read by one factor only are its side; by both, batch; by neither: no plan.
+  std::vector<int> side[2], both;
+  for (int v = 0; v < nOut; ++v) {
+    const bool u0 = uses(*f[0], v), u1 = uses(*f[1], v);
+    if (u0 && u1)
+      both.push_back(v);
+    else if (u0 || u1)
+      side[u0 ? 0 : 1].push_back(v);
+    else
+      return std::nullopt;
+  }
+  if (side[0].empty() || side[1].empty()) return std::nullopt;
+  // One index of each side becomes M or N, the others are looped around the GEMM: the one the
+  // output stores with unit stride (vector stores), else the one its operand reads with unit
+  // stride (vector loads while packing), else the longest; an index shorter than a tile's
+  // width only where nothing longer exists.
+  auto pick = [&](int fi) {
+    int best = -1;
+    auto score = [&](int v) {
+      const bool longEnough = extent(v) >= nrWanted;
+      const int unit = outStride(v) == 1 ? 2 : strideAlong(*f[fi], v, tensorStrides(*f[fi])) == 1;
+      return std::make_tuple(longEnough, longEnough ? unit : 0, extent(v));
+    };
+    for (int v : side[fi])
+      if (best < 0 || score(v) > score(best)) best = v;
+    return best;
+  };
+  const int x = pick(0), y = pick(1);
+  // N: the index with unit stride in the output (contiguous vector stores of the tile), else
+  // the one its operand reads with unit stride (vector loads while packing), else the longer.
   int nFactor = 1;
   if (outStride(x) == 1 && outStride(y) != 1)
     nFactor = 0;
@@ -101,61 +166,139 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   }
   GemmPlan g;
   g.aFactor = 1 - nFactor;
-  g.m = side[g.aFactor][0];
-  g.n = side[nFactor][0];
-  g.batch = batch;
+  g.m = g.aFactor == 0 ? x : y;
+  g.n = g.aFactor == 0 ? y : x;
+  g.width = width;
+  g.nr = nrWanted;
+  g.mr = mrWanted;
+  for (int v = 0; v < nOut; ++v)
+    if (v != g.m && v != g.n) g.batch.push_back(v);
   for (int v = nOut; v < n; ++v) g.k.push_back(v);
+  const CExpr* op[2] = {f[g.aFactor], f[1 - g.aFactor]};
+  for (int s = 0; s < 2; ++s)
+    for (int v : g.batch)
+      if (uses(*op[s], v)) g.reads[static_cast<std::size_t>(s)].push_back(v);
 
-  const int elem = b.dtype == DType::f64 ? 8 : 4;
-  g.width = std::max(1, t.vectorBytes / elem);
-  if (g.width < 2) return std::nullopt;
-  // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
-  // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
-  const int registers = t.vectorBytes >= 64 ? 32 : 16;
-  g.nr = 2 * g.width;
-  g.mr = (registers - 4) / 2;
   double flops = 2, kt = 1;
-  std::int64_t kTotal = 1;
+  std::int64_t kTotal = 1, batchTotal = 1;
   for (int v = 0; v < n; ++v) flops *= static_cast<double>(std::max<std::int64_t>(extent(v), 0));
   for (int v : g.k) {
     kt *= static_cast<double>(extent(v));
     kTotal *= extent(v);
   }
+  for (int v : g.batch) batchTotal *= extent(v);
   if (flops < kMinFlops || extent(g.m) < g.mr || extent(g.n) < g.nr || kt > 1e12)
     return std::nullopt;
-
-  // KC: a B sliver (KC x NR) fills half of L1; MC: an A block (MC x KC) half of L2; NC: a B
-  // panel (KC x NC) a quarter of L3 (shared by the threads).
-  const std::int64_t e = elem;
-  g.kc = std::clamp<std::int64_t>(t.l1Bytes / 2 / (g.nr * e), 16, 1024);
-  g.kc = std::min(g.kc, kTotal);
-  g.mc = std::max<std::int64_t>(t.l2Bytes / 2 / (g.kc * e) / g.mr, 1) * g.mr;
-  g.nc = std::max<std::int64_t>(t.l3Bytes / 4 / (g.kc * e) / g.nr, 1) * g.nr;
-  // Whole slivers (the last one padded with zeros).
-  const std::int64_t mFull = (extent(g.m) + g.mr - 1) / g.mr * g.mr;
-  const std::int64_t nFull = (extent(g.n) + g.nr - 1) / g.nr * g.nr;
-  g.nc = std::min(g.nc, nFull);
-  g.mc = std::min(g.mc, mFull);
-  std::int64_t batchCount = 1;
-  for (int v : batch) batchCount *= extent(v);
-  // M blocks: at most MC rows each, and with several threads at least as many blocks (of the
-  // batch elements together) as threads, a multiple of them where the batch is short.
-  const std::int64_t slivers = mFull / g.mr;
-  std::int64_t blocks = (mFull + g.mc - 1) / g.mc;
-  if (t.threads > 1 && batchCount < 4 * t.threads) {
-    blocks = std::max<std::int64_t>(blocks, t.threads);
-    blocks = (blocks + t.threads - 1) / t.threads * t.threads;
+  const std::int64_t e = elem, sl[2] = {cdiv(extent(g.m), g.mr), cdiv(extent(g.n), g.nr)};
+  const std::int64_t w[2] = {g.mr, g.nr};
+  for (int s = 0; s < 2; ++s) {
+    double bytes = static_cast<double>(sl[s] * w[s] * kTotal * e);
+    for (int v : g.reads[static_cast<std::size_t>(s)]) bytes *= static_cast<double>(extent(v));
+    g.whole[static_cast<std::size_t>(s)] = bytes <= static_cast<double>(kWholeBytes);
   }
-  blocks = std::min(blocks, slivers);
-  g.mBlock = (slivers + blocks - 1) / blocks * g.mr;
-  g.mBlocks = (mFull + g.mBlock - 1) / g.mBlock;
-  g.parallel = t.threads > 1 && batchCount * g.mBlocks >= 2;
+
+  // Dependent reduction ranges: the packing of an operand that holds every index the range
+  // reads applies it (a whole-packed operand holds only the batch indices it reads).
+  double share = 1;
+  for (int v : g.k) {
+    if (!bs.dependent[static_cast<std::size_t>(v)]) continue;
+    std::vector<bool> rd(static_cast<std::size_t>(n), false);
+    st.vars[static_cast<std::size_t>(v)].loBound.collectVars(rd);
+    st.vars[static_cast<std::size_t>(v)].hiBound.collectVars(rd);
+    // The hull must not be much longer than the ranges (a strided gradient's taps: one in
+    // `stride` of the hull): the zeros would cost more than the terms.
+    share *= meanShare(bs, v, rd);
+    if (share < kMinShare) return std::nullopt;
+    auto needsPanel = [&](int s) {
+      const auto& rs = g.reads[static_cast<std::size_t>(s)];
+      if (!g.whole[static_cast<std::size_t>(s)]) return false;
+      for (int u : g.batch)
+        if (rd[static_cast<std::size_t>(u)] && std::find(rs.begin(), rs.end(), u) == rs.end())
+          return true;
+      return false;
+    };
+    int chosen = -1;
+    for (int pass = 0; pass < 2 && chosen < 0; ++pass)
+      for (int s = 1; s >= 0 && chosen < 0; --s)
+        if (!rd[static_cast<std::size_t>(s == 0 ? g.n : g.m)] && (pass == 1 || !needsPanel(s)))
+          chosen = s;
+    if (chosen < 0) return std::nullopt;
+    if (needsPanel(chosen)) g.whole[static_cast<std::size_t>(chosen)] = false;
+    g.masks[static_cast<std::size_t>(chosen)].push_back(v);
+  }
+
+  // KC blocks: a B sliver (KC x NR) fills half of L1. The block runs over whole ranges of the
+  // innermost reduction indices and a chunk of the next one (no division per element).
+  const std::int64_t kcWanted = std::clamp<std::int64_t>(t.l1Bytes / 2 / (g.nr * e), 16, 1024);
+  const std::size_t nk = g.k.size();
+  std::vector<std::int64_t> suffix(nk + 1, 1);
+  for (std::size_t q = nk; q-- > 0;) suffix[q] = suffix[q + 1] * extent(g.k[q]);
+  std::size_t split = 0;
+  while (split + 1 < nk && suffix[split + 1] > kcWanted) ++split;
+  const std::int64_t inner = suffix[split + 1], ext = extent(g.k[split]);
+  std::int64_t chunk = std::clamp<std::int64_t>(kcWanted / inner, 1, ext);
+  chunk = cdiv(ext, cdiv(ext, chunk)); // equal chunks
+  g.kSplit = static_cast<int>(split);
+  g.kChunk = chunk;
+  g.kc = chunk * inner;
+  g.kBlocks = cdiv(ext, chunk);
+  for (std::size_t q = 0; q < split; ++q) g.kBlocks *= extent(g.k[q]);
+
+  // MC: an A block (MC x KC) half of L2; NC: a B panel (KC x NC) at most 4 MB or a quarter of
+  // L3, whole slivers.
+  const std::int64_t panelBytes = std::min<std::int64_t>(t.l3Bytes / 4, 4 << 20);
+  g.mc = std::max<std::int64_t>(t.l2Bytes / 2 / (g.kc * e) / g.mr, 1) * g.mr;
+  g.nc = std::max<std::int64_t>(panelBytes / (g.kc * e) / g.nr, 1) * g.nr;
+
+  // Tasks: with several threads, at least 4 per thread where the work allows, splitting M or N
+  // into chunks; a split re-packs the other side's operand per chunk unless it is packed whole.
+  std::int64_t mTasks = 1, nTasks = 1;
+  if (t.threads > 1) {
+    const double want = std::min(4.0 * t.threads, std::max(1.0, flops / kTaskFlops));
+    // ... and a multiple of the thread count where a few tasks per thread would leave one
+    // thread a task more than the others.
+    auto more = [&] {
+      const std::int64_t tasks = batchTotal * mTasks * nTasks;
+      return static_cast<double>(tasks) < want ||
+             (tasks % t.threads != 0 && tasks < 8 * t.threads &&
+              static_cast<double>(tasks) * kTaskFlops * 2 < flops);
+    };
+    while (more()) {
+      const std::int64_t mc0 = cdiv(sl[0], mTasks), nc0 = cdiv(sl[1], nTasks);
+      const bool canM = mc0 >= 2, canN = nc0 >= 2;
+      if (!canM && !canN) break;
+      const bool freeM = g.whole[1], freeN = g.whole[0];
+      bool splitM = canM;
+      if (canM && canN)
+        splitM = freeM != freeN ? freeM : mc0 * g.mr >= nc0 * g.nr;
+      (splitM ? mTasks : nTasks) *= 2;
+    }
+  }
+  g.mChunk = cdiv(sl[0], mTasks);
+  g.nChunk = cdiv(sl[1], nTasks);
+  g.mTasks = cdiv(sl[0], g.mChunk);
+  g.nTasks = cdiv(sl[1], g.nChunk);
+  g.mc = std::min(g.mc, g.mChunk * g.mr);
+  g.nc = std::min(g.nc, g.nChunk * g.nr);
+  g.tasks = batchTotal * g.mTasks * g.nTasks;
+  g.groups = t.threads > 1 ? std::min<std::int64_t>(g.tasks, 4 * t.threads) : 1;
+  g.groups = cdiv(g.tasks, cdiv(g.tasks, g.groups)); // none empty
+  g.parallel = g.groups >= 2;
+  g.vectorStore = outStride(g.n) == 1;
+
+  auto packing = [&](int s) {
+    std::string r = g.whole[static_cast<std::size_t>(s)] ? "whole" : "per block";
+    if (!g.masks[static_cast<std::size_t>(s)].empty())
+      r += ", ranges of " + names(st, g.masks[static_cast<std::size_t>(s)]);
+    return r;
+  };
   g.why = "packed GEMM: M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " +
-          names(st, g.k) + ", batch " + names(st, batch) + "; micro-kernel " +
+          names(st, g.k) + ", batch " + names(st, g.batch) + "; micro-kernel " +
           std::to_string(g.mr) + "x" + std::to_string(g.nr) + ", MC " + std::to_string(g.mc) +
-          " KC " + std::to_string(g.kc) + " NC " + std::to_string(g.nc) + "; " +
-          (g.parallel ? "parallel over " + std::to_string(batchCount * g.mBlocks) +
-                            " (batch, M block) pairs of " + std::to_string(g.mBlock) + " rows"
+          " KC " + std::to_string(g.kc) + " NC " + std::to_string(g.nc) + "; A packed " +
+          packing(0) + ", B packed " + packing(1) + "; " +
+          (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +
+                            " parallel groups"
                       : std::string("one thread"));
   return g;
 }

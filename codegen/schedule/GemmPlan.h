@@ -1,15 +1,25 @@
 #pragma once
 // The packed GEMM plan of a statement (docs/ARCHITECTURE.md, "The packed CPU contraction
 // path"): decided before lowering, a value that `einjit explain` prints and lower/CpuGemm.cpp
-// follows. A '+' reduction of a product of two tensor reads whose output indices split into
-// an M side (read by operand A only), an N side (operand B only) and batch indices (both),
-// the reduction indices K read by either, and large enough that packing pays, runs as
-// BLIS does: A packed into MR-wide slivers and B into NR-wide slivers (read through their own
-// subscripts and strides), an MR x NR micro-kernel with its accumulators in vector registers
-// across a KC-deep block of the reduction, and NC / KC / MC blocking sized from the caches.
+// follows. A '+' reduction of a product of two plain tensor reads, large enough that packing
+// pays, runs as BLIS does: operand A packed into MR-wide slivers along one output index M,
+// operand B into NR-wide slivers along one output index N (each read through its own
+// subscripts and strides: transposes, permutes and convolution windows cost no extra pass and
+// no im2col tensor), an MR x NR micro-kernel with its accumulators in vector registers across
+// a KC-deep block of the reduction, and MC / KC / NC blocking sized from the caches. Every
+// other output index (a batch index, read by both operands, or a second index of one side,
+// such as a convolution's image and row) is looped around the GEMM: a task is one value of
+// those indices and a chunk of M and of N.
+//
+// Reduction indices whose range depends on other indices (a convolution's input gradient:
+// the filter taps that reach a given input pixel) run over their hull; the packing writes a
+// zero wherever the term is outside its range, so the sum is the same (a zero term adds
+// nothing; a non-finite value of the other operand at such a position is the one difference:
+// it would give NaN, where the range skips it).
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,17 +30,28 @@ namespace einjit::codegen {
 struct Target;
 
 struct GemmPlan {
-  int aFactor = 0;                     // which factor of the product is A (0: the left one)
-  int m = -1, n = -1;                  // the M and N indices (output indices)
-  std::vector<int> k;                  // reduction indices, the last fastest in the packed slivers
-  std::vector<int> batch;              // output indices both operands read
-  int mr = 0, nr = 0, width = 0;       // micro-kernel rows, columns (NR: vectors of `width` lanes)
-  std::int64_t mc = 0, kc = 0, nc = 0; // cache blocks (elements along M, K, N)
-  // Threads: the M slivers of each batch element split into mBlocks blocks of mBlock rows
-  // (a multiple of MR, at most MC); one parallel loop runs over (batch element, M block).
-  std::int64_t mBlock = 0, mBlocks = 0;
+  int aFactor = 0;        // which factor of the product is A (0: the left one)
+  int m = -1, n = -1;     // the M and N indices (output indices)
+  std::vector<int> k;     // reduction indices, outermost first (the last fastest in a sliver)
+  std::vector<int> batch; // the other output indices, looped around the GEMM
+  // Per operand (0: A, 1: B): the batch indices it reads (a whole-packed operand is laid out
+  // per value of these only), the dependent reduction indices whose ranges its packing applies,
+  // and whether it is packed whole once per call, shared by every task (when it fits), or a
+  // cache block at a time by each task into that task group's scratch.
+  std::array<std::vector<int>, 2> reads, masks;
+  std::array<bool, 2> whole{true, true};
+  int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
+  // KC blocks of the reduction: k[0..kSplit) take one value per block, k[kSplit] kChunk values,
+  // the indices after it their whole ranges; kc = kChunk x (their extents), kBlocks blocks.
+  int kSplit = 0;
+  std::int64_t kChunk = 1, kc = 0, kBlocks = 1;
+  std::int64_t mc = 0, nc = 0; // cache blocks along M and N (multiples of MR and NR)
+  // Tasks: every batch value split into mTasks x nTasks chunks of mChunk x nChunk slivers; the
+  // tasks run in `groups` contiguous groups (the parallel loop), each with its own scratch.
+  std::int64_t mChunk = 0, nChunk = 0, mTasks = 1, nTasks = 1, tasks = 1, groups = 1;
   bool parallel = false;
-  std::string why; // one line for `einjit explain`
+  bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
+  std::string why;         // one line for `einjit explain`
 };
 
 // The plan for statement `stmt`, or nothing when it does not take the packed path.
