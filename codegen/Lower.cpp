@@ -105,6 +105,7 @@ void Lowerer::statement(std::size_t k) {
     emitGemm(st, bs, sched, ranges, base);
     return;
   }
+  if (emitGemmPhases(st, bs, ranges, base)) return;
   if (coreSplit(k, st, bs, ranges, base)) return;
   emitBox(st, bs, sched, ranges, base);
 }

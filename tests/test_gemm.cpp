@@ -177,7 +177,8 @@ TEST_CASE("gemm: a Linear layer forward and every gradient through the packed pa
 // Convolutions as implicit GEMMs: the packing reads the input through its window subscripts
 // (no im2col tensor), an image's other indices are looped around the GEMM; the input
 // gradient's filter taps run over their hull with zeros where a tap does not reach (masked
-// packing), padded reads are zero outside. Every gradient of each layer too, against the
+// packing), a strided one as residue phases (CpuGemmPhases.cpp), padded reads are zero
+// outside. Every gradient of each layer too, against the
 // interpreter, in three views and 1 and 2 threads.
 TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilation, 1x1)") {
   struct ConvRow {
@@ -187,10 +188,11 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
   };
   const std::vector<ConvRow> table = {
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}}, 2},
-      // The strided input gradient's taps are one in two of their hull: not packed.
+      // The strided input gradients run as residue phases (4, 9), each packed.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
-       1},
+       2},
+      {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}}, 2},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
        "0:size(x,3)",
        {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},

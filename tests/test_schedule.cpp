@@ -188,7 +188,8 @@ const ScheduleRow kRows[] = {
      2,
      "packed GEMM: M o, N c, K n,h,w, batch a,b; micro-kernel 6x16, MC 66 KC 216 NC "
      "32; A packed whole, B packed per block; 18 tasks in 6 parallel groups"},
-    // The strided input gradient's taps fill half their hull or less: no packed path.
+    // The strided input gradient's taps fill half their hull or less: no packed plan for the
+    // statement as it is (the lowering then splits it into residue phases, each packed).
     {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:55, v in 0:55, h in "
      "max(0,cdiv(u-size(k,2)+1,2)):min(fdiv(55-size(k,2),2)+1,fdiv(u,2)+1), w in "
      "max(0,cdiv(v-size(k,3)+1,2)):min(fdiv(55-size(k,3),2)+1,fdiv(v,2)+1)",

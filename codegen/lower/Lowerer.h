@@ -720,6 +720,10 @@ private:
 
   // The packed GEMM path (lower/CpuGemm.cpp, schedule/GemmPlan.h): A and B packed into
   // scratch slivers, the blocked micro-kernel over the whole MR x NR tiles, the edges by emitBox.
+  // A strided gradient as residue phases, each on the packed path (CpuGemmPhases.cpp); false
+  // (nothing emitted) where a phase would not take it.
+  bool emitGemmPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                      const std::string& base);
   void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                 const Ranges& r, const std::string& name);
 

@@ -11,9 +11,6 @@ using namespace einjit::dsl;
 
 namespace {
 
-// Below this many flops the register tiles (no packing) are as fast: packing costs a pass
-// over both operands and a scratch buffer per call.
-constexpr double kMinFlops = 1e6;
 // An operand is packed whole, once per call and shared by every task, up to this size; a larger
 // one a cache block at a time by each task (a convolution's input: its packed form would be an
 // im2col tensor of 9x its size).
@@ -50,6 +47,13 @@ std::string names(const Statement& st, const std::vector<int>& vs) {
 }
 
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Marks the indices a bound reads.
+void boundVars(const ConcreteBound& c, std::vector<bool>& vars) {
+  for (auto [v, k] : c.terms)
+    if (k != 0) vars[static_cast<std::size_t>(v)] = true;
+  for (const ConcreteBound& a : c.args) boundVars(a, vars);
+}
 
 // Dependent ranges may hold this share of their hulls on average, at the least.
 constexpr double kMinShare = 0.5;
@@ -88,9 +92,13 @@ double meanShare(const BoundStatement& bs, int v, const std::vector<bool>& reads
 std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::size_t k,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t) {
-  const Statement& st = p.stmts[k];
-  const BoundStatement& bs = b.stmts[k];
-  if (t.gpu || !t.tile || (b.dtype != DType::f32 && b.dtype != DType::f64)) return std::nullopt;
+  return planGemm(p.stmts[k], b.stmts[k], b.dtype, strides, t);
+}
+
+std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, DType dtype,
+                                 const std::vector<std::vector<std::int64_t>>& strides,
+                                 const Target& t, double minFlops) {
+  if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
   const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
@@ -114,11 +122,12 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   };
   const auto& os = strides[static_cast<std::size_t>(st.output)];
   auto outStride = [&](int v) {
-    for (std::size_t d = 0; d < st.lhsVars.size(); ++d)
-      if (st.lhsVars[d] == v) return os[d];
-    return std::int64_t{0};
+    std::int64_t c = 0;
+    for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
+      c += st.lhs->subs[d].coef[static_cast<std::size_t>(v)] * os[d];
+    return c;
   };
-  const int elem = b.dtype == DType::f64 ? 8 : 4;
+  const int elem = dtype == DType::f64 ? 8 : 4;
   const int width = std::max(1, t.vectorBytes / elem);
   if (width < 2) return std::nullopt;
   // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
@@ -187,7 +196,7 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
     kTotal *= extent(v);
   }
   for (int v : g.batch) batchTotal *= extent(v);
-  if (flops < kMinFlops || extent(g.m) < g.mr || extent(g.n) < g.nr || kt > 1e12)
+  if (flops < minFlops || extent(g.m) < g.mr || extent(g.n) < g.nr || kt > 1e12)
     return std::nullopt;
   const std::int64_t e = elem, sl[2] = {cdiv(extent(g.m), g.mr), cdiv(extent(g.n), g.nr)};
   const std::int64_t w[2] = {g.mr, g.nr};
@@ -203,8 +212,8 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   for (int v : g.k) {
     if (!bs.dependent[static_cast<std::size_t>(v)]) continue;
     std::vector<bool> rd(static_cast<std::size_t>(n), false);
-    st.vars[static_cast<std::size_t>(v)].loBound.collectVars(rd);
-    st.vars[static_cast<std::size_t>(v)].hiBound.collectVars(rd);
+    boundVars(bs.loBound[static_cast<std::size_t>(v)], rd);
+    boundVars(bs.hiBound[static_cast<std::size_t>(v)], rd);
     // The hull must not be much longer than the ranges (a strided gradient's taps: one in
     // `stride` of the hull): the zeros would cost more than the terms.
     share *= meanShare(bs, v, rd);

@@ -59,5 +59,15 @@ std::optional<GemmPlan> planGemm(const dsl::Program& p, const dsl::BoundProgram&
                                  std::size_t stmt,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t);
+// Below this many flops the register tiles (no packing) are as fast: packing costs a pass
+// over both operands and a scratch buffer per call.
+constexpr double kGemmMinFlops = 1e6;
+
+// The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
+// which judges the phases' flops together).
+std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
+                                 DType dtype,
+                                 const std::vector<std::vector<std::int64_t>>& strides,
+                                 const Target& t, double minFlops = kGemmMinFlops);
 
 } // namespace einjit::codegen
