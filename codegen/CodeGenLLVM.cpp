@@ -537,7 +537,7 @@ private:
         }
       } else {
         loop(n.var, b_.getInt64(static_cast<std::uint64_t>(lo)),
-             b_.getInt64(static_cast<std::uint64_t>(hi)), n.width, false, [&](llvm::Value* x) {
+             b_.getInt64(static_cast<std::uint64_t>(hi)), n.width, LoopHint::None, [&](llvm::Value* x) {
                vecBase_ = x;
                stmt(n.body);
              });
@@ -551,7 +551,10 @@ private:
       loV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loV, begin_);
       hiV = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hiV, end_);
     }
-    loop(n.var, loV, hiV, 1, n.forKind == ForKind::Vectorized, [&](llvm::Value* x) {
+    const LoopHint hint = n.forKind == ForKind::Vectorized ? LoopHint::Vectorize
+                          : n.forKind == ForKind::Rolled   ? LoopHint::KeepRolled
+                                                           : LoopHint::None;
+    loop(n.var, loV, hiV, 1, hint, [&](llvm::Value* x) {
       vars_[n.var] = x;
       stmt(n.body);
       vars_.erase(n.var);
@@ -560,9 +563,11 @@ private:
 
   static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
 
-  // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop vectorizer if asked.
+  enum class LoopHint { None, Vectorize, KeepRolled };
+
+  // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop passes if asked.
   void loop(const std::string& name, llvm::Value* lo, llvm::Value* hi, std::int64_t step,
-            bool hintVectorize, const std::function<void(llvm::Value*)>& body) {
+            LoopHint hint, const std::function<void(llvm::Value*)>& body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
     auto* bodyBlock = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -578,11 +583,20 @@ private:
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());
-    if (hintVectorize) {
-      llvm::Metadata* enable[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                                  llvm::ConstantAsMetadata::get(b_.getTrue())};
-      llvm::MDNode* self =
-          llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, enable)});
+    if (hint != LoopHint::None) {
+      auto flag = [&](const char* key, bool on) -> llvm::Metadata* {
+        llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, key),
+                                llvm::ConstantAsMetadata::get(on ? b_.getTrue() : b_.getFalse())};
+        return llvm::MDNode::get(ctx_, kv);
+      };
+      std::vector<llvm::Metadata*> ops{nullptr};
+      if (hint == LoopHint::Vectorize)
+        ops.push_back(flag("llvm.loop.vectorize.enable", true));
+      else {
+        ops.push_back(flag("llvm.loop.vectorize.enable", false));
+        ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+      }
+      llvm::MDNode* self = llvm::MDNode::getDistinct(ctx_, ops);
       self->replaceOperandWith(0, self);
       latch->setMetadata(llvm::LLVMContext::MD_loop, self);
     }

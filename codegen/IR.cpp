@@ -71,6 +71,7 @@ std::string_view forKindName(ForKind k) {
   case ForKind::Unrolled: return "unrolled for";
   case ForKind::GpuBlock: return "gpu_block for";
   case ForKind::GpuThread: return "gpu_thread for";
+  case ForKind::Rolled: return "rolled for";
   }
   return "?";
 }

@@ -76,7 +76,18 @@ bool isComparison(BinOp op);
 // lanes of width `width` (explicit vectors when the extent is a constant multiple of it,
 // otherwise a hint to LLVM's loop vectorizer); Unrolled: constant extent, body repeated;
 // GpuBlock/GpuThread: bound to CUDA block/thread indices.
-enum class ForKind : std::uint8_t { Serial, Parallel, Vectorized, Unrolled, GpuBlock, GpuThread };
+// Rolled: a serial loop that LLVM is told to leave rolled (no vectorizing, interleaving or
+// unrolling): a packing loop whose body is already the shape wanted, where the optimizer's
+// versions of it would cost compile time and no speed.
+enum class ForKind : std::uint8_t {
+  Serial,
+  Parallel,
+  Vectorized,
+  Unrolled,
+  GpuBlock,
+  GpuThread,
+  Rolled
+};
 std::string_view forKindName(ForKind k);
 
 #define EXPR(name) struct name;

@@ -9,6 +9,6 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 if [ -x "$root/build/bench/bench_cpu" ]; then
   echo
   echo "einjit beside oneDNN and OpenBLAS (GFLOP/s; bench/run_cpu.sh runs the full table):"
-  "$root/build/bench/bench_cpu" --benchmark_filter='Conv_(einjit|oneDNN)/1/|Linear' \
+  "$root/build/bench/bench_cpu" --benchmark_filter='Conv_(einjit|oneDNN)/(1|2)/|Linear' \
     --benchmark_min_time=0.2
 fi

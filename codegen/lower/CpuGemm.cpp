@@ -100,18 +100,20 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       e = ir::add(ir::mul(e, imm(ext(v))), ir::sub(varExpr_[v], imm(r[v].first)));
     return e;
   };
-  auto loops = [&](const std::vector<std::size_t>& grp, Stmt body) {
+  auto loops = [&](const std::vector<std::size_t>& grp, Stmt body, ForKind kind) {
     for (std::size_t q = grp.size(); q-- > 0;)
       body = ir::forLoop(st.vars[grp[q]].name, imm(r[grp[q]].first), imm(r[grp[q]].second),
-                         ForKind::Serial, body);
+                         kind, body);
     return body;
   };
   // The reduction positions a packing covers: all of them (packed whole), or the current KC
   // block (k[0..kSplit) bound by the product's block loop, k[kSplit] over [q0, q1)).
+  // The packing loops stay as written (ForKind::Rolled): their bodies are already vectors
+  // where they can be, and LLVM's own versions of them cost compile time for no speed.
   auto kLoops = [&](bool block, Stmt body) {
-    if (!block) return loops(K, std::move(body));
-    return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Serial,
-                       loops(kInner, std::move(body)));
+    if (!block) return loops(K, std::move(body), ForKind::Rolled);
+    return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Rolled,
+                       loops(kInner, std::move(body), ForKind::Rolled));
   };
   auto kPos = [&](bool block) {
     if (!block) return flat(K);
@@ -206,8 +208,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       Expr inside = minOf(imm(w), ir::sub(imm(hi), base));
       Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false));
       Stmt zero = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), num(0));
-      return ir::block({ir::forLoop(ls, imm(0), inside, ForKind::Serial, around(put)),
-                        ir::forLoop(ls, inside, imm(w), ForKind::Serial, around(zero))});
+      return ir::block({ir::forLoop(ls, imm(0), inside, ForKind::Rolled, around(put)),
+                        ir::forLoop(ls, inside, imm(w), ForKind::Rolled, around(zero))});
     };
     // One element: read (with the ordinary checks) where it is a term, else 0.
     auto element = [&]() {
@@ -226,7 +228,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       Expr last = ir::add(base, imm(w - 1));
       Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
       Stmt slow = edgeOnly ? edgeSliver([](Stmt b) { return b; })
-                           : ir::forLoop(ls, imm(0), imm(w), ForKind::Serial, element());
+                           : ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, element());
       Stmt body = slow;
       if (monotone) {
         Stmt fast = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
@@ -236,14 +238,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
-      body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Serial, body);
+      body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
       body = kLoops(block, body);
       Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
-      return ir::forLoop(gs, imm(0), groups, ForKind::Serial, body);
+      return ir::forLoop(gs, imm(0), groups, ForKind::Rolled, body);
     }
     // Otherwise each lane's run along the reduction in turn (ordinary checked reads).
     auto perLane = [&](Stmt put) {
-      return ir::forLoop(ls, imm(0), imm(w), ForKind::Serial, kLoops(block, std::move(put)));
+      return ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, kLoops(block, std::move(put)));
     };
     Stmt plain = perLane(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)));
     Stmt body;
@@ -254,7 +256,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                         edgeSliver([&](Stmt b) { return kLoops(block, std::move(b)); }));
     else
       body = plain;
-    return ir::forLoop(ps, sLo, sHi, ForKind::Serial, body);
+    return ir::forLoop(ps, sLo, sHi, ForKind::Rolled, body);
   };
 
   // Operands packed whole: a function each, parallel over runs of slivers, looped over the
@@ -276,7 +278,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     };
     Stmt body = pack(x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);
     body = parallelLoop(f, cv, cdiv(S[x], per), static_cast<double>(kTotal * W[x] * per), body);
-    f.body = loops(reads[x], body);
+    f.body = loops(reads[x], body, ForKind::Serial);
     out_.funcs.push_back(std::move(f));
   }
 
@@ -355,7 +357,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     body = let(ii, ir::binary(BinOp::Div, var(cv), var(colsIn)),
                let(jj, ir::binary(BinOp::Mod, var(cv), var(colsIn)), body));
     Expr rowsIn = minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR))));
-    body = ir::forLoop(cv, imm(0), ir::mul(rowsIn, var(colsIn)), ForKind::Serial, body);
+    body = ir::forLoop(cv, imm(0), ir::mul(rowsIn, var(colsIn)), ForKind::Rolled, body);
     return let(colsIn, minOf(imm(NR), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))), body);
   };
   Stmt part = ir::allocate(edge, vt_, MR * NR,
