@@ -11,7 +11,8 @@
 #      build that proves the CPU JIT builds and passes without the CUDA toolkit (a user's usual
 #      machine), so there is no separate no-CUDA build. Its tests skip the few listed below;
 #   6. the libFuzzer target over the whole pipeline for EINJIT_FUZZ_SECONDS (scripts/fuzz.sh);
-#   7. ThreadSanitizer over the concurrency tests (scripts/tsan.sh), unless EINJIT_CI_TSAN=0.
+#   7. with EINJIT_CI_TSAN=1, ThreadSanitizer over the concurrency tests (scripts/tsan.sh): about
+#      5 minutes of 2 cores, which CI's 30 minutes do not have room for yet.
 # At the end (also after a failure) it prints each phase's wall time and CPU time, so the CI log
 # shows where the time went. docs/RELIABILITY.md ("CI") explains the choices.
 #   scripts/test.sh [--fast]   (--fast: phases 1-4 only)
@@ -110,7 +111,7 @@ begin "fuzzer (clang build, ${EINJIT_FUZZ_SECONDS:-120} s of fuzzing)"
 "$root/scripts/fuzz.sh" "${EINJIT_FUZZ_SECONDS:-120}"
 end
 
-if [ "${EINJIT_CI_TSAN:-1}" = "1" ]; then
+if [ "${EINJIT_CI_TSAN:-0}" = "1" ]; then
   begin "ThreadSanitizer (build, concurrency tests)"
   "$root/scripts/tsan.sh"
   end
