@@ -10,12 +10,30 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 namespace einjit::codegen {
 
 using namespace ir;
 
 namespace {
+
+// The buffers a function reads or writes. Its body takes only those as noalias parameters:
+// given every buffer of the program, a chain of n statements made n functions of n noalias
+// parameters each, and inlining and optimising them grew about as n^3 (the inliner turns each
+// noalias parameter into alias scopes on every access).
+class UsedBuffers : public Visitor {
+public:
+  std::set<std::string> names;
+  void visitLoad(const Load& n) override {
+    names.insert(n.buffer);
+    Visitor::visitLoad(n);
+  }
+  void visitStore(const Store& n) override {
+    names.insert(n.buffer);
+    Visitor::visitStore(n);
+  }
+};
 
 class Emitter {
 public:
@@ -28,30 +46,34 @@ public:
   void func(const Func& f, const std::string& prefix) {
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
-    // The body: one noalias pointer per buffer.
-    std::vector<llvm::Type*> implArgs(f.buffers.size(), ptr);
+    // The body: one noalias pointer per buffer it uses (slot used[j] of the buffer array).
+    UsedBuffers usedNames;
+    usedNames.visit(f.body);
+    std::vector<std::size_t> used;
+    for (std::size_t i = 0; i < f.buffers.size(); ++i)
+      if (usedNames.names.count(f.buffers[i].name)) used.push_back(i);
+    const unsigned nb = static_cast<unsigned>(used.size());
+    std::vector<llvm::Type*> implArgs(nb, ptr);
     implArgs.insert(implArgs.end(), {ptr, i64, i64, ptr});
     auto* implTy = llvm::FunctionType::get(b_.getVoidTy(), implArgs, false);
     auto* impl = llvm::Function::Create(implTy, llvm::Function::InternalLinkage,
                                         prefix + f.name + ".body", m_);
     impl->addFnAttr(llvm::Attribute::AlwaysInline);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
-    for (std::size_t i = 0; i < f.buffers.size(); ++i)
-      impl->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
-    impl->addParamAttr(static_cast<unsigned>(f.buffers.size() + 3), llvm::Attribute::NoAlias);
+    for (unsigned j = 0; j < nb; ++j) impl->addParamAttr(j, llvm::Attribute::NoAlias);
+    impl->addParamAttr(nb + 3, llvm::Attribute::NoAlias);
     fn_ = impl;
     entry_ = llvm::BasicBlock::Create(ctx_, "entry", impl);
     auto* start = llvm::BasicBlock::Create(ctx_, "start", impl);
     b_.SetInsertPoint(start);
     buffers_.clear();
     vars_.clear();
-    for (std::size_t i = 0; i < f.buffers.size(); ++i)
-      buffers_[f.buffers[i].name] = {impl->getArg(static_cast<unsigned>(i)),
-                                     llvmType(f.buffers[i].elem)};
-    params_ = impl->getArg(static_cast<unsigned>(f.buffers.size()));
-    begin_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 1));
-    end_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 2));
-    status_ = impl->getArg(static_cast<unsigned>(f.buffers.size() + 3));
+    for (unsigned j = 0; j < nb; ++j)
+      buffers_[f.buffers[used[j]].name] = {impl->getArg(j), llvmType(f.buffers[used[j]].elem)};
+    params_ = impl->getArg(nb);
+    begin_ = impl->getArg(nb + 1);
+    end_ = impl->getArg(nb + 2);
+    status_ = impl->getArg(nb + 3);
     stmt(f.body);
     b_.CreateRetVoid();
     b_.SetInsertPoint(entry_);
@@ -64,7 +86,7 @@ public:
     outer->addFnAttr(llvm::Attribute::NoUnwind);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
     std::vector<llvm::Value*> args;
-    for (std::size_t i = 0; i < f.buffers.size(); ++i) {
+    for (std::size_t i : used) {
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, outer->getArg(0), i);
       args.push_back(b_.CreateLoad(ptr, slot));
     }

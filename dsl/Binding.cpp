@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 namespace einjit::dsl {
 
@@ -165,6 +166,80 @@ private:
     return false;
   }
 
+  // Whether `c` is a read of the right-hand side (or of a subscript in it), which runs only
+  // where the dependent ranges are non-empty; the left-hand side of '='/'+=' is written at
+  // every point of the output indices' box.
+  static bool isRead(const Statement& st, const BoundsCheck& c) {
+    if (!st.rhs || std::none_of(st.vars.begin(), st.vars.end(),
+                                [](const IndexVar& v) { return v.dependent; }))
+      return false;
+    std::function<bool(const CExpr&)> holds = [&](const CExpr& e) {
+      if (&e == c.owner.get()) return true;
+      for (const Subscript& s : e.subs)
+        if (s.gather && holds(*s.gather)) return true;
+      for (const CExprPtr& a : e.args)
+        if (a && holds(*a)) return true;
+      return false;
+    };
+    return holds(*st.rhs);
+  }
+
+  static bool boundReads(const ConcreteBound& b, int var) {
+    for (auto [v, coef] : b.terms)
+      if (v == var && coef != 0) return true;
+    return std::any_of(b.args.begin(), b.args.end(),
+                       [&](const ConcreteBound& a) { return boundReads(a, var); });
+  }
+
+  // A value of `s` outside [0, e) at a point of the statement's iteration domain, with every
+  // dependent range evaluated at its point (the box check above takes their hull); none if it
+  // stays inside. Each index the subscript or a later dependent range reads is enumerated; any
+  // other only needs a non-empty range. Past kDomainBudget points the answer is 'none': the
+  // interpreter and the JIT check every subscript they cannot prove in bounds while running,
+  // so the read is then reported by the call, where it happens.
+  std::optional<std::int64_t> reachesOutside(const Statement& st, const BoundStatement& bs, const Subscript& s,
+                      std::int64_t e) const {
+    constexpr std::int64_t kDomainBudget = 1 << 16;
+    const std::size_t n = st.vars.size();
+    std::vector<bool> enumerate(n, false);
+    for (std::size_t v = 0; v < n; ++v) {
+      enumerate[v] = v < s.coef.size() && s.coef[v] != 0;
+      for (std::size_t w = v + 1; w < n && !enumerate[v]; ++w)
+        if (bs.dependent[w] && (boundReads(bs.loBound[w], static_cast<int>(v)) ||
+                                boundReads(bs.hiBound[w], static_cast<int>(v))))
+          enumerate[v] = true;
+    }
+    const std::int64_t base = b_.eval(p_, s.constant);
+    std::vector<std::int64_t> at(n, 0);
+    std::int64_t visited = 0;
+    std::optional<std::int64_t> outside;
+    bool gaveUp = false;
+    std::function<void(std::size_t)> visit = [&](std::size_t v) {
+      if (outside || gaveUp) return;
+      if (++visited > kDomainBudget) {
+        gaveUp = true;
+        return;
+      }
+      if (v == n) {
+        std::int64_t x = base;
+        for (std::size_t r = 0; r < s.coef.size(); ++r)
+          if (s.coef[r] != 0) x = checkedAdd(x, checkedMul(s.coef[r], at[r]));
+        if (x < 0 || x >= e) outside = x;
+        return;
+      }
+      std::int64_t lo = bs.dependent[v] ? bs.loBound[v].eval(at) : bs.lo[v];
+      std::int64_t hi = bs.dependent[v] ? bs.hiBound[v].eval(at) : bs.hi[v];
+      if (hi <= lo) return;
+      if (!enumerate[v]) hi = lo + 1;
+      for (std::int64_t x = lo; x < hi && !outside && !gaveUp; ++x) {
+        at[v] = x;
+        visit(v + 1);
+      }
+    };
+    visit(0);
+    return outside;
+  }
+
   // The first index of `s` whose range a bare use fixes.
   static int firstFixed(const Statement& st, const Subscript& s) {
     for (std::size_t v = 0; v < s.coef.size(); ++v)
@@ -233,6 +308,14 @@ private:
       overflow = true;
     }
     if (!overflow && lo >= 0 && hi < e) return;
+    // The right-hand side is evaluated only where every dependent range is non-empty: a read
+    // that leaves the box's hull may stay inside the tensor on the points that are evaluated
+    // (a gradient's 'da[u] := dy[u-2k] * b[u]' reads b[u] only where k's range is not empty).
+    if (!overflow && isRead(st, c)) {
+      std::optional<std::int64_t> reached = reachesOutside(st, bs, s, e);
+      if (!reached) return;
+      lo = hi = *reached; // the message names a value that an evaluated point reaches
+    }
     const std::string& name = shownName(p_, c.tensor);
     std::vector<Note> notes;
     bool fixedByBare = false;

@@ -59,7 +59,7 @@ private:
   void assemble();
 
   // --- (max), (min), (*) (ReductionRules.cpp) ---
-  dsl::CExprPtr iterationNumber(const dsl::Statement& st);
+  std::vector<dsl::CExprPtr> iterationGroups(const dsl::Statement& st);
   int helperStatement(const dsl::Statement& st, const std::string& base, dsl::Reduce reduce,
                       const dsl::CExprPtr& rhs);
   dsl::CExprPtr sameElementOf(const dsl::Statement& st, int tensor);

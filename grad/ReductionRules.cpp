@@ -24,24 +24,37 @@ CExprPtr copy(const CExprPtr& e) {
 
 } // namespace
 
-// The reduction's iteration order as one number: sum_j (r_j - lo_j) * prod_{l>j} (hi_l - lo_l).
-CExprPtr GradientBuilder::iterationNumber(const Statement& st) {
-  CExprPtr lin = constant(0);
-  std::vector<std::size_t> reds;
-  for (std::size_t v = 0; v < st.vars.size(); ++v)
-    if (!st.vars[v].isOutput) reds.push_back(v);
-  for (std::size_t j = 0; j < reds.size(); ++j) {
-    const IndexVar& r = st.vars[reds[j]];
+// The reduction indices in groups, in iteration order, each numbered exactly in the value
+// dtype: a group's number is its indices' offsets in mixed radix, and f32 holds integers only
+// up to 2^24 (one number for all the indices of a 5000 x 5000 maximum would round, and the
+// gradient would go to several elements or none). So an index joins the group before it while
+// both have constant extents whose product is at most 2^24; an index of symbolic or dependent
+// extent is a group of its own, numbered by its value, exact while it stays below 2^24.
+std::vector<CExprPtr> GradientBuilder::iterationGroups(const Statement& st) {
+  constexpr std::int64_t kExact = std::int64_t{1} << 24;
+  std::vector<CExprPtr> groups;
+  std::int64_t product = 0; // of the open group's extents; 0: no group open
+  for (std::size_t v = 0; v < st.vars.size(); ++v) {
+    const IndexVar& r = st.vars[v];
+    if (r.isOutput) continue;
     CExpr idx{CKind::Index};
-    idx.var = static_cast<int>(reds[j]);
-    CExprPtr term = binary(BinOp::Sub, std::make_shared<const CExpr>(idx), symValue(r.lo));
-    for (std::size_t l = j + 1; l < reds.size(); ++l) {
-      const IndexVar& q = st.vars[reds[l]];
-      term = binary(BinOp::Mul, term, binary(BinOp::Sub, symValue(q.hi), symValue(q.lo)));
+    idx.var = static_cast<int>(v);
+    CExprPtr value = std::make_shared<const CExpr>(idx);
+    std::int64_t lo = 0, hi = 0;
+    const bool fixed = !r.dependent && symIsConst(r.lo, &lo) && symIsConst(r.hi, &hi);
+    const std::int64_t extent = fixed ? std::max<std::int64_t>(hi - lo, 1) : 0;
+    if (fixed && product > 0 && extent <= kExact / product) {
+      groups.back() = simplify(binary(BinOp::Add, binary(BinOp::Mul, groups.back(), constant(
+                                                              static_cast<double>(extent))),
+                                      binary(BinOp::Sub, value, constant(static_cast<double>(lo)))));
+      product *= extent;
+      continue;
     }
-    lin = binary(BinOp::Add, lin, term);
+    groups.push_back(fixed ? simplify(binary(BinOp::Sub, value, constant(static_cast<double>(lo))))
+                           : value);
+    product = fixed ? extent : 0;
   }
-  return simplify(lin);
+  return groups;
 }
 
 // A statement over the forward statement's indices and ranges, into a new tensor.
@@ -76,11 +89,8 @@ CExprPtr GradientBuilder::sameElementOf(const Statement& st, int tensor) {
 // extreme taken over the stored values; a plain read is compared as it is (the extreme is
 // one of the elements read, unchanged).
 CExprPtr GradientBuilder::selection(const Statement& st) {
-  bool reduces = false, dependent = false;
-  for (const IndexVar& v : st.vars) {
-    reduces = reduces || !v.isOutput;
-    dependent = dependent || (v.dependent && !v.isOutput);
-  }
+  bool reduces = false;
+  for (const IndexVar& v : st.vars) reduces = reduces || !v.isOutput;
   if (!reduces) return st.rhs; // one value per output element: it is the extreme
   const std::string extremeName =
       (st.reduce == Reduce::Max ? "max_" : "min_") + tensorName(st.output);
@@ -98,25 +108,19 @@ CExprPtr GradientBuilder::selection(const Statement& st) {
     extreme = sameElementOf(st, helperStatement(st, extremeName, st.reduce, value));
   }
   CExprPtr isExtreme = binary(BinOp::Eq, value, extreme);
-  if (!dependent) {
-    CExprPtr lin = iterationNumber(st);
-    int first = helperStatement(st, "first_" + tensorName(st.output), Reduce::Min,
-                                ternary(isExtreme, lin, constant(1e300)));
-    return ternary(binary(BinOp::Eq, lin, sameElementOf(st, first)), st.rhs, constant(0));
-  }
-  // Ranges that depend on other indices have no box to number the iterations in: find the
-  // first extreme one reduction index at a time (the smallest r1 among the extremes, then the
-  // smallest r2 among those with that r1, ...).
+  // The first extreme one group of reduction indices at a time: the smallest group number among
+  // the extremes, then the smallest next one among those with that number, ... (ranges that
+  // depend on other indices have no box to number the iterations in, so their indices are
+  // groups of their own).
   CExprPtr chosen;
-  for (std::size_t v = 0; v < st.vars.size(); ++v) {
-    if (st.vars[v].isOutput) continue;
-    CExpr idx{CKind::Index};
-    idx.var = static_cast<int>(v);
-    CExprPtr r = std::make_shared<const CExpr>(idx);
+  std::vector<CExprPtr> groups = iterationGroups(st);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
     CExprPtr cond = chosen ? binary(BinOp::And, isExtreme, chosen) : isExtreme;
-    int first = helperStatement(st, "first_" + st.vars[v].name + "_" + tensorName(st.output),
-                                Reduce::Min, ternary(cond, r, constant(1e300)));
-    CExprPtr same = binary(BinOp::Eq, r, sameElementOf(st, first));
+    const std::string name = groups.size() == 1 ? "first_" + tensorName(st.output)
+                                                : "first" + std::to_string(g + 1) + "_" +
+                                                      tensorName(st.output);
+    int first = helperStatement(st, name, Reduce::Min, ternary(cond, groups[g], constant(1e300)));
+    CExprPtr same = binary(BinOp::Eq, groups[g], sameElementOf(st, first));
     chosen = chosen ? binary(BinOp::And, chosen, same) : same;
   }
   return ternary(chosen, st.rhs, constant(0));

@@ -72,11 +72,21 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
     else
       backTensors[dyNames[i]] = dy;
   }
+  // The gradient program's arguments are the output gradients, the forward's inputs and its
+  // scalars; any other name would be a bug in the gradient, reported as such (not as a lookup
+  // failure of the standard library).
+  auto find = [](const auto& map, const std::string& n, const char* what) {
+    auto it = map.find(n);
+    if (it == map.end())
+      throw InternalError("gradcheck: the gradient program takes " + std::string(what) + " '" +
+                          n + "', which the forward program does not have");
+    return it->second;
+  };
   std::map<std::string, Tensor> tin;
   for (const std::string& n : back.tensorArguments())
-    tin[n] = backTensors.count(n) ? backTensors.at(n) : inputs.at(n);
+    tin[n] = backTensors.count(n) ? backTensors.at(n) : find(inputs, n, "a tensor");
   std::map<std::string, double> sin;
-  for (const std::string& n : back.scalarArguments()) sin[n] = backScalars.at(n);
+  for (const std::string& n : back.scalarArguments()) sin[n] = find(backScalars, n, "a scalar");
   Outputs grads = back.call(tin, sin);
 
   auto loss = [&] {
@@ -90,7 +100,11 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
   };
 
   GradCheckResult res;
-  std::vector<std::string> xs = wrt;
+  // Each input once, in the order given (the gradient program has one output per input, however
+  // often `wrt` names it).
+  std::vector<std::string> xs;
+  for (const std::string& n : wrt)
+    if (std::find(xs.begin(), xs.end(), n) == xs.end()) xs.push_back(n);
   if (xs.empty())
     for (int id : p.arguments) {
       const auto& t = p.tensors[static_cast<std::size_t>(id)];
@@ -99,6 +113,9 @@ GradCheckResult gradcheck(const std::string& source, const std::map<std::string,
   std::int64_t outputElements = 0;
   for (std::size_t i = 0; i < y.size(); ++i) outputElements += y[i].numel();
   std::vector<std::string> gnames = back.gradientOutputs();
+  if (gnames.size() != xs.size())
+    throw InternalError("gradcheck: " + std::to_string(xs.size()) + " inputs to differentiate but " +
+                        std::to_string(gnames.size()) + " gradients");
   std::int64_t comparedAll = 0;
   bool ok = true;
   auto failWith = [&](const std::string& why) {

@@ -43,6 +43,10 @@ inline const std::vector<GradRow> kGradRows = {
     {"y[i] := x[2i+2k] * w[k]", {{"x", {12}}, {"w", {3}}}},
     {"y[i] := x[2i+3k] * w[k]", {{"x", {14}}, {"w", {3}}}},
     {"y[i] := x[3i+2k] * w[k]", {{"x", {17}}, {"w", {4}}}},
+    // Operands of unequal extents: the gradient 'da0[u] := dy[u-2k] * a1[u]' runs u over a0's
+    // extent 3 but reads a1 (extent 2) only where k's range is not empty (a differential
+    // finding: Binding used to reject the gradient program).
+    {"y[i] := a0[i+2k] * a1[i+2k] where k in 0:1", {{"a0", {3}}, {"a1", {2}}}},
     {"y[n,o,h,w] := x[n,c,2h+3a,2w+3b] * k[o,c,a,b]", {{"x", {1, 2, 11, 12}}, {"k", {2, 2, 3, 2}}}},
     {"y[i] := x[2i+1]", {{"x", {8}}}},
     {"y[i] := x[i+j-k] * w[j,k]", {{"x", {9}}, {"w", {3, 2}}}},

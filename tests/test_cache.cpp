@@ -7,6 +7,7 @@
 // A build without LLVM has no keyed hash, hence no disk cache: it checks only that. The bounds,
 // threads and processes are in test_cache_limits.cpp.
 #include "CacheSupport.h"
+#include "runtime/CompileCache.h"
 
 #include <chrono>
 #include <fcntl.h>
@@ -410,6 +411,87 @@ TEST_CASE("cache: a refused directory is reported once, on stderr") {
   const std::size_t first = text.find(want);
   CHECK(first != std::string::npos);
   CHECK(text.find(want, first + 1) == std::string::npos);
+}
+
+// A cubin takes the CUDA backend's path through the cache (runtime::CompileCache of kind
+// "cubin": read the disk entry or build, then load, rebuilding what does not load), here with a
+// loader that, like cuModuleLoadData, accepts only a well-formed image and raises otherwise. So
+// it runs without a GPU. Tampered, truncated and forged cubin entries are misses that rebuild
+// and replace; an authenticated entry whose image does not load (a compiler changed without the
+// key) is rebuilt too. Nothing but the built image is ever loaded, and nothing throws.
+TEST_CASE("cache: a tampered, truncated or forged cubin is never loaded: a miss or a rebuild") {
+  TempPath t("cubin");
+  UseCache use(t.path);
+  const std::string key = "einjit cuda codegen test nvrtc 13.0 arch 90\n__global__ void k() {}";
+  const std::string image = std::string("\x7f" "ELF cubin sm_90 ") + std::string(300, 'c');
+  int builds = 0, loadFailures = 0;
+  einjit::runtime::CompileCache<std::string> cache("cubin");
+  auto fetch = [&](einjit::runtime::CompileCache<std::string>::Origin* origin) {
+    auto lock = cache.lock();
+    auto build = [&] {
+      ++builds;
+      return image;
+    };
+    std::string got = cache.readOrBuild(key, build, *origin);
+    return cache.loadOrRebuild(key, std::move(got), *origin, build, [&](const std::string& img) {
+      if (img != image) {
+        ++loadFailures;
+        throw einjit::Error("CUDA_ERROR_INVALID_IMAGE");
+      }
+      return std::make_shared<const std::string>(img);
+    });
+  };
+  using Origin = einjit::runtime::CompileCache<std::string>::Origin;
+  Origin origin{};
+  REQUIRE(*fetch(&origin) == image);
+  CHECK(origin == Origin::compiled);
+  const fs::path entry = t.path / DiskCache::fileName("cubin", key);
+  REQUIRE(fs::is_regular_file(entry));
+  const std::string authentic = readFile(entry);
+  REQUIRE(*fetch(&origin) == image);
+  CHECK(origin == Origin::disk);
+  const DiskCache::Secret secret = readSecret(t.path);
+
+  // Each fault: the built image is loaded (never the forged one), and the entry is authentic
+  // again afterwards (the next fetch is a disk hit that builds nothing).
+  auto check = [&](const std::string& what, const std::string& bytes, bool loadsAndFails) {
+    CAPTURE(what);
+    writeFile(entry, bytes);
+    const int b0 = builds, f0 = loadFailures;
+    Origin o{};
+    CHECK(*fetch(&o) == image);
+    CHECK(o == Origin::compiled);
+    CHECK(builds == b0 + 1);
+    CHECK(loadFailures == f0 + (loadsAndFails ? 1 : 0));
+    CHECK(readFile(entry) == authentic);
+    CHECK(*fetch(&o) == image);
+    CHECK(o == Origin::disk);
+    CHECK(builds == b0 + 1);
+  };
+  const std::size_t n = authentic.size();
+  for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{24},
+                          std::size_t{56}, n / 2, n - 33, n - 1})
+    check("truncated to " + std::to_string(len), authentic.substr(0, len), false);
+  for (std::size_t at : {std::size_t{0}, std::size_t{9}, std::size_t{17}, std::size_t{30},
+                         n - 100, n - 40, n - 1}) {
+    std::string bad = authentic;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    check("byte " + std::to_string(at) + " flipped", bad, false);
+  }
+  check("a byte appended", authentic + "x", false);
+  const std::string forged = std::string("\x7f" "ELF cubin sm_90 ") + std::string(300, 'f');
+  DiskCache::Secret guessed{};
+  check("a forged image under a guessed secret", DiskCache::encode(guessed, "cubin", key, forged),
+        false);
+  check("a forged image with the authentic MAC",
+        authentic.substr(0, n - 32 - forged.size()) + forged + authentic.substr(n - 32), false);
+  check("an authentic CPU object's entry of the same key",
+        DiskCache::encode(secret, "o", key, forged), false);
+  // Authenticated (someone with the secret, or a compiler that changed without the key) but
+  // not loadable: the load fails, and the image is rebuilt and replaced.
+  check("an authenticated image that does not load", DiskCache::encode(secret, "cubin", key, forged),
+        true);
+  check("an authenticated empty image", DiskCache::encode(secret, "cubin", key, ""), false);
 }
 
 #endif // EINJIT_HAVE_LLVM

@@ -543,6 +543,48 @@ TEST_CASE("gradcheck fails on NaN and infinities and does not pass on an empty c
   }
 }
 
+// A caller's mistake in gradcheck's arguments is an einjit::Error, with a caret where the
+// program has a place for it; never std::out_of_range from a lookup, never a crash (an input
+// named twice in `wrt` read past the gradient's outputs).
+TEST_CASE("gradcheck: mistakes in its arguments are einjit::Error with a caret") {
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::map<std::string, double> scalars;
+    std::vector<std::string> wrt;
+    const char* message; // a part of the error
+    int column;          // of the caret; 0: the mistake has no place in the program
+  };
+  const std::vector<Row> rows = {
+      {"y[i] := x[i] * w[i]", {{"x", {3}}}, {}, {}, "gradcheck needs a shape for 'w'", 16},
+      {"y[i] := x[i] * s", {{"x", {3}}}, {}, {}, "missing scalar argument 's'", 16},
+      {"y[i] := x[i] * 2", {{"x", {3, 2}}}, {}, {}, "'x' has rank 1 in the program", 9},
+      {"y[i] := x[i] * 2", {{"x", {3}}}, {}, {"z"},
+       "cannot differentiate with respect to 'z': it is not a tensor argument", 0},
+      {"y[i] := x[t[i]] * 2", {{"x", {3}}, {"t", {3}}}, {}, {"t"}, "it holds integer indices", 11},
+      {"z[i] = x[i] * 2", {{"x", {3}}, {"z", {3}}}, {}, {"z"}, "the program writes it", 1},
+  };
+  for (const Row& row : rows) {
+    std::string program = row.program;
+    CAPTURE(program);
+    try {
+      einjit::gradcheck(row.program, row.shapes, row.scalars, row.wrt);
+      FAIL_CHECK("no error");
+    } catch (const einjit::Error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK(message.find(row.message) != std::string::npos);
+      CHECK(e.column() == row.column);
+      if (row.column > 0) CHECK(e.line() == 1);
+    }
+  }
+  // An input named twice is differentiated and compared once.
+  einjit::GradCheckResult r = einjit::gradcheck("y[i] := x[i] * w[i]", {{"x", {3}}, {"w", {3}}},
+                                                {}, {"x", "w", "x"});
+  CHECK(r.passed);
+  CHECK(r.inputs == std::vector<std::string>{"x", "w"});
+}
+
 // Gather indices made up for gradcheck and `einjit run` cover the whole valid range: both
 // ends, a repeat (the gradient is a scatter that must accumulate), and nothing outside.
 TEST_CASE("gradcheck draws gather indices over the whole valid range, ends and repeats included") {

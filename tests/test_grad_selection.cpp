@@ -114,3 +114,39 @@ TEST_CASE("gradients: (max)/(min) send each output's gradient to exactly one ele
         }
   }
 }
+
+// The first extreme is found by comparing iteration numbers in the program's dtype. One number
+// over all of a 4097 x 4097 box passes 2^24, where f32 keeps only even integers: iteration
+// 2^24 + 1 (x[4095, 2]) rounded to 2^24 (that of x[4095, 1]), and the gradient went to x[4095, 1]
+// and x[4095, 2] both. Each reduction index is numbered on its own now (its values stay
+// below 2^24), and the tie at x[4095, 3] must not take any either.
+TEST_CASE("gradients: an f32 (max)/(min) over more than 2^24 iterations selects the first extreme") {
+  const std::int64_t n = 4097;
+  REQUIRE(n * n > (std::int64_t{1} << 24));
+  const std::pair<const char*, double> rows[] = {{"(max) s := x[i,j]", 0.75},
+                                                 {"(min) s := -x[i,j]", -0.75}};
+  for (const auto& [program, want] : rows) {
+    INFO(std::string(program));
+    std::vector<float> values(static_cast<std::size_t>(n * n), 0.0f);
+    const std::int64_t first = (std::int64_t{1} << 24) + 1; // x[4095, 2]
+    REQUIRE(first / n == 4095);
+    REQUIRE(first % n == 2);
+    values[static_cast<std::size_t>(first)] = 1.0f;
+    values[static_cast<std::size_t>(first + 1)] = 1.0f; // a tie after it
+    Tensor x = Tensor::fromValues({n, n}, std::vector<double>(values.begin(), values.end()),
+                                  DType::f32);
+    einjit::Options opt;
+    opt.device = Device::cpu();
+    opt.defaultDType = DType::f32;
+    Kernel back = einjit::compile(program, opt).gradient();
+    const std::string dyName = back.gradientInputs().at(0);
+    std::map<std::string, Tensor> in = {{"x", x}};
+    std::map<std::string, double> scalars = {{dyName, 0.75}};
+    Tensor dx = back.call(in, scalars)["dx"];
+    std::vector<double> got = dx.toVector();
+    std::int64_t nonzero = 0;
+    for (double v : got) nonzero += v != 0.0;
+    CHECK(nonzero == 1);
+    CHECK(got[static_cast<std::size_t>(first)] == want);
+  }
+}

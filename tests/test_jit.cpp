@@ -307,3 +307,48 @@ TEST_CASE("jit: a plain read or write of an empty dimension is the interpreter's
     CHECK(y.toVector() == std::vector<double>{0.0});
   }
 }
+
+// The right-hand side runs only where every dependent range is non-empty, so a read there may
+// leave the box's hull of its indices and still stay inside the tensor: a gradient program
+// 'da0[u] := dy[u-2k] * a1[u]' reads a1[u] only for the u where k's range is not empty.
+// Binding proves such reads point by point on small domains and leaves larger ones to the
+// checks made while running; a read that is evaluated out of bounds stays an error.
+TEST_CASE("jit: a read guarded by a dependent range is checked only where it is evaluated") {
+  const Tensor x = Tensor::fromValues({3}, {2, 3, 5}, DType::f64);
+  const Tensor z = Tensor::fromValues({3}, {1, 10, 100}, DType::f64);
+  for (Device d : {Device::reference(), Device::cpu()}) {
+    CAPTURE(d.name());
+    // k in 0:3-u is empty for u >= 3, where x[u] would leave x.
+    Tensor y = einjit::compile("y[u] := x[u] * z[k] where u in 0:5, k in 0:3-u", on(d))
+                   .call({{"x", x}, {"z", z}})[0];
+    CHECK(y.toVector() == std::vector<double>{2 * 111, 3 * 11, 5 * 1, 0, 0});
+    // k in 0:4-u is not empty at u = 3: an error when binding.
+    CHECK_THROWS_WITH_AS(
+        einjit::compile("y[u] := x[u] * z[k] where u in 0:5, k in 0:4-u", on(d))
+            .call({{"x", x}, {"z", z}}),
+        doctest::Contains("subscript 'u' goes out of bounds: it reaches 3 but dimension 0 of "
+                          "'x' has extent 3"),
+        einjit::Error);
+    // A left-hand side is written at every point of its box, empty sums included.
+    Tensor out = Tensor::full({3}, 7, DType::f64);
+    CHECK_THROWS_WITH_AS(
+        einjit::compile("y[u] = z[k] where u in 0:5, k in 0:3-u", on(d))
+            .call({{"y", out}, {"z", z}}),
+        doctest::Contains("subscript 'u' goes out of bounds: it reaches 4"), einjit::Error);
+    CHECK(out.toVector() == std::vector<double>{7, 7, 7});
+    // 301 x 400 points are more than Binding enumerates: the call finds a[300] where it is
+    // read (k's range is never empty) and writes nothing.
+    const Tensor a = Tensor::random({300}, DType::f64, 3);
+    const Tensor c = Tensor::random({400}, DType::f64, 4);
+    Tensor big = Tensor::full({301, 400}, 7, DType::f64);
+    CHECK_THROWS_WITH_AS(
+        einjit::compile("y[u,v] = a[u] * c[k] where u in 0:size(a,0)+1, v in 0:400, k in 0:v+1",
+                        on(d))
+            .call({{"y", big}, {"a", a}, {"c", c}}),
+        doctest::Contains("subscript 'u' goes out of bounds: it reaches 300 but 'a' has extent "
+                          "300 there"),
+        einjit::Error);
+    std::vector<double> kept = big.toVector();
+    CHECK(std::all_of(kept.begin(), kept.end(), [](double v) { return v == 7; }));
+  }
+}
