@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's GPU Adam on the sizes of bench/bench_adam.cpp: one step of torch.optim.Adam on
 10^7 f32 parameters with fused=True and with foreach=True, timed with CUDA events (median of
-the timed steps, after warm-up steps that allocate the state). The einjit side is the CLI on
-the same machine: `einjit bench "$(cat program)" --device cuda --shape m=10000000 ...`
-(tools/gpu-adam.sh runs both). Usage: python3 bench/gpu_adam_torch.py [--n 10000000] [--reps 50]
+the timed steps, after warm-up steps that allocate the state). The einjit side is
+`bench_adam N REPS --cuda` on the same machine (tools/gpu-adam.sh runs both).
+Usage: python3 bench/gpu_adam_torch.py [--n 10000000] [--reps 50]
 """
 import argparse
 import statistics

@@ -34,6 +34,9 @@ public:
     Visitor::visitStore(n);
   }
 };
+// Functions of at most this many stores (IR.h, iterationBound) are compiled without
+// optimization: at a few nanoseconds per store unoptimized, at most about a microsecond a call.
+constexpr double kColdIterations = 256;
 
 class Emitter {
 public:
@@ -58,7 +61,16 @@ public:
     auto* implTy = llvm::FunctionType::get(b_.getVoidTy(), implArgs, false);
     auto* impl = llvm::Function::Create(implTy, llvm::Function::InternalLinkage,
                                         prefix + f.name + ".body", m_);
-    impl->addFnAttr(llvm::Attribute::AlwaysInline);
+    // A function that runs only a few iterations (an edge tile, a border, a combine of a split
+    // reduction's partials) gains nothing from O3 but costs most of a program's compile time
+    // (unrolled and vectorized copies of loops of a few iterations): it is compiled without
+    // optimization, body and entry alike.
+    const bool cold = [&] {
+      const std::optional<double> n = iterationBound(f.body);
+      return n && *n <= kColdIterations;
+    }();
+    impl->addFnAttr(cold ? llvm::Attribute::NoInline : llvm::Attribute::AlwaysInline);
+    if (cold) impl->addFnAttr(llvm::Attribute::OptimizeNone);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned j = 0; j < nb; ++j) impl->addParamAttr(j, llvm::Attribute::NoAlias);
     impl->addParamAttr(nb + 3, llvm::Attribute::NoAlias);
@@ -84,6 +96,10 @@ public:
     auto* outer =
         llvm::Function::Create(outerTy, llvm::Function::ExternalLinkage, prefix + f.name, m_);
     outer->addFnAttr(llvm::Attribute::NoUnwind);
+    if (cold) {
+      outer->addFnAttr(llvm::Attribute::NoInline);
+      outer->addFnAttr(llvm::Attribute::OptimizeNone);
+    }
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
     std::vector<llvm::Value*> args;
     for (std::size_t i : used) {

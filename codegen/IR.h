@@ -354,6 +354,10 @@ bool dependsOn(const Expr& e, const std::string& name);
 // The coefficient of `name` when e is affine in it (other variables and loads are treated as
 // constants); nothing when it is not affine (a product of two uses, a division, a load of it).
 std::optional<std::int64_t> linearCoefficient(const Expr& e, const std::string& name);
+// An upper bound on how many stores and evaluations the statement performs, counting each
+// lane of a vectorized loop (IRWork.cpp: interval arithmetic on loop bounds); nothing when a
+// bound depends on a loaded value or another unknown.
+std::optional<double> iterationBound(const Stmt& s);
 
 // --- functions -------------------------------------------------------------------------------
 struct BufferArg {

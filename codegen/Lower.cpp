@@ -4,6 +4,8 @@
 
 #include "codegen/lower/Lowerer.h"
 
+#include "dsl/InPlace.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -28,10 +30,18 @@ void debugLower(const std::string& step, const std::vector<ir::Func>& funcs, std
 } // namespace
 
 auto Lowerer::run() -> LoweredProgram {
+  const FusionPlan fusion = planFusion(p_, b_);
   for (std::size_t k = 0; k < p_.stmts.size(); ++k) {
     stmt_ = k;
     const std::size_t before = out_.funcs.size();
-    statement(k);
+    if (fusion.fused(k)) {
+      fusedStatements(k, fusion.last[k], fusion.notes[k]);
+      for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
+      k = fusion.last[k];
+    } else {
+      statement(k);
+      if (!fusion.notes[k].empty()) out_.notes.back() += "; " + fusion.notes[k];
+    }
     debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
                before);
   }
@@ -78,6 +88,11 @@ void Lowerer::statement(std::size_t k) {
       out_.notes.back() = describe(*sched.gpuTile);
     } else if (indep) {
       emitGpuGeneric(st, bs, ranges, base);
+    } else if (dsl::runsInPlace(p_, k)) {
+      // In place: each thread's loads of the element it writes precede its store, and no
+      // thread touches another's element (dsl/InPlace.h).
+      out_.notes.back() = "one GPU thread per element, in place";
+      emitGpuGeneric(st, bs, ranges, base);
     } else if (atomicScatter(st)) {
       const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
       const bool wide = elemType(st.output) == Type::bf16;
@@ -108,6 +123,31 @@ void Lowerer::statement(std::size_t k) {
   if (emitGemmPhases(st, bs, ranges, base)) return;
   if (coreSplit(k, st, bs, ranges, base)) return;
   emitBox(st, bs, sched, ranges, base);
+}
+
+void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::string& note) {
+  const Statement& st = p_.stmts[first];
+  const BoundStatement& bs = b_.stmts[first];
+  // Element-wise: no reduction, so no split, tile or GEMM; the first statement's loop order,
+  // vector loop and threads serve the group.
+  StatementSchedule sched = scheduleStatement(p_, b_, first, strides_, target_);
+  sched.splitChunks = 0;
+  sched.tileI = sched.tileJ = sched.dotVar = -1;
+  sched.gemm.reset();
+  out_.notes.push_back(sched.why + "; " + note);
+  for (std::size_t k = first; k <= last; ++k) {
+    const Statement& sk = p_.stmts[k];
+    if (sk.assign == Assign::Define && !coversOutput(sk, b_.stmts[k], sched) &&
+        std::find(out_.zeroFill.begin(), out_.zeroFill.end(), sk.output) == out_.zeroFill.end())
+      out_.zeroFill.push_back(sk.output);
+  }
+  const Scoped<std::size_t> fused(ctx_.fusedThrough, last);
+  const Ranges ranges = rangesOf(bs);
+  const std::string base = "s" + std::to_string(first);
+  if (target_.gpu)
+    emitGpuGeneric(st, bs, ranges, base);
+  else
+    emitGeneric(st, bs, sched, ranges, base);
 }
 
 } // namespace lowering

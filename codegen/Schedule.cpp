@@ -1,5 +1,7 @@
 #include "codegen/Schedule.h"
 
+#include "dsl/InPlace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -335,7 +337,10 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
   if (s.tileJ < 0 && s.dotVar < 0)
     s.why = "generic: output indices in left-hand order, reductions inside";
 
-  if (!st.scatter && !readsOutput && t.threads > 1 && work >= t.minParallelWork) {
+  // In place (dsl/InPlace.h): each element's reads precede its own store and touch no other
+  // element, so its elements may run on several threads too.
+  const bool inPlace = readsOutput && dsl::runsInPlace(p, k);
+  if (!st.scatter && (!readsOutput || inPlace) && t.threads > 1 && work >= t.minParallelWork) {
     for (int v : s.outerOrder) {
       if (bs.dependent[static_cast<std::size_t>(v)] || !injectiveIn(st, v)) continue;
       std::int64_t e = extent(v);

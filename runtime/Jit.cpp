@@ -16,6 +16,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -135,7 +136,12 @@ struct Engine {
     llvm::PipelineTuningOptions pto;
     pto.LoopVectorization = true;
     pto.SLPVectorization = true;
-    llvm::PassBuilder pb(tm.get(), pto);
+    // The standard instrumentations make the pipeline skip `optnone` functions (CodeGenLLVM
+    // marks functions of a few iterations so).
+    llvm::PassInstrumentationCallbacks pic;
+    llvm::StandardInstrumentations si(ctx, false);
+    si.registerCallbacks(pic, &mam);
+    llvm::PassBuilder pb(tm.get(), pto, std::nullopt, &pic);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);

@@ -5,6 +5,7 @@
 #include "Compare.h"
 #include "InterpreterTable.h"
 
+#include "codegen/IR.h"
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
@@ -351,4 +352,76 @@ TEST_CASE("jit: a read guarded by a dependent range is checked only where it is 
     std::vector<double> kept = big.toVector();
     CHECK(std::all_of(kept.begin(), kept.end(), [](double v) { return v == 7; }));
   }
+}
+
+TEST_CASE("jit: iterationBound bounds a statement's stores through its loops' bounds") {
+  namespace ir = einjit::codegen::ir;
+  using ir::BinOp;
+  using ir::ForKind;
+  const ir::Stmt one = ir::store("y", ir::var("i"), ir::floatImm(ir::Type::f32, 1));
+  auto loop = [](const char* v, ir::Expr lo, ir::Expr hi, ir::Stmt body) {
+    return ir::forLoop(v, std::move(lo), std::move(hi), ForKind::Serial, std::move(body));
+  };
+  struct Row {
+    const char* what;
+    ir::Stmt stmt;
+    std::optional<double> bound;
+  };
+  const ir::Expr k = ir::var("k"), u = ir::var("u");
+  const std::vector<Row> rows = {
+      {"one store", one, 1},
+      {"0:64", loop("i", ir::intImm(0), ir::intImm(64), one), 64},
+      {"an empty loop", loop("i", ir::intImm(5), ir::intImm(5), one), 0},
+      {"3 x 64, and a second store",
+       loop("k", ir::intImm(0), ir::intImm(3),
+            ir::block({loop("c", ir::intImm(0), ir::intImm(64), one), one})),
+       3 * 65},
+      // a border: u in 0:2, k in max(u - 9, 0):min(u + 1, 3): k's range spans at most 0:2
+      // (3 stores in all; the bound counts 2 per u)
+      {"dependent min/max bounds",
+       loop("u", ir::intImm(0), ir::intImm(2),
+            loop("k", ir::binary(BinOp::Max, ir::sub(u, ir::intImm(9)), ir::intImm(0)),
+                 ir::binary(BinOp::Min, ir::add(u, ir::intImm(1)), ir::intImm(3)), one)),
+       2 * 2},
+      {"a bound read from memory", loop("i", ir::intImm(0), ir::load(ir::Type::i64, "n", ir::intImm(0)), one),
+       std::nullopt},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(std::string(row.what));
+    CHECK(ir::iterationBound(row.stmt) == row.bound);
+  }
+}
+
+TEST_CASE("jit: functions of a few iterations are compiled without optimization, the rest with O3") {
+  // The conv1d gradient at 10^5: the chunks of dw's split reduction and dx's core tile run
+  // long; the core's edge tiles, the borders and the combine of the partials run a few times.
+  Kernel k = einjit::compile("y[i] := x[i+k] * w[k]");
+  Kernel g = k.gradient();
+  std::map<std::string, Tensor> in{{"dy", Tensor::random({100000}, DType::f32, 3)},
+                                   {"x", Tensor::random({100002}, DType::f32, 1)},
+                                   {"w", Tensor::random({3}, DType::f32, 2)}};
+  std::vector<einjit::Arg> args;
+  for (const auto& name : g.tensorArguments()) args.push_back(in.at(name));
+  const std::string text = g.explain(args, true);
+  CAPTURE(text);
+  // Whether entry point `name` carries optnone (its attribute group says so).
+  auto optnone = [&](const std::string& name) {
+    const auto at = text.find("_" + name + "(ptr");
+    REQUIRE(at != std::string::npos);
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    const auto hash = line.rfind('#');
+    REQUIRE(hash != std::string::npos);
+    const std::string group = line.substr(hash, line.find(' ', hash) - hash);
+    const auto attrs = text.find("attributes " + group + " = {");
+    REQUIRE(attrs != std::string::npos);
+    return text.substr(attrs, text.find('\n', attrs) - attrs).find("optnone") != std::string::npos;
+  };
+  CHECK(!optnone("s0_core"));
+  CHECK(!optnone("s1"));
+  CHECK(optnone("s1_combine"));
+  CHECK(optnone("s0_border0lo"));
+  CHECK(optnone("s0_border0hi"));
+  // And the results are the interpreter's (every table test runs such functions too).
+  Kernel ref = einjit::compile(g.source(), on(Device::reference(), DType::f32));
+  checkSame(g.call(args), ref.call(args), assigned(ref), DType::f32);
 }

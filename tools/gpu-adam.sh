@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# On the GPU machine: one Adam step on 10^7 f32 parameters, einjit (the program of
-# examples/Optimizers.h through `einjit bench --device cuda`) and PyTorch's fused and foreach
-# Adam (bench/gpu_adam_torch.py), alternated twice. tools/gpu-adam.sh BUILD_DIR
+# On the GPU machine (device tool, third_party/ carried): builds bench_adam without LLVM and
+# oneTBB (the machine has neither; only the CUDA path is timed) and runs one Adam step on 10^7
+# f32 parameters, einjit (examples/Optimizers.h's kAdam through `bench_adam --cuda`: a cold NVRTC
+# compile with an empty cache, the step checked on the host against the hand-written loop) and
+# PyTorch's fused and foreach Adam (bench/gpu_adam_torch.py), alternated ROUNDS times.
+#   tools/gpu-adam.sh [BUILD_DIR] [ROUNDS] [N]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cli="$1/cli/einjit"
-prog='m[i] = b1*m[i] + (1-b1)*g[i]
-v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
-p[i] = p[i] - lr*(m[i]/c1)/(sqrt(v[i]/c2) + eps)'
-n=10000000
-for round in 1 2; do
+build="${1:-$root/build-gpu}" rounds="${2:-2}" n="${3:-10000000}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+if [ ! -x "$build/bench/bench_adam" ]; then
+  t0=$(date +%s)
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEINJIT_WITH_LLVM=OFF \
+    -DEINJIT_WITH_TBB=OFF -DEINJIT_WITH_EIGEN=OFF -DEINJIT_WERROR=ON >"$build.configure.log" 2>&1 ||
+    { tail -30 "$build.configure.log"; exit 1; }
+  cmake --build "$build" --target bench_adam -j "$(nproc)" >"$build.build.log" 2>&1 ||
+    { tail -40 "$build.build.log"; exit 1; }
+  echo "bench_adam built in $(($(date +%s) - t0)) s"
+fi
+for round in $(seq 1 "$rounds"); do
   echo "--- round $round"
-  rm -rf "$1/adam-cache"
-  EINJIT_CACHE_DIR="$1/adam-cache" "$cli" bench "$prog" --device cuda --reps 50 \
-    --shape m=$n --shape v=$n --shape g=$n --shape p=$n --scalar b1=0.9 --scalar b2=0.999 \
-    --scalar lr=0.001 --scalar c1=0.1 --scalar c2=0.001 --scalar eps=1e-8
-  python3 "$root/bench/gpu_adam_torch.py" --n $n
+  rm -rf "$build/adam-cache"
+  EINJIT_CACHE_DIR="$build/adam-cache" "$build/bench/bench_adam" "$n" 50 --cuda
+  python3 "$root/bench/gpu_adam_torch.py" --n "$n"
 done

@@ -68,7 +68,7 @@ bool Lowerer::atomicScatter(const Statement& st) const {
 
 void Lowerer::emitGpuGeneric(const Statement& st, const BoundStatement& bs, const Ranges& r,
                              const std::string& name) {
-  eachOutputPoint(st, bs, r, name, [&] { return elementBody(st, bs, r, false); });
+  eachOutputPoint(st, bs, r, name, [&] { return elementBodies(st, bs, r, false); });
 }
 
 void Lowerer::eachOutputPoint(const Statement& st, const BoundStatement& bs, const Ranges& r,

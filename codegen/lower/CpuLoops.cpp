@@ -66,7 +66,7 @@ void Lowerer::emitGeneric(const Statement& st, const BoundStatement& bs, const S
   ir::Func f = newFunc(name);
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
   const std::size_t n = st.vars.size();
-  Stmt body = elementBody(st, bs, r, s.vectorizeInner && !target_.gpu);
+  Stmt body = elementBodies(st, bs, r, s.vectorizeInner && !target_.gpu);
   if (!body) return;
   double inside = workOf(r, nOut);
   for (std::size_t idx = s.outerOrder.size(); idx-- > 0;) {

@@ -33,6 +33,10 @@ struct LowerContext {
   // Plain subscripts count as in bounds (a masked operand's reads inside its ranges, which
   // were solved from those subscripts).
   bool trustPlain = false;
+  // --- element-wise statements fused into one loop (schedule/Fusion.h) ---
+  // The last statement whose element body follows the current statement's (elementBodies);
+  // 0 when none does.
+  std::size_t fusedThrough = 0;
   // --- a residue phase of a strided gradient (phaseTiles) ---
   std::vector<PhaseSub> phase;
 };

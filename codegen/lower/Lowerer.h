@@ -8,6 +8,7 @@
 #include "codegen/IROperator.h"
 #include "codegen/Lower.h"
 #include "codegen/lower/LowerContext.h"
+#include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
@@ -148,6 +149,9 @@ private:
   static Ranges rangesOf(const BoundStatement& bs);
 
   void statement(std::size_t k);
+  // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
+  // one GPU thread per element, the schedule of the first, each element's updates in order.
+  void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
 
   // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the output),
   // widened before and rounded back after: each element is rounded once, as in the interpreter,
@@ -334,6 +338,10 @@ private:
   // One output element: the reduction into a local accumulator, then the store (null when
   // nothing is written).
   Stmt elementBody(const Statement& st, const BoundStatement& bs, const Ranges& r, bool vectorize);
+  // The same for st, followed by the element bodies of the statements fused after it
+  // (ctx_.fusedThrough), over the same index values.
+  Stmt elementBodies(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                     bool vectorize);
 
   void emitGeneric(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                    const Ranges& r, const std::string& name);

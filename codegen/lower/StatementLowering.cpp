@@ -332,6 +332,21 @@ Stmt Lowerer::elementBody(const Statement& st, const BoundStatement& bs, const R
                       ir::block({ir::store(acc, ir::intImm(0), identity(st.reduce)), inner, out}));
 }
 
+Stmt Lowerer::elementBodies(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                            bool vectorize) {
+  if (ctx_.fusedThrough <= stmt_) return elementBody(st, bs, r, vectorize);
+  // The members share the first statement's index values (varExpr_): Fusion.h admits only
+  // statements with the same indices and ranges, position by position.
+  const std::size_t first = stmt_;
+  std::vector<Stmt> parts;
+  for (std::size_t k = first; k <= ctx_.fusedThrough; ++k) {
+    stmt_ = k;
+    if (Stmt s = elementBody(p_.stmts[k], b_.stmts[k], r, vectorize)) parts.push_back(s);
+  }
+  stmt_ = first;
+  return parts.empty() ? nullptr : ir::block(parts);
+}
+
 std::vector<std::size_t> Lowerer::outputIndices(const Statement& st) {
   std::vector<std::size_t> v(static_cast<std::size_t>(st.numOutputVars()));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;

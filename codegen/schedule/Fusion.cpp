@@ -1,0 +1,130 @@
+#include "codegen/schedule/Fusion.h"
+
+#include "dsl/InPlace.h"
+
+#include <functional>
+
+namespace einjit::codegen {
+
+namespace {
+
+using dsl::CExpr;
+using dsl::CKind;
+using dsl::Statement;
+using dsl::Subscript;
+
+// Every read of the statement (right-hand side and subscripts' gathers).
+void eachRead(const Statement& st, const std::function<void(const CExpr&)>& f) {
+  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
+    if (e.kind == CKind::Read) f(e);
+    for (const Subscript& s : e.subs)
+      if (s.gather) walk(*s.gather);
+    for (const dsl::CExprPtr& a : e.args) walk(*a);
+  };
+  walk(*st.rhs);
+  for (const Subscript& s : st.lhs->subs)
+    if (s.gather) walk(*s.gather);
+}
+
+// Why statement k cannot be a member of a fused group; empty when it can.
+std::string notElementwise(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k) {
+  const Statement& st = p.stmts[k];
+  const dsl::BoundStatement& bs = b.stmts[k];
+  if (st.vars.empty()) return "no index";
+  if (st.numOutputVars() != static_cast<int>(st.vars.size())) return "a reduction";
+  if (st.scatter) return "a scatter";
+  if (!dsl::writesEachElementOnce(st)) return "writes an element more than once";
+  for (std::size_t v = 0; v < st.vars.size(); ++v) {
+    if (bs.dependent[v]) return "a range that depends on another index";
+    if (bs.hi[v] <= bs.lo[v]) return "an empty range";
+  }
+  bool gathers = false;
+  for (const Subscript& s : st.lhs->subs) gathers = gathers || s.gather || s.mode != dsl::IndexMode::Plain;
+  eachRead(st, [&](const CExpr& r) {
+    for (const Subscript& s : r.subs) gathers = gathers || s.gather;
+  });
+  if (gathers) return "a gathered subscript or a padded left-hand side";
+  if (dsl::readsOwnOutput(p, k) && !dsl::runsInPlace(p, k)) return "reads its output elsewhere";
+  return {};
+}
+
+// The two accesses reach the same element at every point of the shared iteration space.
+bool sameElement(const dsl::Program& p, const dsl::BoundProgram& b, const CExpr& x, const CExpr& y) {
+  if (x.subs.size() != y.subs.size()) return false;
+  for (std::size_t d = 0; d < x.subs.size(); ++d) {
+    const Subscript &s = x.subs[d], &t = y.subs[d];
+    if (s.gather || t.gather || s.mode != t.mode || s.coef != t.coef ||
+        b.eval(p, s.constant) != b.eval(p, t.constant))
+      return false;
+  }
+  return true;
+}
+
+// Empty when statement `w`'s write and statement `r`'s reads (and write) of w's output may run
+// element by element together; otherwise why not.
+std::string conflict(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t r,
+                     std::size_t w) {
+  const Statement &sr = p.stmts[r], &sw = p.stmts[w];
+  const std::string name = dsl::shownName(p, sw.output);
+  if (sr.output == sw.output && !sameElement(p, b, *sr.lhs, *sw.lhs))
+    return "statements " + std::to_string(r + 1) + " and " + std::to_string(w + 1) + " write '" +
+           name + "' at different elements";
+  std::string why;
+  eachRead(sr, [&](const CExpr& e) {
+    if (why.empty() && e.tensor == sw.output && !sameElement(p, b, e, *sw.lhs))
+      why = "statement " + std::to_string(r + 1) + " reads '" + name +
+            "' at another element than statement " + std::to_string(w + 1) + " writes";
+  });
+  return why;
+}
+
+bool sameSpace(const dsl::BoundProgram& b, std::size_t a, std::size_t c) {
+  const dsl::BoundStatement &x = b.stmts[a], &y = b.stmts[c];
+  return x.lo == y.lo && x.hi == y.hi;
+}
+
+} // namespace
+
+FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b) {
+  const std::size_t n = p.stmts.size();
+  FusionPlan plan;
+  plan.notes.assign(n, {});
+  for (std::size_t k = 0; k < n; ++k) {
+    plan.first.push_back(k);
+    plan.last.push_back(k);
+  }
+  std::size_t first = 0;
+  bool open = false; // statement `first` starts a group that statement k may join
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!notElementwise(p, b, k).empty()) {
+      open = false;
+      continue;
+    }
+    std::string why;
+    if (open && !sameSpace(b, first, k)) why = "other indices or ranges";
+    for (std::size_t j = first; open && why.empty() && j < k; ++j) {
+      why = conflict(p, b, k, j);
+      if (why.empty()) why = conflict(p, b, j, k);
+    }
+    if (open && why.empty()) {
+      for (std::size_t j = first; j <= k; ++j) plan.last[j] = k;
+      plan.first[k] = first;
+      continue;
+    }
+    if (open) plan.notes[k] = "not fused with statement " + std::to_string(k) + ": " + why;
+    first = k;
+    open = true;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!plan.fused(k)) continue;
+    const std::size_t f = plan.first[k], l = plan.last[k];
+    std::string note = k == f ? "fused with statement" + std::string(l > f + 1 ? "s " : " ") +
+                                 std::to_string(f + 2) + (l > f + 1 ? "-" + std::to_string(l + 1) : "") +
+                                 " (element-wise, one loop: each element's statements in order)"
+                           : "fused into statement " + std::to_string(f + 1) + "'s loop";
+    plan.notes[k] = plan.notes[k].empty() ? note : plan.notes[k] + "; " + note;
+  }
+  return plan;
+}
+
+} // namespace einjit::codegen

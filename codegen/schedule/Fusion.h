@@ -1,0 +1,41 @@
+#pragma once
+// Fusion of element-wise statements: consecutive statements that run over one iteration space
+// (the same indices with the same ranges, no reduction) become one loop nest whose body runs
+// each statement's update of an element in program order, so that a chain such as an Adam
+// step (m, then v, then p) makes one pass over memory instead of one per statement.
+//
+// Program order puts every element of statement A before any element of a later statement B;
+// the fused loop instead runs A's and B's updates of one element together, elements in any
+// order and on any number of threads. That gives the same result exactly when every read, in
+// any statement of the group, of a tensor that a statement of the group writes is at the very
+// element that statement writes (the same subscripts), and two statements that write one
+// tensor write it at the same subscripts. Each member must itself update its elements
+// independently (no scatter, one write per element, reads of its own output only at the
+// element written: dsl/InPlace.h), read no gathered subscript and have no range that depends
+// on another index. A snapshot statement `x_old[i] := x[i]` before `x[i] = x_old[i+1]` is
+// therefore never fused with it.
+//
+// The decision is a value of its own, made from the bound program before lowering; the CPU
+// and the GPU lowering both follow it (one loop nest, one GPU thread per element) and
+// `einjit explain` prints it with each statement's schedule.
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace einjit::codegen {
+
+struct FusionPlan {
+  // Per statement: the last statement of the group it belongs to (itself when alone), and
+  // the first.
+  std::vector<std::size_t> first, last;
+  // Per statement: the decision in words for `einjit explain`; empty when the statement is
+  // not element-wise or has no element-wise neighbour to fuse with.
+  std::vector<std::string> notes;
+  bool fused(std::size_t k) const { return first[k] != last[k]; }
+};
+
+FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b);
+
+} // namespace einjit::codegen
