@@ -107,11 +107,16 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
           (s.splitChunks > 1 ? ", partials combined in chunk order" : "");
 }
 
-// The reduction index a dot-product tile would vectorise along: a '+' reduction index with
-// at least `width` iterations along which every read is contiguous or constant; -1 if none.
+// Reductions whose partial results may be kept per vector lane and combined at the end: '+'
+// (reassociated, as every vectorised sum is), and max / min, whose value does not depend on
+// the order (the comparisons never let NaN in; only the sign of an extreme zero may differ).
+bool laneReducible(Reduce r) { return r == Reduce::Add || r == Reduce::Max || r == Reduce::Min; }
+
+// The reduction index a dot-product tile would vectorise along: a reduction index with at
+// least `width` iterations along which every read is contiguous or constant; -1 if none.
 int dotIndex(const Statement& st, const BoundStatement& bs, const std::vector<const CExpr*>& reads,
              const Strides& strides, int width) {
-  if (st.reduce != Reduce::Add) return -1;
+  if (!laneReducible(st.reduce)) return -1;
   const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
   for (int v = nOut; v < n; ++v) {
     const auto e = bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
@@ -287,7 +292,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       s.outerOrder = order;
     }
   }
-  if (t.tile && s.tileJ < 0 && st.reduce == Reduce::Add && n > nOut && !anyDependent &&
+  if (t.tile && s.tileJ < 0 && laneReducible(st.reduce) && n > nOut && !anyDependent &&
       !st.scatter && !readsOutput && distinct && width > 1) {
     const int r = dotIndex(st, bs, reads, strides, width);
     if (r >= 0) {

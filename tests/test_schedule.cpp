@@ -170,6 +170,22 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "register tile 8x16 over i x k; parallel over k"},
+    // A row's max or min (softmax, the position of a row's maximum): vectors of partial
+    // extremes along the contiguous reduction index, not gathers down the column.
+    {"(max) m[i] := x[i,j]",
+     {{4096, 1024}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "dot-product tile 4x1 over i x -, vectors along j; parallel over i"},
+    {"(max) m[i] := x[i,j]\n(min) p[i] := x[i,j] == m[i] ? j : 1e300",
+     {{4096, 1024}},
+     DType::f64,
+     64,
+     13,
+     2,
+     "dot-product tile 4x1 over i x -, vectors along j; parallel over i"},
     // Few outputs and a long reduction: split.
     {"s := x[i] * y[i]",
      {{1 << 20}, {1 << 20}},
