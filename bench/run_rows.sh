@@ -15,7 +15,7 @@ rm -rf "$out" && mkdir -p "$out"
 for ((r = 0; r < rounds; ++r)); do
   "$build/bench/bench_rows" --benchmark_filter="${ROWS_FILTER:-BM_Rows}" \
     --benchmark_min_time=0.3 --benchmark_out="$out/einjit-$r.json" \
-    --benchmark_out_format=json >/dev/null
+    --benchmark_out_format=json >/dev/null 2>"$out/einjit-$r.log"
   "$python" "$root/bench/rows_torch.py" --reps 10 --dtypes "${ROWS_DTYPES:-f32,f64}" \
     --threads "${ROWS_THREADS:-1,2}" >"$out/torch-$r.jsonl"
 done
