@@ -279,6 +279,18 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       s.tileI = best;
       s.width = width;
       s.nr = extent(j) >= 2 * width ? 2 * width : width;
+      // A single row of outputs with a long reduction (a column sum, a bias's or a gain's
+      // gradient, a matrix-vector product): each reduction step reads one run of every row.
+      // A tile of up to kRowRun vectors (accumulators in L1, not registers) reads long runs
+      // per row and walks down the rows once per tile instead of once per two vectors; the
+      // threads still get a tile each. Short reductions keep their accumulators in registers.
+      constexpr int kRowRun = 64;
+      double reduction = 1;
+      for (int v = nOut; v < n; ++v) reduction *= static_cast<double>(extent(v));
+      if (best < 0 && reduction >= 256 && extent(j) >= 4 * width) {
+        const std::int64_t perThread = extent(j) / std::max(t.threads, 1) / width * width;
+        s.nr = static_cast<int>(std::clamp<std::int64_t>(perThread, s.nr, kRowRun * width));
+      }
       s.mr = best < 0 ? 1 : static_cast<int>(std::min<std::int64_t>(8, extent(best)));
       s.why = "register tile " + std::to_string(s.mr) + "x" + std::to_string(s.nr) + " over " +
               (best < 0 ? std::string("-") : st.vars[static_cast<std::size_t>(best)].name) + " x " +

@@ -1,5 +1,6 @@
 // Reductions over a row and what follows them (softmax, layernorm, RMS norm, log-sum-exp, row
-// max / min / sum / sum of squares), forward and gradient, on the CPU JIT against the
+// max / min / sum / sum of squares; column sums, the shape of their gradients), forward and
+// gradient, on the CPU JIT against the
 // reference interpreter: row lengths around the vector width (shorter than a vector, odd,
 // several vectors plus a tail), strided views, f32 and f64, one and two threads. Also the
 // inline exponential (codegen/VectorMath.h) against the C library, ulp by ulp.
@@ -43,6 +44,8 @@ const RowProgram kPrograms[] = {
      "(max) m[i] := x[i,j]\ns[i] := exp(x[i,j] - m[i])\ny[i] := m[i] + log(s[i])", false},
     {"row min and max", "(min) lo[i] := x[i,j]\n(max) hi[i] := x[i,j]\ny[i] := hi[i] - lo[i]",
      false},
+    {"column sum of squares and maximum (gain and bias gradients' shape)",
+     "s[j] := x[i,j] * x[i,j]\n(max) c[j] := x[i,j]\ny[j] := s[j] + c[j]", false},
     {"first position of the row maximum",
      "(max) m[i] := x[i,j]\n(min) y[i] := x[i,j] == m[i] ? j : 1e300", false},
 };
@@ -156,7 +159,7 @@ TEST_CASE("rows: sigmoid at the ends of the range (its exp overflows and underfl
 TEST_CASE("rows: every row program, forward and gradient, against the interpreter") {
   // Row lengths: shorter than a vector, one odd, a vector and one, several vectors and a tail.
   const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {
-      {1, 1}, {3, 5}, {7, 9}, {9, 33}, {33, 257}, {257, 100}};
+      {1, 1}, {3, 5}, {7, 9}, {9, 33}, {33, 257}, {257, 100}, {300, 77}};
   for (const RowProgram& p : kPrograms)
     for (auto [rows, cols] : sizes)
       for (DType dt : {DType::f64, DType::f32}) {
