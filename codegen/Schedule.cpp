@@ -259,7 +259,16 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
     bool contiguous = j >= 0;
     if (contiguous) {
       // The other tile index: one that the j-dependent reads do not use, so each vector they
-      // load serves MR rows; the longest such range.
+      // load serves MR rows; the longest such range. A read that no reduction index moves
+      // (x[k,j] in the distance layer's dx[k,j] := dy[i,j] * (w[k,i] - x[k,j])) is loaded
+      // once per tile, not once per step, so it costs nothing either way.
+      auto stepInvariant = [&](const CExpr& r) {
+        for (int u = nOut; u < n; ++u) {
+          auto c = strideOf(r, u, strides);
+          if (!c || *c != 0) return false;
+        }
+        return true;
+      };
       int best = -1;
       int bestScore = -1;
       for (int v = 0; v < nOut; ++v) {
@@ -267,6 +276,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
         int score = 1;
         for (const CExpr* r : reads) {
           auto cj = strideOf(*r, j, strides), cv = strideOf(*r, v, strides);
+          if (stepInvariant(*r)) continue;
           if (cj && *cj != 0 && cv && *cv == 0) ++score;
           if (cj && *cj != 0 && (!cv || *cv != 0)) score -= 4;
         }

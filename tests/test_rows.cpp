@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
+#include <tuple>
 #include <vector>
 
 using namespace einjit::test;
@@ -196,4 +197,14 @@ TEST_CASE("rows: strided views (every other element of each row) and one and two
         for (const auto& [n, v] : scalarsOf(p)) gargs.push_back(v);
         compareCall(back.source(), gargs, dt, /*strideArgs=*/true);
       }
+}
+
+TEST_CASE("rows: the distance layer's gradients (a register tile over a step-invariant read)") {
+  // dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j])) tiles k x j: x[k,j] is read once per tile.
+  for (auto [k, i, j] : {std::tuple{7, 19, 37}, std::tuple{3, 300, 40}, std::tuple{9, 8, 17}})
+    for (DType dt : {DType::f64, DType::f32}) {
+      INFO(k << " x " << i << " x " << j << (dt == DType::f32 ? ", f32" : ", f64"));
+      compareProgram("y[i,j] := (w[k,i] - x[k,j]) ^ 2", {{"w", {k, i}}, {"x", {k, j}}}, {}, {}, dt,
+                     9);
+    }
 }

@@ -210,6 +210,15 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "register tile 1x16 over - x j; parallel over j"},
+    // The distance layer's input gradient: x[k,j] does not move with the reduction index i
+    // (loaded once per tile), so k can be the tile's rows and dy's vectors serve 8 of them.
+    {"dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j]))",
+     {{1024, 4096}, {784, 1024}, {784, 4096}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "register tile 8x16 over k x j; parallel over j"},
     // Few outputs and a long reduction: split.
     {"s := x[i] * y[i]",
      {{1 << 20}, {1 << 20}},
