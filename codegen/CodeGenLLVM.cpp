@@ -1,4 +1,5 @@
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/VectorMath.h"
 
 #include "einjit/Error.h"
 
@@ -400,7 +401,7 @@ private:
     llvm::Value* a = expr(n.args[0]);
     auto unaryIntrinsic = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
     switch (n.fn) {
-    case Fn::Exp: return unaryIntrinsic(llvm::Intrinsic::exp);
+    case Fn::Exp: return emitExp(b_, a);
     case Fn::Log: return unaryIntrinsic(llvm::Intrinsic::log);
     case Fn::Sqrt: return unaryIntrinsic(llvm::Intrinsic::sqrt);
     case Fn::Sin: return unaryIntrinsic(llvm::Intrinsic::sin);
@@ -429,7 +430,7 @@ private:
     }
     case Fn::Sigmoid: {
       llvm::Value* one = constLike(a, 1.0);
-      llvm::Value* ex = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(a));
+      llvm::Value* ex = emitExp(b_, b_.CreateFNeg(a));
       return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
     }
     case Fn::Relu: {

@@ -109,11 +109,16 @@ void scheduleSplit(const Statement& st, const BoundStatement& bs, const Target& 
           (s.splitChunks > 1 ? ", partials combined in chunk order" : "");
 }
 
-// The reduction index a dot-product tile would vectorise along: a '+' reduction index with
-// at least `width` iterations along which every read is contiguous or constant; -1 if none.
+// Reductions whose partial results may be kept per vector lane and combined at the end: '+'
+// (reassociated, as every vectorised sum is), and max / min, whose value does not depend on
+// the order (the comparisons never let NaN in; only the sign of an extreme zero may differ).
+bool laneReducible(Reduce r) { return r == Reduce::Add || r == Reduce::Max || r == Reduce::Min; }
+
+// The reduction index a dot-product tile would vectorise along: a reduction index with at
+// least `width` iterations along which every read is contiguous or constant; -1 if none.
 int dotIndex(const Statement& st, const BoundStatement& bs, const std::vector<const CExpr*>& reads,
              const Strides& strides, int width) {
-  if (st.reduce != Reduce::Add) return -1;
+  if (!laneReducible(st.reduce)) return -1;
   const int nOut = st.numOutputVars(), n = static_cast<int>(st.vars.size());
   for (int v = nOut; v < n; ++v) {
     const auto e = bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
@@ -256,7 +261,16 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
     bool contiguous = j >= 0;
     if (contiguous) {
       // The other tile index: one that the j-dependent reads do not use, so each vector they
-      // load serves MR rows; the longest such range.
+      // load serves MR rows; the longest such range. A read that no reduction index moves
+      // (x[k,j] in the distance layer's dx[k,j] := dy[i,j] * (w[k,i] - x[k,j])) is loaded
+      // once per tile, not once per step, so it costs nothing either way.
+      auto stepInvariant = [&](const CExpr& r) {
+        for (int u = nOut; u < n; ++u) {
+          auto c = strideOf(r, u, strides);
+          if (!c || *c != 0) return false;
+        }
+        return true;
+      };
       int best = -1;
       int bestScore = -1;
       for (int v = 0; v < nOut; ++v) {
@@ -264,6 +278,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
         int score = 1;
         for (const CExpr* r : reads) {
           auto cj = strideOf(*r, j, strides), cv = strideOf(*r, v, strides);
+          if (stepInvariant(*r)) continue;
           if (cj && *cj != 0 && cv && *cv == 0) ++score;
           if (cj && *cj != 0 && (!cv || *cv != 0)) score -= 4;
         }
@@ -276,6 +291,18 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       s.tileI = best;
       s.width = width;
       s.nr = extent(j) >= 2 * width ? 2 * width : width;
+      // A single row of outputs with a long reduction (a column sum, a bias's or a gain's
+      // gradient, a matrix-vector product): each reduction step reads one run of every row.
+      // A tile of up to kRowRun vectors (accumulators in L1, not registers) reads long runs
+      // per row and walks down the rows once per tile instead of once per two vectors; the
+      // threads still get a tile each. Short reductions keep their accumulators in registers.
+      constexpr int kRowRun = 64;
+      double reduction = 1;
+      for (int v = nOut; v < n; ++v) reduction *= static_cast<double>(extent(v));
+      if (best < 0 && reduction >= 256 && extent(j) >= 4 * width) {
+        const std::int64_t perThread = extent(j) / std::max(t.threads, 1) / width * width;
+        s.nr = static_cast<int>(std::clamp<std::int64_t>(perThread, s.nr, kRowRun * width));
+      }
       s.mr = best < 0 ? 1 : static_cast<int>(std::min<std::int64_t>(8, extent(best)));
       s.why = "register tile " + std::to_string(s.mr) + "x" + std::to_string(s.nr) + " over " +
               (best < 0 ? std::string("-") : st.vars[static_cast<std::size_t>(best)].name) + " x " +
@@ -289,7 +316,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
       s.outerOrder = order;
     }
   }
-  if (t.tile && s.tileJ < 0 && st.reduce == Reduce::Add && n > nOut && !anyDependent &&
+  if (t.tile && s.tileJ < 0 && laneReducible(st.reduce) && n > nOut && !anyDependent &&
       !st.scatter && !readsOutput && distinct && width > 1) {
     const int r = dotIndex(st, bs, reads, strides, width);
     if (r >= 0) {

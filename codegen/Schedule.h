@@ -33,9 +33,9 @@ struct StatementSchedule {
   // index (or -1: a single row).
   int tileI = -1, tileJ = -1;
   int mr = 1, nr = 1, width = 1;
-  // Dot-product tile (dotVar >= 0): no output index is contiguous in the reads, but a '+'
-  // reduction index is. MR x NR outputs (tileI x tileJ, tileJ may be -1), each a vector of
-  // `width` partial sums along dotVar, added up at the end.
+  // Dot-product tile (dotVar >= 0): no output index is contiguous in the reads, but a
+  // reduction index (+, max or min) is. MR x NR outputs (tileI x tileJ, tileJ may be -1), each
+  // a vector of `width` partial results along dotVar, combined at the end.
   int dotVar = -1;
   // Split reduction (splitChunks > 0): the reduction indices from the first one to splitVar,
   // flattened (splitPrefix iterations, the last index fastest), run in splitChunks chunks of

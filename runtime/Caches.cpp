@@ -2,6 +2,7 @@
 #include "runtime/Caches.h"
 
 #include "runtime/DiskCache.h"
+#include "runtime/HostMemory.h"
 #if EINJIT_HAVE_LLVM
 #include "runtime/Jit.h"
 #endif
@@ -133,6 +134,7 @@ CacheStatus cacheStatus() {
 
 std::int64_t clearCaches(bool disk) {
   runtime::generation.fetch_add(1, std::memory_order_acq_rel);
+  runtime::releaseHostBlocks();
 #if EINJIT_HAVE_LLVM
   runtime::jitClearMemoryCache();
 #endif

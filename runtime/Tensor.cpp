@@ -1,6 +1,7 @@
 #include "einjit/Tensor.h"
 
 #include "einjit/Error.h"
+#include "runtime/HostMemory.h"
 
 #if EINJIT_HAVE_CUDA
 #include "runtime/CudaDriver.h"
@@ -28,9 +29,6 @@ struct Tensor::Storage {
 };
 
 namespace {
-
-// A cache line, and enough for any vector load the backends emit.
-constexpr std::size_t kAlignment = 64;
 
 std::string joinShape(const Shape& shape) {
   if (shape.empty()) return "scalar";
@@ -204,9 +202,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto storage = std::make_shared<Storage>();
   try {
     // Never a zero-size request, so even empty tensors have a unique non-null base.
-    void* p = ::operator new (std::max<std::size_t>(bytes, 1), std::align_val_t{kAlignment});
-    storage->owner = std::shared_ptr<void>(
-        p, [](void* q) { ::operator delete (q, std::align_val_t{kAlignment}); });
+    void* p = runtime::allocateHost(bytes);
+    storage->owner = std::shared_ptr<void>(p, [bytes](void* q) { runtime::freeHost(q, bytes); });
     storage->base = static_cast<std::byte*>(p);
   } catch (const std::bad_alloc&) {
     throw Error("Tensor::empty: cannot allocate " + std::to_string(bytes) + " bytes for a " +

@@ -1,5 +1,7 @@
 #include "einjit/Error.h"
 #include "einjit/Tensor.h"
+#include "einjit/einjit.h"
+#include "runtime/HostMemory.h"
 
 #include <doctest/doctest.h>
 
@@ -59,6 +61,39 @@ TEST_CASE("empty, zeros and full have contiguous strides and aligned storage") {
   Tensor f = Tensor::full({3}, 2.5, DType::f32);
   CHECK(f.toVector() == std::vector<double>{2.5, 2.5, 2.5});
   CHECK(Tensor::full({2}, -3.9, DType::i64).toVector() == std::vector<double>{-3, -3});
+}
+
+TEST_CASE("a freed large block is reused for the next tensor of its size, up to a bound") {
+  einjit::clearCaches();
+  REQUIRE(einjit::runtime::keptHostBytes() == 0);
+  const einjit::Shape big = {1024, 512}; // 2 MiB of f32: kept when freed
+  void* first = nullptr;
+  {
+    Tensor a = Tensor::zeros(big);
+    first = a.data();
+  }
+  const std::size_t keptAfterOne = einjit::runtime::keptHostBytes();
+  Tensor b = Tensor::full(big, 3.0);
+  CHECK(einjit::runtime::keptHostBytes() == 0);
+  CHECK(b.get({1023, 511}) == 3.0); // reused or not, it holds what it was given
+  CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % 64 == 0);
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(keptAfterOne == 0); // sanitizers must see every free
+  (void)first;
+#else
+  CHECK(keptAfterOne == std::size_t{2} << 20);
+  CHECK(b.data() == first);
+  // Small blocks are left to the C library; many large ones stay within the bound.
+  { Tensor small = Tensor::zeros({100}); }
+  CHECK(einjit::runtime::keptHostBytes() == 0);
+  {
+    std::vector<Tensor> many;
+    for (int k = 0; k < 40; ++k) many.push_back(Tensor::zeros({1024, 2048})); // 8 MiB each
+  }
+  CHECK(einjit::runtime::keptHostBytes() == std::size_t{256} << 20);
+#endif
+  einjit::clearCaches();
+  CHECK(einjit::runtime::keptHostBytes() == 0);
 }
 
 TEST_CASE("contiguousStrides") {

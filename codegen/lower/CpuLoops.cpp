@@ -189,20 +189,35 @@ void Lowerer::emitDot(const Statement& st, const BoundStatement& bs, const State
   Stmt update = ir::block({vec, tail});
   for (std::size_t v = n; v-- > nOut;)
     if (v != rv) update = loopOver(bs, st, v, r, ForKind::Serial, update);
-  // The lanes added pairwise.
-  std::vector<Expr> lanes;
-  for (int l = 0; l < W; ++l) lanes.push_back(ir::load(vt_, acc, ir::add(lane0, ir::intImm(l))));
-  while (lanes.size() > 1) {
-    std::vector<Expr> next;
-    for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
-      next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
-    if (lanes.size() % 2) next.push_back(lanes.back());
-    lanes = next;
+  // The lanes combined: sums added pairwise; extremes folded into lane 0 in lane order by
+  // statements (a comparison's select reads both operands twice, so an expression tree of
+  // them would grow as 4^log2(W)).
+  Stmt fold;
+  Expr result;
+  if (st.reduce == Reduce::Add) {
+    std::vector<Expr> lanes;
+    for (int l = 0; l < W; ++l) lanes.push_back(ir::load(vt_, acc, ir::add(lane0, ir::intImm(l))));
+    while (lanes.size() > 1) {
+      std::vector<Expr> next;
+      for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
+        next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
+      if (lanes.size() % 2) next.push_back(lanes.back());
+      lanes = next;
+    }
+    result = lanes[0];
+  } else {
+    const std::string fl = rn + ".l";
+    Expr a0 = ir::load(vt_, acc, lane0);
+    fold = cells(ir::forLoop(
+        fl, ir::intImm(1), ir::intImm(W), ForKind::Unrolled,
+        ir::store(acc, lane0,
+                  combine(st.reduce, a0, ir::load(vt_, acc, ir::add(lane0, ir::var(fl)))))));
+    result = a0;
   }
-  Stmt out = storeOutput(st, lanes[0]);
+  Stmt out = storeOutput(st, result);
   if (!out) return;
   Stmt body = ir::allocate(acc, vt_, static_cast<std::int64_t>(s.mr) * s.nr * W,
-                           ir::block({init, update, cells(out)}));
+                           ir::block({init, update, fold, cells(out)}));
   f.body = tileLoops(st, bs, s, r, body, workOf(r, nOut) * s.mr * s.nr, f);
   out_.funcs.push_back(std::move(f));
 }

@@ -77,7 +77,8 @@ struct CacheStatus {
 CacheStatus cacheStatus();
 
 // Drops the in-memory caches: the process-wide modules and every kernel's bindings (code that
-// a running call uses stays loaded until it returns). With disk, also deletes every entry of
+// a running call uses stays loaded until it returns), and gives back the freed tensor blocks
+// kept for reuse (1 MiB or more each, 256 MiB at most). With disk, also deletes every entry of
 // the disk cache (its secret key stays) and returns how many.
 std::int64_t clearCaches(bool disk = false);
 

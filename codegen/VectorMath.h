@@ -1,0 +1,17 @@
+#pragma once
+// Elementary functions emitted inline as LLVM IR, for scalars and <W x T> vectors alike. LLVM
+// lowers `llvm.exp` on a vector to one libm call per lane (x86 has no vector math library
+// here), which made every exponential-heavy row (softmax and its gradient) compute-bound; an
+// inline polynomial vectorises with the loop around it.
+#include <llvm/IR/IRBuilder.h>
+
+namespace einjit::codegen {
+
+// e^x for f32 or f64 (scalar or vector) x: Cody-Waite reduction x = n ln2 + r with
+// |r| <= ln2/2, a Taylor polynomial of e^r (degree 7 for f32, 13 for f64: truncation below a
+// tenth of an ulp), scaled by 2^n in two halves so that subnormal results stay exact to
+// rounding. Within 2 ulp of the correctly rounded value; exp(+inf) = inf, exp(-inf) = 0,
+// NaN stays NaN, overflow gives inf and underflow 0.
+llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x);
+
+} // namespace einjit::codegen
