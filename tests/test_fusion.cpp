@@ -99,8 +99,9 @@ std::vector<Arg> argsOf(const Kernel& k, const std::map<std::string, Tensor>& te
 } // namespace
 
 TEST_CASE("fusion: explain prints the decision, and fused programs equal the interpreter") {
-  // 1003: odd, not a multiple of any vector width; 100003: over the parallel-work threshold.
-  for (std::int64_t n : {std::int64_t{1003}, std::int64_t{100003}}) {
+  // 1003: odd, not a multiple of any vector width (LLVM's vectorizer from a hint); 4096: whole
+  // vectors (explicit vector code); 100003: over the parallel-work threshold.
+  for (std::int64_t n : {std::int64_t{1003}, std::int64_t{4096}, std::int64_t{100003}}) {
     for (const FusionRow& row : rows(n)) {
       CAPTURE(std::string(row.program));
       CAPTURE(n);
