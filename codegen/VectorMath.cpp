@@ -16,7 +16,9 @@ llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t))
     it = llvm::FixedVectorType::get(it, v->getNumElements());
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
-  auto ci = [&](std::int64_t v) { return llvm::ConstantInt::get(it, static_cast<std::uint64_t>(v)); };
+  auto ci = [&](std::int64_t v) {
+    return llvm::ConstantInt::get(it, static_cast<std::uint64_t>(v));
+  };
   // Beyond these the result is inf or 0 (with n fitting the two half scales below); NaN
   // passes minnum/maxnum as the bound and is put back at the end.
   const double hi = f64 ? 710.0 : 89.0, lo = f64 ? -746.0 : -104.0;
@@ -28,8 +30,7 @@ llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   const double shifter = 1.5 * std::ldexp(1.0, static_cast<int>(mantissa));
   llvm::Value* sum = b.CreateFAdd(b.CreateFMul(xc, c(1.0 / std::log(2.0))), c(shifter));
   llvm::Value* n = b.CreateFSub(sum, c(shifter));
-  llvm::Value* k = b.CreateSub(b.CreateBitCast(sum, it),
-                               b.CreateBitCast(c(shifter), it));
+  llvm::Value* k = b.CreateSub(b.CreateBitCast(sum, it), b.CreateBitCast(c(shifter), it));
   // r = x - n ln2, ln2 split so that n * hi is exact (fdlibm's split; Cephes' for f32).
   const double ln2hi = f64 ? 6.93147180369123816490e-01 : 0.693359375;
   const double ln2lo = f64 ? 1.90821492927058770002e-10 : -2.12194440e-4;

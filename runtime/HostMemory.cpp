@@ -20,10 +20,10 @@ namespace einjit::runtime {
 
 namespace {
 
-constexpr std::size_t kAlignment = 64;        // a cache line, and any vector load emitted
-constexpr std::size_t kPage = 4096;           // sizes are rounded to pages before matching
-constexpr std::size_t kKeepMin = 1 << 20;     // smaller blocks: the C library reuses them
-constexpr std::size_t kKeepMax = 256u << 20;  // bytes kept in all
+constexpr std::size_t kAlignment = 64;       // a cache line, and any vector load emitted
+constexpr std::size_t kPage = 4096;          // sizes are rounded to pages before matching
+constexpr std::size_t kKeepMin = 1 << 20;    // smaller blocks: the C library reuses them
+constexpr std::size_t kKeepMax = 256u << 20; // bytes kept in all
 
 struct Block {
   void* p;
@@ -46,7 +46,7 @@ std::size_t rounded(std::size_t bytes) {
   return b >= kKeepMin ? (b + kPage - 1) / kPage * kPage : b;
 }
 
-void release(const Block& b) { ::operator delete(b.p, std::align_val_t{kAlignment}); }
+void release(const Block& b) { ::operator delete (b.p, std::align_val_t{kAlignment}); }
 
 } // namespace
 
@@ -63,7 +63,7 @@ void* allocateHost(std::size_t bytes) {
         return p;
       }
   }
-  return ::operator new(size, std::align_val_t{kAlignment});
+  return ::operator new (size, std::align_val_t{kAlignment});
 }
 
 void freeHost(void* p, std::size_t bytes) noexcept {

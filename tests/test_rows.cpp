@@ -39,10 +39,10 @@ const RowProgram kPrograms[] = {
      "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\nvar[i] := d[i,j]^2 / size(x,1)\n"
      "y[i,j] := d[i,j] / sqrt(var[i] + eps) * g[j] + b[j]",
      true},
-    {"rms norm", "ms[i] := x[i,j] * x[i,j] / size(x,1)\ny[i,j] := x[i,j] / sqrt(ms[i] + eps) * g[j]",
-     true},
-    {"log-sum-exp",
-     "(max) m[i] := x[i,j]\ns[i] := exp(x[i,j] - m[i])\ny[i] := m[i] + log(s[i])", false},
+    {"rms norm",
+     "ms[i] := x[i,j] * x[i,j] / size(x,1)\ny[i,j] := x[i,j] / sqrt(ms[i] + eps) * g[j]", true},
+    {"log-sum-exp", "(max) m[i] := x[i,j]\ns[i] := exp(x[i,j] - m[i])\ny[i] := m[i] + log(s[i])",
+     false},
     {"row min and max", "(min) lo[i] := x[i,j]\n(max) hi[i] := x[i,j]\ny[i] := hi[i] - lo[i]",
      false},
     {"column sum of squares and maximum (gain and bias gradients' shape)",
@@ -51,8 +51,7 @@ const RowProgram kPrograms[] = {
      "(max) m[i] := x[i,j]\n(min) y[i] := x[i,j] == m[i] ? j : 1e300", false},
 };
 
-std::map<std::string, Shape> shapesOf(const RowProgram& p, std::int64_t rows,
-                                      std::int64_t cols) {
+std::map<std::string, Shape> shapesOf(const RowProgram& p, std::int64_t rows, std::int64_t cols) {
   std::map<std::string, Shape> s{{"x", {rows, cols}}};
   if (p.gain) {
     s["g"] = {cols};
@@ -148,8 +147,8 @@ TEST_CASE("rows: sigmoid at the ends of the range (its exp overflows and underfl
     Tensor x = Tensor::fromValues({6}, {-1000, -90, -20, 0, 20, 1000}, dt);
     Kernel k = einjit::compile("y[i] := sigmoid(x[i])", on(Device::cpu(), dt));
     const std::vector<double> got = Tensor(k(x)).toVector();
-    const std::vector<double> want = {0, 1 / (1 + std::exp(90.0)), 1 / (1 + std::exp(20.0)), 0.5,
-                                      1 / (1 + std::exp(-20.0)), 1};
+    const std::vector<double> want = {0,   1 / (1 + std::exp(90.0)),  1 / (1 + std::exp(20.0)),
+                                      0.5, 1 / (1 + std::exp(-20.0)), 1};
     for (std::size_t n = 0; n < want.size(); ++n) {
       CAPTURE(n);
       CHECK(got[n] == doctest::Approx(want[n]).epsilon(dt == DType::f32 ? 1e-6 : 1e-14));
