@@ -49,6 +49,9 @@ Stmt let(const std::string& name, Expr value, Stmt body) {
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
 constexpr std::int64_t kGroupElements = 64;
+// Lanes this many elements apart or fewer are packed the way contiguous ones are (a sliver's
+// lanes span a few cache lines); farther apart, each lane's run along the reduction in turn.
+constexpr std::int64_t kNearLanes = 4;
 
 } // namespace
 
@@ -221,10 +224,11 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     std::int64_t unit = 0;
     const auto& os = strides_[static_cast<std::size_t>(op.tensor)];
     for (std::size_t d = 0; d < op.subs.size(); ++d) unit += op.subs[d].coef[side] * os[d];
-    if (unit == 1) {
-      // Contiguous along the lanes: the reduction outermost, a group of slivers (whole cache
-      // lines) inside it, the lanes innermost (vector loads for B).
-      const bool vec = x == 1 && w % g.width == 0;
+    if (unit >= 1 && unit <= kNearLanes) {
+      // Contiguous along the lanes, or nearly (a stride-2 convolution's window): the reduction
+      // outermost, a group of slivers (whole cache lines) inside it, the lanes innermost
+      // (vector loads for B where contiguous), so that each step reads a few whole lines.
+      const bool vec = unit == 1 && x == 1 && w % g.width == 0;
       Expr last = ir::add(base, imm(w - 1));
       Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
       Stmt slow = edgeOnly ? edgeSliver([](Stmt b) { return b; })
@@ -351,14 +355,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   };
   // A tile whose elements are stored one by one (inside the output), from a copy of the
   // accumulators (indexed by loop variables, it leaves the accumulators themselves in
-  // registers): one loop over its cells inside the output (rare: no vector code to compile).
-  const std::string cv = "gemm.cell", colsIn = "gemm.cols";
+  // registers): rolled loops over its rows and columns inside the output (no vector code to
+  // compile for them).
   auto rows = [&](Stmt body) {
-    body = let(ii, ir::binary(BinOp::Div, var(cv), var(colsIn)),
-               let(jj, ir::binary(BinOp::Mod, var(cv), var(colsIn)), body));
-    Expr rowsIn = minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR))));
-    body = ir::forLoop(cv, imm(0), ir::mul(rowsIn, var(colsIn)), ForKind::Rolled, body);
-    return let(colsIn, minOf(imm(NR), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))), body);
+    body = ir::forLoop(jj, imm(0), minOf(imm(NR), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))),
+                       ForKind::Rolled, body);
+    return ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
+                       ForKind::Rolled, body);
   };
   Stmt part = ir::allocate(edge, vt_, MR * NR,
                            ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
