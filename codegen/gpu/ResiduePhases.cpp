@@ -5,34 +5,8 @@ namespace einjit::codegen::lowering {
 
 auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                          const std::string& base) -> std::optional<GpuTileSchedule> {
-  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
-  if (st.lhsVars.empty()) return std::nullopt;
-  std::vector<PhaseSub> subs;
-  for (std::size_t v = 0; v < n; ++v) {
-    if (!bs.dependent[v]) continue;
-    if (v < nOut) return std::nullopt;
-    const std::vector<std::size_t> read = boundReads(st, v);
-    if (read.size() != 1 || read[0] >= nOut) return std::nullopt;
-    const std::size_t u = read[0];
-    for (const PhaseSub& x : subs)
-      if (x.out == u) return std::nullopt;
-    const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
-    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return std::nullopt;
-    PhaseSub ph;
-    ph.out = u;
-    ph.red = v;
-    ph.g = g;
-    ph.hullLo = ranges[v].first;
-    ph.hullHi = ranges[v].second;
-    // a: how far h's range moves per step of q, read off the middle of u's range.
-    std::vector<std::int64_t> vals(n, 0);
-    const std::int64_t mid = (ranges[u].first + ranges[u].second) / 2 / g * g;
-    vals[u] = mid;
-    const std::int64_t lo0 = bs.loBound[v].eval(vals);
-    vals[u] = mid + g;
-    ph.a = bs.loBound[v].eval(vals) - lo0;
-    subs.push_back(ph);
-  }
+  const std::size_t n = st.vars.size();
+  std::vector<PhaseSub> subs = residuePhases(st, bs, ranges);
   if (subs.empty()) return std::nullopt;
   // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
   double work = 1;

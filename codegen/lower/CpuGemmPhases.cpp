@@ -12,10 +12,7 @@ namespace einjit::codegen::lowering {
 
 namespace {
 
-struct Phase {
-  std::size_t out = 0, red = 0; // u and h (the phase's q and m keep their slots)
-  std::int64_t g = 1, rho = 0, a = 0;
-};
+using Phase = PhaseSub;
 
 void mergeTerms(ConcreteBound& c) {
   std::vector<std::pair<int, std::int64_t>> t;
@@ -96,31 +93,9 @@ std::int64_t cdivFloor(std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b 
 
 bool Lowerer::emitGemmPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                              const std::string& base) {
-  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
-  if (target_.gpu || st.lhsVars.empty()) return false;
-  std::vector<Phase> subs;
-  for (std::size_t v = 0; v < n; ++v) {
-    if (!bs.dependent[v]) continue;
-    if (v < nOut) return false;
-    const std::vector<std::size_t> read = boundReads(st, v);
-    if (read.size() != 1 || read[0] >= nOut) return false;
-    const std::size_t u = read[0];
-    for (const Phase& x : subs)
-      if (x.out == u) return false;
-    const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
-    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return false;
-    Phase ph;
-    ph.out = u;
-    ph.red = v;
-    ph.g = g;
-    std::vector<std::int64_t> vals(n, 0);
-    const std::int64_t mid = (ranges[u].first + ranges[u].second) / 2 / g * g;
-    vals[u] = mid;
-    const std::int64_t lo0 = bs.loBound[v].eval(vals);
-    vals[u] = mid + g;
-    ph.a = bs.loBound[v].eval(vals) - lo0;
-    subs.push_back(ph);
-  }
+  const std::size_t n = st.vars.size();
+  if (target_.gpu) return false;
+  std::vector<Phase> subs = residuePhases(st, bs, ranges);
   if (subs.empty()) return false;
   std::int64_t combos = 1;
   for (const Phase& x : subs) combos *= x.g;

@@ -72,6 +72,39 @@ Expr Lowerer::maskCondition(std::size_t v) {
   return extra ? ir::binary(BinOp::And, extra, c) : c;
 }
 
+std::vector<PhaseSub> Lowerer::residuePhases(const Statement& st, const BoundStatement& bs,
+                                             const Ranges& ranges) {
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
+  if (st.lhsVars.empty()) return {};
+  std::vector<PhaseSub> subs;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (!bs.dependent[v]) continue;
+    if (v < nOut) return {};
+    const std::vector<std::size_t> read = boundReads(st, v);
+    if (read.size() != 1 || read[0] >= nOut) return {};
+    const std::size_t u = read[0];
+    for (const PhaseSub& x : subs)
+      if (x.out == u) return {};
+    const std::int64_t g = std::max(divisorOf(bs.loBound[v]), divisorOf(bs.hiBound[v]));
+    if (g < 2 || ranges[u].second - ranges[u].first < 4 * g) return {};
+    PhaseSub ph;
+    ph.out = u;
+    ph.red = v;
+    ph.g = g;
+    ph.hullLo = ranges[v].first;
+    ph.hullHi = ranges[v].second;
+    // a: how far h's range moves per step of q, read off the middle of u's range.
+    std::vector<std::int64_t> vals(n, 0);
+    const std::int64_t mid = (ranges[u].first + ranges[u].second) / 2 / g * g;
+    vals[u] = mid;
+    const std::int64_t lo0 = bs.loBound[v].eval(vals);
+    vals[u] = mid + g;
+    ph.a = bs.loBound[v].eval(vals) - lo0;
+    subs.push_back(ph);
+  }
+  return subs;
+}
+
 std::int64_t Lowerer::divisorOf(const ConcreteBound& b) {
   std::int64_t d =
       b.kind == IndexBound::Kind::FDiv || b.kind == IndexBound::Kind::CDiv ? b.divisor : 1;

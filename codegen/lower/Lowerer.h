@@ -661,6 +661,12 @@ private:
   // those stay apart.
   bool mergeLaunches(std::size_t from, const std::string& name);
   static std::int64_t divisorOf(const ConcreteBound& b);
+  // The residue phases of a statement's strided dependent reductions: each reduction index
+  // whose bounds divide by g >= 2 and read one output index u of at least 4g values (with rho
+  // unset); nothing where any dependent range is of another kind. Shared by the GPU tiles
+  // (phaseTiles) and the CPU's packed path (emitGemmPhases).
+  static std::vector<PhaseSub> residuePhases(const Statement& st, const BoundStatement& bs,
+                                             const Ranges& ranges);
   // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
   // its constant gains rho times it) and h's to q (times a) and m.
   static Statement phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs);
