@@ -96,6 +96,20 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                     jj = "gemm.j", q0 = "gemm.q0", q1 = "gemm.q1", bs0 = "gemm.b0",
                     bs1 = "gemm.b1", as0 = "gemm.a0", as1 = "gemm.a1", acc = "acc", edge = "edge";
 
+  // Where a packed operand holds sliver sl at reduction position p, lane l: packed whole (the
+  // operand's batch value bX), or per block in the task group's scratch.
+  auto wholeAt = [&](int x, const Expr& bX, const Expr& sl, const Expr& p, const Expr& l) {
+    return ir::add(
+        ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)), p), imm(W[x])),
+        l);
+  };
+  auto panelAt = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
+    const std::string& first = x == 0 ? ic : jc;
+    return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
+                           ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p),
+                                   imm(W[x]))),
+                   l);
+  };
   // The flattened position of the current values of a group of indices (the last fastest).
   auto flat = [&](const std::vector<std::size_t>& grp) {
     Expr e = imm(0);
@@ -274,12 +288,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     const std::string cv = "gemm.c";
     Expr sLo = ir::mul(var(cv), imm(per));
     Expr bX = flat(reads[x]);
-    auto slot = [&, x, bX](Expr sl, Expr p, Expr l) {
-      return ir::add(
-          ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)), p),
-                  imm(W[x])),
-          l);
-    };
+    auto slot = [&, x, bX](Expr sl, Expr p, Expr l) { return wholeAt(x, bX, sl, p, l); };
     Stmt body = pack(x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);
     body = parallelLoop(f, cv, cdiv(S[x], per), static_cast<double>(kTotal * W[x] * per), body);
     f.body = loops(reads[x], body, ForKind::Serial);
@@ -303,26 +312,12 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                         imm(innerTotal));
   // The element of a packed operand at sliver s, position p of the current block, lane l.
   auto packed = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
-    if (g.whole[static_cast<std::size_t>(x)]) {
-      Expr bX = flat(reads[x]);
-      return ir::add(ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)),
-                                     ir::add(pStart, p)),
-                             imm(W[x])),
-                     l);
-    }
-    const std::string& first = x == 0 ? ic : jc;
-    return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
-                           ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p), imm(W[x]))),
-                   l);
+    return g.whole[static_cast<std::size_t>(x)]
+               ? wholeAt(x, flat(reads[x]), sl, ir::add(pStart, p), l)
+               : panelAt(x, sl, p, l);
   };
   auto panelSlot = [&](int x) {
-    const std::string first = x == 0 ? ic : jc;
-    return [&, x, first](Expr sl, Expr p, Expr l) {
-      return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
-                             ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p),
-                                     imm(W[x]))),
-                     l);
-    };
+    return [&, x](Expr sl, Expr p, Expr l) { return panelAt(x, sl, p, l); };
   };
 
   const std::size_t m = sideVar[0], n = sideVar[1];
