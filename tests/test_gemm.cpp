@@ -226,3 +226,19 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
                  row.gradPacked > 0);
     }
 }
+
+// The packing loops are ForKind::Rolled: LLVM keeps them rolled (loop metadata that disables
+// unrolling survives into the optimized module); code without such loops carries none.
+TEST_CASE("gemm: the packing loops reach LLVM marked to stay rolled") {
+  const std::string program = "C[i,k] := A[i,j] * B[k,j]";
+  Kernel jit = einjit::compile(program);
+  auto llvmText = [&](Shape a, Shape b) {
+    return jit.explain({Tensor::random(a, DType::f32, 1), Tensor::random(b, DType::f32, 2)}, true);
+  };
+  const std::string packed = llvmText({200, 70}, {90, 70});
+  CHECK(packed.find("packed GEMM") != std::string::npos);
+  CHECK(packed.find("llvm.loop.unroll.disable") != std::string::npos);
+  const std::string tiled = llvmText({20, 7}, {9, 7});
+  CHECK(tiled.find("packed GEMM") == std::string::npos);
+  CHECK(tiled.find("llvm.loop.unroll.disable") == std::string::npos);
+}
