@@ -318,7 +318,12 @@ Stmt Lowerer::elementBody(const Statement& st, const BoundStatement& bs, const R
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
   const std::size_t n = st.vars.size();
   const std::string acc = "acc";
-  if (n == nOut) return storeOutput(st, value(*st.rhs));
+  // One term: the identity combined with it, which for max and min turns NaN into the
+  // identity ("NaN never replaces the accumulator"); + and * store the term itself.
+  if (n == nOut)
+    return storeOutput(st, st.reduce == Reduce::Max || st.reduce == Reduce::Min
+                               ? combine(st.reduce, identity(st.reduce), value(*st.rhs))
+                               : value(*st.rhs));
   Expr a = ir::load(vt_, acc, ir::intImm(0));
   Stmt inner = ir::store(acc, ir::intImm(0), combine(st.reduce, a, value(*st.rhs)));
   for (std::size_t v = n; v-- > nOut;) {
