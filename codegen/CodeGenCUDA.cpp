@@ -290,7 +290,8 @@ private:
     }
     case NodeKind::Load: {
       const auto& n = static_cast<const Load&>(*e);
-      return bufferRef(n.buffer) + "[" + expr(n.index) + "]";
+      std::string s = bufferRef(n.buffer) + "[" + expr(n.index) + "]";
+      return n.mask ? "(" + expr(n.mask) + " ? " + s + " : (" + typeText(n.type) + ")0)" : s;
     }
     case NodeKind::Cast: return castExpr(static_cast<const Cast&>(*e));
     case NodeKind::Unary: {

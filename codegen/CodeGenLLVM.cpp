@@ -23,6 +23,13 @@ namespace {
 // given every buffer of the program, a chain of n statements made n functions of n noalias
 // parameters each, and inlining and optimising them grew about as n^3 (the inliner turns each
 // noalias parameter into alias scopes on every access).
+// The variables an outlined loop reads.
+class UsedVars : public Visitor {
+public:
+  std::set<std::string> names;
+  void visitVar(const Var& n) override { names.insert(n.name); }
+};
+
 class UsedBuffers : public Visitor {
 public:
   std::set<std::string> names;
@@ -247,12 +254,32 @@ private:
     bool contiguous = false;
     llvm::Value* idx = nullptr;
     llvm::Value* addr = address(buf, n.index, &contiguous, &idx);
-    if (contiguous)
-      return b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, lanes_), addr,
-                                  alignOf(buf.elem));
-    if (isVec(addr))
-      return b_.CreateMaskedGather(llvm::FixedVectorType::get(buf.elem, lanes_), addr,
-                                   alignOf(buf.elem));
+    auto* vt = llvm::FixedVectorType::get(buf.elem, lanes_);
+    if (n.mask) {
+      llvm::Value* m = expr(n.mask);
+      if (contiguous || isVec(addr)) {
+        m = splat(m);
+        llvm::Value* zero = llvm::Constant::getNullValue(vt);
+        return contiguous ? b_.CreateMaskedLoad(vt, addr, alignOf(buf.elem), m, zero)
+                          : b_.CreateMaskedGather(vt, addr, alignOf(buf.elem), m, zero);
+      }
+      if (isVec(m)) throw InternalError("codegen: a lane mask on a load of one element");
+      // One element: read only where the mask holds.
+      llvm::BasicBlock* from = b_.GetInsertBlock();
+      auto* readBB = llvm::BasicBlock::Create(ctx_, "load.read", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "load.done", fn_);
+      b_.CreateCondBr(m, readBB, done);
+      b_.SetInsertPoint(readBB);
+      llvm::Value* v = b_.CreateLoad(buf.elem, addr);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      llvm::PHINode* phi = b_.CreatePHI(buf.elem, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(buf.elem), from);
+      phi->addIncoming(v, readBB);
+      return phi;
+    }
+    if (contiguous) return b_.CreateAlignedLoad(vt, addr, alignOf(buf.elem));
+    if (isVec(addr)) return b_.CreateMaskedGather(vt, addr, alignOf(buf.elem));
     return b_.CreateLoad(buf.elem, addr);
   }
 
@@ -552,7 +579,80 @@ private:
     }
   }
 
+  // An outlined loop: a noinline function of the buffers and variables it uses (the status
+  // and parameters passed on), called here.
+  void outlined(const For& n) {
+    UsedBuffers bufs;
+    UsedVars vars;
+    bufs.visit(n.lo);
+    bufs.visit(n.hi);
+    bufs.visit(n.body);
+    vars.visit(n.lo);
+    vars.visit(n.hi);
+    vars.visit(n.body);
+    std::vector<std::string> bufNames, varNames;
+    for (const std::string& b : bufs.names)
+      if (buffers_.count(b)) bufNames.push_back(b);
+    for (const std::string& v : vars.names)
+      if (vars_.count(v)) varNames.push_back(v);
+    llvm::Type* ptr = b_.getPtrTy();
+    std::vector<llvm::Type*> types(bufNames.size(), ptr);
+    types.insert(types.end(), varNames.size(), b_.getInt64Ty());
+    types.insert(types.end(), {ptr, ptr});
+    auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), types, false);
+    auto* fn = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage,
+                                      fn_->getName() + "." + n.var, m_);
+    fn->addFnAttr(llvm::Attribute::NoInline);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    // Its copies are short runs: calls to memcpy or memset would cost more than they move.
+    fn->addFnAttr("no-builtins");
+    if (fn_->hasFnAttribute(llvm::Attribute::OptimizeNone))
+      fn->addFnAttr(llvm::Attribute::OptimizeNone);
+    for (unsigned j = 0; j < bufNames.size(); ++j) fn->addParamAttr(j, llvm::Attribute::NoAlias);
+    std::vector<llvm::Value*> args;
+    for (const std::string& b : bufNames) args.push_back(buffers_.at(b).ptr);
+    for (const std::string& v : varNames) args.push_back(vars_.at(v));
+    args.push_back(params_);
+    args.push_back(status_);
+    b_.CreateCall(fn, args);
+    // The function's body, with the emitter's state of its own.
+    const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+    auto savedBuffers = std::move(buffers_);
+    auto savedVars = std::move(vars_);
+    llvm::Function* savedFn = fn_;
+    llvm::BasicBlock* savedEntry = entry_;
+    llvm::Value *savedParams = params_, *savedStatus = status_;
+    fn_ = fn;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    auto* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.SetInsertPoint(start);
+    buffers_.clear();
+    vars_.clear();
+    unsigned a = 0;
+    for (const std::string& b : bufNames) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
+    for (const std::string& v : varNames) vars_[v] = fn->getArg(a++);
+    params_ = fn->getArg(a++);
+    status_ = fn->getArg(a++);
+    For inner = n;
+    inner.forKind = ForKind::Rolled;
+    forStmt(inner);
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(entry_);
+    b_.CreateBr(start);
+    fn_ = savedFn;
+    entry_ = savedEntry;
+    params_ = savedParams;
+    status_ = savedStatus;
+    buffers_ = std::move(savedBuffers);
+    vars_ = std::move(savedVars);
+    b_.restoreIP(ip);
+  }
+
   void forStmt(const For& n) {
+    if (n.forKind == ForKind::Outlined && !inVector()) {
+      outlined(n);
+      return;
+    }
     std::int64_t lo = 0, hi = 0;
     const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
     if (n.forKind == ForKind::Unrolled && constant && !inVector()) {

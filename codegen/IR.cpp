@@ -72,6 +72,7 @@ std::string_view forKindName(ForKind k) {
   case ForKind::GpuBlock: return "gpu_block for";
   case ForKind::GpuThread: return "gpu_thread for";
   case ForKind::Rolled: return "rolled for";
+  case ForKind::Outlined: return "outlined for";
   }
   return "?";
 }
@@ -90,6 +91,9 @@ Expr var(const std::string& name) { return std::make_shared<Var>(name); }
 Expr param(Type t, int index) { return std::make_shared<Param>(t, index); }
 Expr load(Type t, const std::string& buffer, Expr index) {
   return std::make_shared<Load>(t, buffer, std::move(index));
+}
+Expr maskedLoad(Type t, const std::string& buffer, Expr index, Expr mask) {
+  return std::make_shared<Load>(t, buffer, std::move(index), std::move(mask));
 }
 Expr cast(Type t, Expr v) {
   if (v->type == t) return v;
@@ -277,7 +281,10 @@ void Visitor::visitIntImm(const IntImm&) {}
 void Visitor::visitFloatImm(const FloatImm&) {}
 void Visitor::visitVar(const Var&) {}
 void Visitor::visitParam(const Param&) {}
-void Visitor::visitLoad(const Load& n) { visit(n.index); }
+void Visitor::visitLoad(const Load& n) {
+  visit(n.index);
+  if (n.mask) visit(n.mask);
+}
 void Visitor::visitCast(const Cast& n) { visit(n.value); }
 void Visitor::visitUnary(const Unary& n) { visit(n.a); }
 void Visitor::visitBinary(const Binary& n) {
@@ -364,7 +371,8 @@ Expr Mutator::mutateVar(const Expr& self, const Var&) { return self; }
 Expr Mutator::mutateParam(const Expr& self, const Param&) { return self; }
 Expr Mutator::mutateLoad(const Expr& self, const Load& n) {
   Expr i = mutate(n.index);
-  return i == n.index ? self : load(n.type, n.buffer, i);
+  Expr m = n.mask ? mutate(n.mask) : nullptr;
+  return i == n.index && m == n.mask ? self : std::make_shared<Load>(n.type, n.buffer, i, m);
 }
 Expr Mutator::mutateCast(const Expr& self, const Cast& n) {
   Expr v = mutate(n.value);

@@ -79,6 +79,9 @@ bool isComparison(BinOp op);
 // Rolled: a serial loop that LLVM is told to leave rolled (no vectorizing, interleaving or
 // unrolling): a packing loop whose body is already the shape wanted, where the optimizer's
 // versions of it would cost compile time and no speed.
+// Outlined: a rolled loop that the CPU code generator emits as a function of its own, never
+// inlined, so that its registers are not allocated together with the code around it (a GEMM's
+// packing beside the micro-kernel, whose accumulators must stay in registers).
 enum class ForKind : std::uint8_t {
   Serial,
   Parallel,
@@ -86,7 +89,8 @@ enum class ForKind : std::uint8_t {
   Unrolled,
   GpuBlock,
   GpuThread,
-  Rolled
+  Rolled,
+  Outlined
 };
 std::string_view forKindName(ForKind k);
 
@@ -110,11 +114,14 @@ struct Param : ExprNode {
   int index;
   Param(Type t, int i) : ExprNode(NodeKind::Param, t), index(i) {}
 };
+// With a mask (i1; null: none), an element where the mask is false reads nothing and is 0:
+// a vector of them is one masked load (or gather), lanes outside their tensor included.
 struct Load : ExprNode {
   std::string buffer;
   Expr index;
-  Load(Type t, std::string b, Expr i)
-      : ExprNode(NodeKind::Load, t), buffer(std::move(b)), index(std::move(i)) {}
+  Expr mask;
+  Load(Type t, std::string b, Expr i, Expr m = nullptr)
+      : ExprNode(NodeKind::Load, t), buffer(std::move(b)), index(std::move(i)), mask(std::move(m)) {}
 };
 struct Cast : ExprNode {
   Expr value;
@@ -294,6 +301,8 @@ Expr floatImm(Type t, double v);
 Expr var(const std::string& name);
 Expr param(Type t, int index);
 Expr load(Type t, const std::string& buffer, Expr index);
+// buffer[index] where mask holds, else 0 (nothing read): Load's mask.
+Expr maskedLoad(Type t, const std::string& buffer, Expr index, Expr mask);
 Expr cast(Type t, Expr v);
 Expr unary(UnOp op, Expr a);
 Expr binary(BinOp op, Expr a, Expr b);

@@ -26,7 +26,8 @@ public:
              std::string(typeName(e->type));
     case NodeKind::Load: {
       const auto& n = static_cast<const Load&>(*e);
-      return n.buffer + "[" + expr(n.index) + "]";
+      std::string s = n.buffer + "[" + expr(n.index) + "]";
+      return n.mask ? "(" + s + " where " + expr(n.mask) + ")" : s;
     }
     case NodeKind::Cast: {
       const auto& n = static_cast<const Cast&>(*e);

@@ -24,6 +24,7 @@ public:
     auto it = buffers_.find(n.buffer);
     if (it == buffers_.end()) fail("load from undeclared buffer '" + n.buffer + "'");
     if (it->second != n.type) fail("load type differs from buffer '" + n.buffer + "'");
+    if (n.mask) expectType(n.mask, Type::i1, "load mask");
     Visitor::visitLoad(n);
   }
   void visitStore(const Store& n) override {

@@ -17,6 +17,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -25,6 +26,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -37,6 +40,64 @@
 #endif
 
 namespace einjit::runtime {
+
+// With EINJIT_PERF_MAP set, each loaded function's address, size and name go to
+// /tmp/perf-PID.map, where `perf report` finds names for JIT code, and the object to
+// /tmp/perf-PID-SYMBOL.o.
+static void writePerfMap(const std::string& obj, const std::map<std::string, std::uint64_t>& addrs) {
+  static std::mutex mu;
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, "einjit"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return;
+  }
+  if (!llvm::isa<llvm::object::ELFObjectFileBase>(file->get())) return;
+  // Every function of the object (the entry points and what they call) at its loaded address:
+  // the text section is loaded as one piece, so an entry point's address fixes the others.
+  std::int64_t delta = 0;
+  bool anchored = false;
+  std::vector<std::pair<std::string, llvm::object::SymbolRef>> fns;
+  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
+    auto name = sym.getName();
+    auto type = sym.getType();
+    auto value = sym.getValue();
+    if (!name || !type || !value) {
+      if (!name) llvm::consumeError(name.takeError());
+      if (!type) llvm::consumeError(type.takeError());
+      if (!value) llvm::consumeError(value.takeError());
+      continue;
+    }
+    if (*type != llvm::object::SymbolRef::ST_Function) continue;
+    fns.emplace_back(name->str(), sym);
+    auto it = addrs.find(name->str());
+    if (it != addrs.end() && !anchored) {
+      delta = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(*value);
+      anchored = true;
+    }
+  }
+  if (!anchored) return;
+  std::string text;
+  for (const auto& [name, sym] : fns) {
+    const std::uint64_t size = llvm::object::ELFSymbolRef(sym).getSize();
+    const auto at = static_cast<std::uint64_t>(static_cast<std::int64_t>(llvm::cantFail(sym.getValue())) + delta);
+    char line[64];
+    std::snprintf(line, sizeof line, "%llx %llx ", static_cast<unsigned long long>(at),
+                  static_cast<unsigned long long>(size));
+    text += line + name + "\n";
+  }
+  const std::lock_guard<std::mutex> lock(mu);
+  // The object itself beside it, for disassembly (objdump -d) of sampled addresses.
+  const std::string objPath = "/tmp/perf-" + std::to_string(getpid()) + "-" + addrs.begin()->first + ".o";
+  if (std::FILE* f = std::fopen(objPath.c_str(), "wb")) {
+    std::fwrite(obj.data(), 1, obj.size(), f);
+    std::fclose(f);
+  }
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+}
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
 constexpr const char* kCodegenVersion = "einjit-cpu-3";
@@ -179,10 +240,13 @@ struct Engine {
     if (auto err = jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
       throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
     std::vector<KernelFn> fns;
+    std::map<std::string, std::uint64_t> addrs;
     for (const auto& f : funcs) {
       auto addr = check(jit->lookup(jd, prefix + f.name), "finding " + f.name);
       fns.push_back(addr.toPtr<KernelFn>());
+      addrs[prefix + f.name] = addr.getValue();
     }
+    if (std::getenv("EINJIT_PERF_MAP")) writePerfMap(obj, addrs);
     code.fns = std::move(fns);
     code.resource = std::move(resource);
   }

@@ -425,3 +425,65 @@ TEST_CASE("jit: functions of a few iterations are compiled without optimization,
   Kernel ref = einjit::compile(g.source(), on(Device::reference(), DType::f32));
   checkSame(g.call(args), ref.call(args), assigned(ref), DType::f32);
 }
+
+// IR the CPU code generator is given directly: masked loads (a lane whose mask is false reads
+// nothing and is 0) in vector, gather and scalar form, and an outlined loop (a function of its
+// own, not inlined, with the same results).
+TEST_CASE("jit: masked loads and outlined loops, as IR") {
+  namespace ir = einjit::codegen::ir;
+  using ir::BinOp;
+  using ir::ForKind;
+  using ir::Type;
+  const ir::Expr l = ir::var("l");
+  auto func = [](const char* name, ir::Stmt body) {
+    ir::Func f;
+    f.name = name;
+    f.buffers = {{"x", Type::f32}, {"y", Type::f32}};
+    f.body = std::move(body);
+    return f;
+  };
+  // y[l] = x[at(l)] where mask(l), else 0, over 16 lanes.
+  auto masked = [&](ForKind kind, ir::Expr at, ir::Expr mask) {
+    ir::Stmt s = ir::store("y", l, ir::maskedLoad(Type::f32, "x", std::move(at), std::move(mask)));
+    return ir::forLoop("l", ir::intImm(0), ir::intImm(16), kind, s, kind == ForKind::Vectorized ? 8 : 1);
+  };
+  const ir::Expr lt6 = ir::binary(BinOp::Lt, l, ir::intImm(6));
+  const ir::Expr even = ir::binary(BinOp::Eq, ir::binary(BinOp::Mod, l, ir::intImm(2)), ir::intImm(0));
+  std::vector<ir::Func> funcs = {
+      func("contiguous", masked(ForKind::Vectorized, ir::add(l, ir::intImm(10)), lt6)),
+      func("gather", masked(ForKind::Vectorized, ir::mul(l, ir::intImm(2)),
+                            ir::binary(BinOp::And, even, lt6))),
+      func("scalar", masked(ForKind::Serial, ir::add(l, ir::intImm(10)), lt6)),
+      func("outlined",
+           ir::forLoop("l", ir::intImm(0), ir::intImm(16), ForKind::Outlined,
+                       ir::store("y", l, ir::mul(ir::load(Type::f32, "x", l),
+                                                 ir::floatImm(Type::f32, 2))))),
+  };
+  auto code = einjit::runtime::jitCompile(funcs, true);
+  REQUIRE(code->fns.size() == funcs.size());
+  // x holds 16 values: lanes 6..15 of "contiguous" and "scalar" would read past it.
+  std::vector<float> x(16), y(16);
+  for (int i = 0; i < 16; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i + 1);
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  auto run = [&](std::size_t f) {
+    std::fill(y.begin(), y.end(), -1.0f);
+    code->fns[f](bufs, nullptr, 0, 0, &status);
+  };
+  run(0);
+  for (int i = 0; i < 16; ++i) CHECK(y[static_cast<std::size_t>(i)] == (i < 6 ? static_cast<float>(i + 11) : 0.0f));
+  run(1);
+  for (int i = 0; i < 16; ++i)
+    CHECK(y[static_cast<std::size_t>(i)] == (i < 6 && i % 2 == 0 ? static_cast<float>(2 * i + 1) : 0.0f));
+  run(2);
+  for (int i = 0; i < 16; ++i) CHECK(y[static_cast<std::size_t>(i)] == (i < 6 ? static_cast<float>(i + 11) : 0.0f));
+  run(3);
+  for (int i = 0; i < 16; ++i) CHECK(y[static_cast<std::size_t>(i)] == static_cast<float>(2 * (i + 1)));
+  CHECK(status == 0);
+  // The outlined loop is a function of its own, marked noinline, called by its entry point.
+  CAPTURE(code->llvmIR);
+  const std::string& text = code->llvmIR;
+  const auto def = text.find("define internal fastcc void @");
+  CHECK(text.find("_outlined.body.l(", def) != std::string::npos);
+  CHECK(text.find("call fastcc void @") != std::string::npos);
+}

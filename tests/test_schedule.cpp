@@ -129,7 +129,7 @@ const ScheduleRow kRows[] = {
      13,
      1,
      "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 126 KC 250 NC 24; A "
-     "packed whole, B packed whole; one thread"},
+     "packed per block, B packed per block; one thread"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{257, 300}, {300, 1000}},
      DType::f32,
@@ -147,7 +147,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 252 KC 256 NC 160; A "
-     "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
+     "packed whole, B packed per block; 8 tasks in 8 parallel groups"},
     // A Linear layer's weight gradient.
     {"dw[o,i] := dt[n,o] * x[n,i]",
      {{4096, 1024}, {4096, 784}},

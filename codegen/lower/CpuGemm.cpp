@@ -26,6 +26,8 @@
 // the thread count.
 #include "codegen/lower/Lowerer.h"
 
+#include <limits>
+
 namespace einjit::codegen::lowering {
 
 namespace {
@@ -46,6 +48,21 @@ Stmt let(const std::string& name, Expr value, Stmt body) {
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
 }
 
+// Every load of an expression read only where `mask` holds (ir::maskedLoad).
+class MaskLoads : public ir::Mutator {
+public:
+  explicit MaskLoads(Expr mask) : mask_(std::move(mask)) {}
+  Expr mutateLoad(const Expr& self, const ir::Load& n) override {
+    Expr i = mutate(n.index);
+    Expr m = n.mask ? ir::binary(BinOp::And, mutate(n.mask), mask_) : mask_;
+    (void)self;
+    return ir::maskedLoad(n.type, n.buffer, i, m);
+  }
+
+private:
+  Expr mask_;
+};
+
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
 constexpr std::int64_t kGroupElements = 64;
@@ -56,7 +73,7 @@ constexpr std::int64_t kNearLanes = 4;
 } // namespace
 
 void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
-                       const Ranges& r, const std::string& name) {
+                       const Ranges& r, const std::string& name, GemmTasks* tasksOut) {
   const GemmPlan& g = *s.gemm;
   std::vector<const CExpr*> fs;
   flattenProduct(*st.rhs, fs);
@@ -228,6 +245,25 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return ir::block({ir::forLoop(ls, imm(0), inside, ForKind::Rolled, around(put)),
                         ir::forLoop(ls, inside, imm(w), ForKind::Rolled, around(zero))});
     };
+    // A run of vector lanes not all inside (an edge of the operand, a dependent range,
+    // padding): masked vector loads, each lane read only where it is a term and its plain
+    // subscripts are inside; a term outside its tensor reports the ordinary bounds error (the
+    // check's clamped index differs from the index exactly there).
+    auto maskedRun = [&]() {
+      Expr term = termAt(at), ok = term;
+      varExpr_[side] = at;
+      for (std::size_t d = 0; d < op.subs.size(); ++d)
+        if (op.subs[d].mode == IndexMode::Plain && !subscriptInBounds(op, d)) {
+          Expr idx = subscriptIndex(op.subs[d]);
+          Expr t = term ? ir::select(term, idx, imm(0)) : idx;
+          ok = conj(ok, ir::binary(BinOp::Eq, t, ir::check(t, extentOf(op.tensor, d))));
+        }
+      varExpr_[side] = saved;
+      Expr v = readAt(at, true);
+      if (ok) v = MaskLoads(ok).mutate(v);
+      return ir::forLoop(ls, imm(0), imm(w), ForKind::Vectorized,
+                         ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v), g.width);
+    };
     // One element: read (with the ordinary checks) where it is a term, else 0.
     auto element = [&]() {
       Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false));
@@ -244,14 +280,56 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       // (vector loads for B where contiguous), so that each step reads a few whole lines.
       const bool vec = unit == 1 && x == 1 && w % g.width == 0;
       Expr last = ir::add(base, imm(w - 1));
-      Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
-      Stmt slow = edgeOnly ? edgeSliver([](Stmt b) { return b; })
-                           : ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, element());
+      Stmt fast = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
+      fast = ir::forLoop(ls, imm(0), imm(w), vec ? ForKind::Vectorized : ForKind::Unrolled, fast,
+                         vec ? g.width : 1);
+      Stmt slow = vec        ? maskedRun()
+                  : edgeOnly ? edgeSliver([](Stmt b) { return b; })
+                             : ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, element());
       Stmt body = slow;
-      if (monotone) {
-        Stmt fast = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
-        fast = ir::forLoop(ls, imm(0), imm(w), vec ? ForKind::Vectorized : ForKind::Unrolled,
-                           fast, vec ? g.width : 1);
+      const std::optional<Lanes> terms = termLanes(op, bs, masks, side, base, w, hi);
+      const std::optional<Lanes> safe = safeLanes(op, side, base, w);
+      if (terms && safe) {
+        // The run's terms are lanes [L, H), solved once per run: read with masked vector loads
+        // (B) or a loop between zeros, no condition per lane; a term outside its tensor takes
+        // the checked path, which reports it.
+        const std::string lv = "gemm.lo", hv = "gemm.hi";
+        const Expr L = var(lv), H = var(hv);
+        auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
+        Stmt zeros = ir::forLoop(ls, imm(0), imm(w), vec ? ForKind::Vectorized : ForKind::Rolled,
+                                 put(num(0)), vec ? g.width : 1);
+        Stmt part;
+        if (vec) {
+          // Zeros, then [L, H) in vectors of g.width lanes, the last one ending at H (it may
+          // overlap the one before): every lane read is a term. Fewer lanes than a vector: one
+          // at a time.
+          const std::string cs = "gemm.cs", js = "gemm.js";
+          Expr j = var(js);
+          Stmt chunk = ir::forLoop(
+              ls, imm(0), imm(g.width), ForKind::Vectorized,
+              ir::substitute(put(readAt(at, true)), ls, ir::add(j, var(ls))), g.width);
+          chunk = let(js, minOf(ir::add(L, ir::mul(var(cs), imm(g.width))), ir::sub(H, imm(g.width))),
+                      chunk);
+          Expr chunks = ir::binary(BinOp::Div, ir::add(ir::sub(H, L), imm(g.width - 1)), imm(g.width));
+          Stmt copy = ir::ifThen(ir::binary(BinOp::Ge, ir::sub(H, L), imm(g.width)),
+                                 ir::forLoop(cs, imm(0), chunks, ForKind::Rolled, chunk),
+                                 ir::forLoop(ls, L, H, ForKind::Rolled, put(readAt(at, true))));
+          part = ir::block({zeros, copy});
+        } else {
+          part = ir::block({ir::forLoop(ls, imm(0), L, ForKind::Rolled, put(num(0))),
+                            ir::forLoop(ls, L, H, ForKind::Rolled, put(readAt(at, true))),
+                            ir::forLoop(ls, H, imm(w), ForKind::Rolled, put(num(0)))});
+        }
+        Stmt inside = ir::ifThen(ir::binary(BinOp::And, ir::binary(BinOp::Eq, L, imm(0)),
+                                            ir::binary(BinOp::Eq, H, imm(w))),
+                                 fast, part);
+        Expr ok = conj(safe->cond, ir::binary(BinOp::And, ir::binary(BinOp::Le, safe->lo, L),
+                                              ir::binary(BinOp::Le, H, safe->hi)));
+        inside = ir::ifThen(ok, inside, slow);
+        body = ir::ifThen(conj(terms->cond, less(L, H)), inside, zeros);
+        body = let(lv, terms->lo, let(hv, terms->hi, body));
+      } else if (monotone) {
+        Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
         body = runOk ? ir::ifThen(runOk, fast, slow) : fast;
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
@@ -259,7 +337,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
       body = kLoops(block, body);
       Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
-      return ir::forLoop(gs, imm(0), groups, ForKind::Rolled, body);
+      // Packed by a task (per block): a function of its own beside the micro-kernel.
+      return ir::forLoop(gs, imm(0), groups, block ? ForKind::Outlined : ForKind::Rolled, body);
     }
     // Otherwise each lane's run along the reduction in turn (ordinary checked reads).
     auto perLane = [&](Stmt put) {
@@ -274,31 +353,33 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                         edgeSliver([&](Stmt b) { return kLoops(block, std::move(b)); }));
     else
       body = plain;
-    return ir::forLoop(ps, sLo, sHi, ForKind::Rolled, body);
+    return ir::forLoop(ps, sLo, sHi, block ? ForKind::Outlined : ForKind::Rolled, body);
   };
 
-  // Operands packed whole: a function each, parallel over runs of slivers, looped over the
-  // batch indices the operand reads.
+  // Operands packed whole: a function each, parallel over (value of the batch indices the
+  // operand reads, run of slivers); runs are whole operands once there are 4 per thread.
   for (int x = 0; x < 2; ++x) {
     if (!g.whole[static_cast<std::size_t>(x)]) continue;
     setRanges(st, r);
     ir::Func f = newFunc(name + (x == 0 ? "_packA" : "_packB"));
+    const std::int64_t batches = extentOfGroup(reads[x], r);
+    const std::int64_t want = 4 * std::max(target_.threads, 1);
     const std::int64_t per =
-        std::max<std::int64_t>(cdiv(S[x], 4 * std::max(target_.threads, 1)), 1);
+        batches >= want ? S[x] : std::max<std::int64_t>(cdiv(S[x], cdiv(want, batches)), 1);
+    const std::int64_t runs = cdiv(S[x], per);
     const std::string cv = "gemm.c";
-    Expr sLo = ir::mul(var(cv), imm(per));
-    Expr bX = flat(reads[x]);
+    Expr bX = ir::binary(BinOp::Div, var(cv), imm(runs));
+    decompose(reads[x], r, bX);
+    Expr sLo = ir::mul(ir::binary(BinOp::Mod, var(cv), imm(runs)), imm(per));
     auto slot = [&, x, bX](Expr sl, Expr p, Expr l) { return wholeAt(x, bX, sl, p, l); };
     Stmt body = pack(x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);
-    body = parallelLoop(f, cv, cdiv(S[x], per), static_cast<double>(kTotal * W[x] * per), body);
-    f.body = loops(reads[x], body, ForKind::Serial);
+    f.body = parallelLoop(f, cv, batches * runs, static_cast<double>(kTotal * W[x] * per), body);
     out_.funcs.push_back(std::move(f));
   }
 
   // The product.
   setRanges(st, r);
-  ir::Func f = newFunc(name);
-  const std::int64_t perGroup = cdiv(g.tasks, g.groups), perTask = g.mTasks * g.nTasks;
+  const std::int64_t perTask = g.mTasks * g.nTasks;
   decompose(Bt, r, ir::binary(BinOp::Div, var(tk), imm(perTask)));
   Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, var(tk), imm(g.nTasks)), imm(g.mTasks));
   Expr ni = ir::binary(BinOp::Mod, var(tk), imm(g.nTasks));
@@ -394,12 +475,52 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
              let(as1, minOf(ir::add(var(as0), imm(g.mChunk)), imm(S[0])),
                  let(bs0, ir::mul(ni, imm(g.nChunk)),
                      let(bs1, minOf(ir::add(var(bs0), imm(g.nChunk)), imm(S[1])), body))));
-  Expr firstTask = ir::mul(var(gv), imm(perGroup));
-  body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(g.tasks)),
-                     ForKind::Serial, body);
   const double flops = 2.0 * static_cast<double>(batchTotal) * static_cast<double>(M * N) *
                        static_cast<double>(kTotal);
-  f.body = parallelLoop(f, gv, g.groups, flops / static_cast<double>(g.groups), body);
+  GemmTasks t{body, g.tasks, g.groups, flops, g.parallel};
+  if (tasksOut) {
+    *tasksOut = std::move(t);
+    return;
+  }
+  emitGemmProduct(name, {t});
+}
+
+void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts) {
+  // One loop over tasks runs every part's task in turn (a strided gradient's residue phases,
+  // which write the same lines of the output: written while they are in cache). Task t is the
+  // same batch value in each part when their task structures agree; a part runs the tasks it
+  // has. The task groups are the fewest any part has scratch for.
+  const std::string gv = "gemm.g", tk = "gemm.task";
+  std::int64_t tasks = 0, groups = std::numeric_limits<std::int64_t>::max();
+  double flops = 0;
+  bool parallel = true;
+  for (const GemmTasks& p : parts) {
+    tasks = std::max(tasks, p.tasks);
+    groups = std::min(groups, p.groups);
+    flops += p.flops;
+    parallel = parallel && p.parallel;
+  }
+  std::vector<Stmt> bodies;
+  for (const GemmTasks& p : parts)
+    bodies.push_back(p.tasks == tasks
+                         ? p.body
+                         : ir::ifThen(less(var(tk), imm(p.tasks)), p.body));
+  const std::int64_t perGroup = cdiv(tasks, groups);
+  Expr firstTask = ir::mul(var(gv), imm(perGroup));
+  Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
+                          ForKind::Serial, ir::block(std::move(bodies)));
+  ir::Func f = newFunc(name);
+  ForKind kind = ForKind::Serial;
+  if (parallel && groups >= 2) {
+    kind = ForKind::Parallel;
+    f.parallel = true;
+    f.parallelLo = 0;
+    f.parallelHi = groups;
+    f.grain = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(target_.minParallelWork /
+                                               std::max(flops / static_cast<double>(groups), 1.0))));
+  }
+  f.body = ir::forLoop(gv, imm(0), imm(groups), kind, std::move(body));
   out_.funcs.push_back(std::move(f));
 }
 

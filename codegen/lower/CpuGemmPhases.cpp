@@ -183,9 +183,12 @@ bool Lowerer::emitGemmPhases(const Statement& st, const BoundStatement& bs, cons
     pieces.push_back(std::move(pc));
   }
   if (pieces.empty() || flops < kGemmMinFlops) return false;
+  // The phases' packing functions first, then one product running each phase's task in turn.
+  std::vector<GemmTasks> parts(pieces.size());
   for (std::size_t i = 0; i < pieces.size(); ++i)
     emitGemm(pieces[i].st, pieces[i].bs, pieces[i].sched, rangesOf(pieces[i].bs),
-             base + "_phase" + std::to_string(i));
+             base + "_phase" + std::to_string(i), &parts[i]);
+  emitGemmProduct(base + "_phases", parts);
   out_.notes.back() = std::to_string(pieces.size()) + " residue phases, each a " +
                       pieces.back().sched.gemm->why;
   return true;

@@ -738,8 +738,34 @@ private:
   // (nothing emitted) where a phase would not take it.
   bool emitGemmPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                       const std::string& base);
+  // One task of a packed GEMM's product (it reads gemm.task and, for its scratch, gemm.g).
+  struct GemmTasks {
+    Stmt body;
+    std::int64_t tasks = 0, groups = 1;
+    double flops = 0;
+    bool parallel = false;
+  };
+  // Emits the packing functions and, unless `tasksOut` takes its task body, the product.
   void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
-                const Ranges& r, const std::string& name);
+                const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
+  // The product function: a parallel loop over groups of tasks, each task running every part.
+  void emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts);
+
+  // The lanes l in [0, w) of a packing run, where index `side` is base + l, that satisfy some
+  // conditions: [lo, hi) and `cond`, the part no lane changes (null: true). Nullopt where a
+  // condition is not affine in the lane inside max, min, floor and ceiling division (the
+  // packing then tests each lane). lower/LaneInterval.cpp.
+  struct Lanes {
+    Expr lo, hi, cond;
+  };
+  // Where the element is a term: lanes below `sideHi`, the indices `masks` inside their
+  // dependent ranges, padded subscripts of `op` inside their dimensions.
+  std::optional<Lanes> termLanes(const CExpr& op, const BoundStatement& bs,
+                                 const std::vector<int>& masks, std::size_t side,
+                                 const Expr& base, std::int64_t w, std::int64_t sideHi);
+  // Where every plain subscript of `op` not proven inside over the ranges is inside.
+  std::optional<Lanes> safeLanes(const CExpr& op, std::size_t side, const Expr& base,
+                                 std::int64_t w);
 
   // The dot-product tile: acc[(ii * NR + jj) * W + lane] holds partial sums along dotVar.
   void emitDot(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,

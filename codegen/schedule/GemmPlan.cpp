@@ -290,6 +290,18 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.mc = std::min(g.mc, g.mChunk * g.mr);
   g.nc = std::min(g.nc, g.nChunk * g.nr);
   g.tasks = batchTotal * g.mTasks * g.nTasks;
+  // An operand packed whole pays a round trip through memory so that several tasks share it;
+  // where each of its packed elements would be packed once anyway (it reads every batch index,
+  // the other side is not split, and for A, N is one NC block: a task packs its B panel once
+  // per KC block, its A blocks once per NC block), the task packs it per block, in cache.
+  for (int s = 0; s < 2; ++s) {
+    std::int64_t users = s == 0 ? g.nTasks * cdiv(g.nChunk * g.nr, g.nc) : g.mTasks;
+    for (int v : g.batch) {
+      const auto& rs = g.reads[static_cast<std::size_t>(s)];
+      if (std::find(rs.begin(), rs.end(), v) == rs.end()) users *= extent(v);
+    }
+    if (users == 1) g.whole[static_cast<std::size_t>(s)] = false;
+  }
   g.groups = t.threads > 1 ? std::min<std::int64_t>(g.tasks, 4 * t.threads) : 1;
   g.groups = cdiv(g.tasks, cdiv(g.tasks, g.groups)); // none empty
   g.parallel = g.groups >= 2;
