@@ -325,7 +325,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                                  fast, part);
         Expr ok = conj(safe->cond, ir::binary(BinOp::And, ir::binary(BinOp::Le, safe->lo, L),
                                               ir::binary(BinOp::Le, H, safe->hi)));
-        inside = ir::ifThen(ok, inside, slow);
+        // A term outside its tensor is a user's mistake: checked reads, one lane at a time, in
+        // a function of their own (nothing of them is hoisted into the loops that run).
+        inside = ir::ifThen(ok, inside,
+                            ir::forLoop(ls, imm(0), imm(w), ForKind::Outlined, element()));
         body = ir::ifThen(conj(terms->cond, less(L, H)), inside, zeros);
         body = let(lv, terms->lo, let(hv, terms->hi, body));
       } else if (monotone) {
