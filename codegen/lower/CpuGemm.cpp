@@ -408,52 +408,60 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::int64_t MR = g.mr, NR = g.nr, M = extent[0], N = extent[1];
   varExpr_[m] = ir::add(ir::add(imm(r[m].first), ir::mul(var(sv), imm(MR))), var(ii));
   varExpr_[n] = ir::add(ir::add(imm(r[n].first), ir::mul(var(tv), imm(NR))), var(jj));
-  Expr cell = ir::add(ir::mul(var(ii), imm(NR)), var(jj));
-  auto tile = [&](Stmt body) {
-    body = ir::forLoop(jj, imm(0), imm(NR), ForKind::Vectorized, body, g.width);
-    return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
+  // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
+  // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
+  const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
+  auto kernelOf = [&](std::int64_t nr) {
+    Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
+    auto tile = [&](Stmt body) {
+      body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
+      return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
+    };
+    Expr a = ir::load(vt_, acc, cell);
+    Stmt update = tile(ir::store(
+        acc, cell,
+        ir::add(a, ir::mul(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
+                           ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)))))));
+    update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, update);
+    // The tile into the output: stored by the first KC block of a ':=', added by the others.
+    Expr inside;
+    bool dropped = false;
+    Expr off = offset(*st.lhs, &inside, &dropped);
+    if (dropped || inside) throw InternalError("lower: a packed GEMM's output is not plain");
+    const std::string& out = bufferName(st.output);
+    const Type et = elemType(st.output);
+    auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& v) {
+      Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
+      Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
+      return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
+                                         : add;
+    };
+    // A tile whose elements are stored one by one (inside the output), from a copy of the
+    // accumulators (indexed by loop variables, it leaves the accumulators themselves in
+    // registers): rolled loops over its rows and columns inside the output (no vector code to
+    // compile for them).
+    auto rows = [&](Stmt body) {
+      body = ir::forLoop(jj, imm(0), minOf(imm(nr), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))),
+                         ForKind::Rolled, body);
+      return ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
+                         ForKind::Rolled, body);
+    };
+    Stmt part = ir::allocate(edge, vt_, MR * nr,
+                             ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
+    Stmt store = part;
+    if (g.vectorStore && nr == NR) {
+      store = finish(tile, a);
+      if (M % MR != 0 || N % NR != 0)
+        store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
+                           store, part);
+    }
+    Stmt kernel = ir::allocate(acc, vt_, MR * nr, ir::block({tile(ir::store(acc, cell, num(0))), update, store}));
+    return ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
+                       ForKind::Serial, kernel);
   };
-  Expr a = ir::load(vt_, acc, cell);
-  Stmt update = tile(ir::store(
-      acc, cell,
-      ir::add(a, ir::mul(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
-                         ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)))))));
-  update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, update);
-  // The tile into the output: stored by the first KC block of a ':=', added by the others.
-  Expr inside;
-  bool dropped = false;
-  Expr off = offset(*st.lhs, &inside, &dropped);
-  if (dropped || inside) throw InternalError("lower: a packed GEMM's output is not plain");
-  const std::string& out = bufferName(st.output);
-  const Type et = elemType(st.output);
-  auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& v) {
-    Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
-    Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
-    return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
-                                       : add;
-  };
-  // A tile whose elements are stored one by one (inside the output), from a copy of the
-  // accumulators (indexed by loop variables, it leaves the accumulators themselves in
-  // registers): rolled loops over its rows and columns inside the output (no vector code to
-  // compile for them).
-  auto rows = [&](Stmt body) {
-    body = ir::forLoop(jj, imm(0), minOf(imm(NR), ir::sub(imm(N), ir::mul(var(tv), imm(NR)))),
-                       ForKind::Rolled, body);
-    return ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
-                       ForKind::Rolled, body);
-  };
-  Stmt part = ir::allocate(edge, vt_, MR * NR,
-                           ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
-  Stmt store = part;
-  if (g.vectorStore) {
-    store = finish(tile, a);
-    if (M % MR != 0 || N % NR != 0)
-      store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
-                         store, part);
-  }
-  Stmt kernel = ir::allocate(acc, vt_, MR * NR, ir::block({tile(ir::store(acc, cell, num(0))), update, store}));
-  Stmt body = ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
-                          ForKind::Serial, kernel);
+  Stmt body = kernelOf(NR);
+  if (halfTail)
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
   // An A block per MC slivers (packed here unless A is packed whole), a B panel per NC slivers
