@@ -704,22 +704,42 @@ private:
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
-  // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
-  // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
-  // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
-  // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
-  // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
-  // On sm_90 (Target::gpuWarpgroupMma) the tile runs on the warpgroup instructions instead: 128 x
-  // BN (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both operands
-  // from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16
-  // per slice; the barrier before each slice orders the copies before the tensor cores' reads
-  // (fence.proxy.async).
+  // The tile of emitGpuTiled on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
+  // two families that supply only what differs (TensorCoreVariant): BK = 64 slices of both
+  // operands staged in shared memory as bf16 (see `staged`), a pipeline over the slices, the
+  // shared epilogue (tileEpilogue), accumulating in f32 registers.
+  // - mma.sync (mmaSyncVariant): 256 threads (8 warps, WM x WN) compute a 128 x 128 tile (or 64 x
+  //   256); padded rows, so fragment loads hit distinct banks; each warp computes 64 x 32 with
+  //   4 x 4 mma.sync m16n8k16 per 16 of the reduction, fragments by ldmatrix (PTX ISA fragment
+  //   layouts).
+  // - wgmma (wgmmaVariant, sm_90, Target::gpuWarpgroupMma): 128 x BN (warpgroupShape: 64, 128 or
+  //   256 per warpgroup), 2 warpgroups of 64 x BN (or side by side), wgmma.mma_async reading
+  //   both operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no
+  //   padding), 4 steps of k16 per slice; the barrier before each slice orders the copies before
+  //   the tensor cores' reads (fence.proxy.async).
   std::optional<GpuTilePlan>
   emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
              const std::string& name, const CExpr& lf, const CExpr& rf,
              const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
              const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
              const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
+  // What a tensor-core family supplies to emitGpuMma's skeleton: its tile, its operands' layout
+  // in shared memory, one slice's products (from the staged operands, at a stage), the slices it
+  // keeps (0: as many as stagesFor allows) and the products it leaves in flight, and its
+  // fragment coordinates: the accumulators a thread holds (`cells` loops around acc[slot]) and
+  // the row and column of each in the tile.
+  struct TensorCoreVariant {
+    std::int64_t BM = 0, BN = 0, WBN = 0, accumulators = 0;
+    std::function<void(Staged&)> layout;
+    std::function<Stmt(const std::vector<Staged>&, const Expr&)> compute;
+    int stages = 0, inFlight = 0;
+    bool asyncProxy = false;
+    std::function<Stmt(Stmt)> cells;
+    Expr slot, li, lj;
+  };
+  static TensorCoreVariant mmaSyncVariant(std::int64_t WM, std::int64_t WN);
+  static TensorCoreVariant wgmmaVariant(std::int64_t WM, bool sideBySide,
+                                        const gpuschedule::WarpgroupShape& shape);
 
   void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                  const Ranges& r, const std::string& name);
