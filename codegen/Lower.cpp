@@ -71,19 +71,20 @@ void Lowerer::statement(std::size_t k) {
     return;
   }
   if (target_.gpu) {
-    const TileEmitter tiled = [&]() -> std::optional<GpuTileSchedule> {
-      if (std::optional<GpuTilePlan> t = emitGpuTiled(st, bs, ranges, base))
-        return GpuTileSchedule{std::move(*t), std::nullopt, std::nullopt, false};
+    const TilePlanner tiled = [&] { return plannedTile(st, bs, ranges, base); };
+    const TilePlanner phases = [&] { return phaseTiles(st, bs, ranges, base); };
+    auto plain = [](const TilePlanner& plan) -> std::optional<GpuTileSchedule> {
+      if (const TileEmission emit = plan()) return emit();
       return std::nullopt;
     };
-    const TileEmitter phases = [&] { return phaseTiles(st, bs, ranges, base); };
     // A tile over copies in other layouts, a plain one, the same for residue phases; else a
-    // tile of the core of a core/border split.
+    // tile of the core of a core/border split. Each is decided before it emits anything.
     const bool indep = independentOutputs(st);
     std::optional<GpuTileSchedule> tile;
-    if (indep && ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = tiled()) ||
-                  (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) ||
-                  (tile = phases()) || (tile = gpuCoreSplit(st, bs, ranges, base)))) {
+    if (indep &&
+        ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = plain(tiled)) ||
+         (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) || (tile = plain(phases)) ||
+         (tile = gpuCoreSplit(st, bs, ranges, base)))) {
       sched.gpuTile = std::move(tile);
       out_.notes.back() = describe(*sched.gpuTile);
     } else if (indep) {

@@ -171,7 +171,7 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                          const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                          const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                          const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR) -> std::optional<GpuTilePlan> {
+                         const std::vector<std::size_t>& maskR) -> GpuTilePlan {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
   const std::int64_t BK = gpuschedule::kMmaSlice;
@@ -195,7 +195,6 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
                                        : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB));
   const std::int64_t BM = v.BM, BN = v.BN, tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return std::nullopt;
   const std::int64_t tiles = tilesI * tilesJ * extB;
   const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
   const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
