@@ -92,17 +92,13 @@ void Lowerer::statement(std::size_t k) {
     } else if (dsl::runsInPlace(p_, k)) {
       // In place: each thread's loads of the element it writes precede its store, and no
       // thread touches another's element (dsl/InPlace.h).
-      out_.notes.back() = "one GPU thread per element, in place";
+      out_.notes.back() = describe(GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace});
       emitGpuGeneric(st, bs, ranges, base);
     } else if (atomicScatter(st)) {
-      const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
       const bool wide = elemType(st.output) == Type::bf16;
       out_.notes.back() =
-          "one GPU thread per element of (" + varNames(st, outputIndices(st)) +
-          "), atomic adds into " +
-          (wide ? "an f32 copy of " + out + ", rounded to bf16 once at the end" : out) +
-          " (several land on one element: their order, and the sum's last bits, vary between "
-          "runs)";
+          describe(GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
+                                  p_.tensors[static_cast<std::size_t>(st.output)].name, wide});
       const Scoped<std::string> into(ctx_.wide,
                                      wide ? beginWideScatter(st, bs, ranges, base) : std::string());
       {
@@ -111,8 +107,9 @@ void Lowerer::statement(std::size_t k) {
       }
       if (wide) endWideScatter(st, bs, ranges, base);
     } else {
-      out_.notes.back() = "one GPU thread: output elements are not independent (" +
-                          std::string(st.scatter ? "scatter" : "left-hand side") + ")";
+      GpuThreadsPlan one{GpuThreadsPlan::Kind::OneThread};
+      one.scatter = st.scatter;
+      out_.notes.back() = describe(one);
       emitGeneric(st, bs, sched, ranges, base);
     }
     return;

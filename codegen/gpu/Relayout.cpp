@@ -121,8 +121,7 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   ir::Func f = newFunc(name);
   Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
   const auto s = static_cast<std::size_t>(ds), d = static_cast<std::size_t>(dd);
-  const std::int64_t TS = std::min<std::int64_t>(shape[s], 32),
-                     TD = std::min<std::int64_t>(shape[d], std::max<std::int64_t>(32, 1024 / TS));
+  const auto [TS, TD] = gpuschedule::relayoutTile(shape[s], shape[d]);
   const std::int64_t nS = (shape[s] + TS - 1) / TS, nD = (shape[d] + TD - 1) / TD;
   std::int64_t blocks = nS * nD;
   for (std::size_t q : rest) blocks *= shape[q];
