@@ -263,12 +263,12 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
     aligned_ = savedAligned;
     names_ = savedNames;
   };
-  // Tensor m's accesses go to its copy; with `emit`, the copy's scratch buffer and (copyIn) the
-  // function that fills it are emitted first.
-  auto redirect = [&](const Relaid& m, bool emit, bool copyIn) {
+  // Tensor m's accesses go to its copy; with `emitCopy`, the copy's scratch buffer and (copyIn)
+  // the function that fills it are emitted first.
+  auto redirect = [&](const Relaid& m, bool emitCopy, bool copyIn) {
     const auto t = static_cast<std::size_t>(m.access->tensor);
     const std::string buf = base + "." + p_.tensors[t].name + ".relaid";
-    if (emit) {
+    if (emitCopy) {
       out_.scratch.push_back({buf, elemType(m.access->tensor), elementsOf(m.access->tensor)});
       if (copyIn)
         relayoutCopy(m.access->tensor, names_[t], strides_[t], buf, m.strides,
@@ -279,19 +279,20 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
     strides_[t] = m.strides;
     aligned_[t] = true; // a scratch allocation of its own
   };
-  const bool copyOut = !(st.assign == Assign::Define && coversOutput(st, bs, sched));
+  // The output's copy starts from its values unless ':=' writes all of it.
+  const bool outputIn = !(st.assign == Assign::Define && coversOutput(st, bs, sched));
   // The tile is decided over the copies' layouts before anything is emitted.
   TileEmission emit;
   {
     for (const Relaid& m : in) redirect(m, false, true);
-    if (out) redirect(*out, false, copyOut);
+    if (out) redirect(*out, false, outputIn);
     const Scoped<int> channelLast(ctx_.kLast, kLast);
     emit = plan();
     restore();
   }
   if (!emit) return std::nullopt;
   for (const Relaid& m : in) redirect(m, true, true);
-  if (out) redirect(*out, true, copyOut);
+  if (out) redirect(*out, true, outputIn);
   GpuTileSchedule tile;
   {
     const Scoped<int> channelLast(ctx_.kLast, kLast);
