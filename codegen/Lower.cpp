@@ -71,19 +71,20 @@ void Lowerer::statement(std::size_t k) {
     return;
   }
   if (target_.gpu) {
-    const TileEmitter tiled = [&]() -> std::optional<GpuTileSchedule> {
-      if (std::optional<GpuTilePlan> t = emitGpuTiled(st, bs, ranges, base))
-        return GpuTileSchedule{std::move(*t), std::nullopt, std::nullopt, false};
+    const TilePlanner tiled = [&] { return plannedTile(st, bs, ranges, base); };
+    const TilePlanner phases = [&] { return phaseTiles(st, bs, ranges, base); };
+    auto plain = [](const TilePlanner& plan) -> std::optional<GpuTileSchedule> {
+      if (const TileEmission emit = plan()) return emit();
       return std::nullopt;
     };
-    const TileEmitter phases = [&] { return phaseTiles(st, bs, ranges, base); };
     // A tile over copies in other layouts, a plain one, the same for residue phases; else a
-    // tile of the core of a core/border split.
+    // tile of the core of a core/border split. Each is decided before it emits anything.
     const bool indep = independentOutputs(st);
     std::optional<GpuTileSchedule> tile;
-    if (indep && ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = tiled()) ||
-                  (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) ||
-                  (tile = phases()) || (tile = gpuCoreSplit(st, bs, ranges, base)))) {
+    if (indep &&
+        ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = plain(tiled)) ||
+         (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) || (tile = plain(phases)) ||
+         (tile = gpuCoreSplit(st, bs, ranges, base)))) {
       sched.gpuTile = std::move(tile);
       out_.notes.back() = describe(*sched.gpuTile);
     } else if (indep) {
@@ -91,17 +92,13 @@ void Lowerer::statement(std::size_t k) {
     } else if (dsl::runsInPlace(p_, k)) {
       // In place: each thread's loads of the element it writes precede its store, and no
       // thread touches another's element (dsl/InPlace.h).
-      out_.notes.back() = "one GPU thread per element, in place";
+      out_.notes.back() = describe(GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace});
       emitGpuGeneric(st, bs, ranges, base);
     } else if (atomicScatter(st)) {
-      const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
       const bool wide = elemType(st.output) == Type::bf16;
       out_.notes.back() =
-          "one GPU thread per element of (" + varNames(st, outputIndices(st)) +
-          "), atomic adds into " +
-          (wide ? "an f32 copy of " + out + ", rounded to bf16 once at the end" : out) +
-          " (several land on one element: their order, and the sum's last bits, vary between "
-          "runs)";
+          describe(GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
+                                  p_.tensors[static_cast<std::size_t>(st.output)].name, wide});
       const Scoped<std::string> into(ctx_.wide,
                                      wide ? beginWideScatter(st, bs, ranges, base) : std::string());
       {
@@ -110,8 +107,9 @@ void Lowerer::statement(std::size_t k) {
       }
       if (wide) endWideScatter(st, bs, ranges, base);
     } else {
-      out_.notes.back() = "one GPU thread: output elements are not independent (" +
-                          std::string(st.scatter ? "scatter" : "left-hand side") + ")";
+      GpuThreadsPlan one{GpuThreadsPlan::Kind::OneThread};
+      one.scatter = st.scatter;
+      out_.notes.back() = describe(one);
       emitGeneric(st, bs, sched, ranges, base);
     }
     return;

@@ -1,7 +1,5 @@
 #include "dsl/InPlace.h"
 
-#include "dsl/Sema.h"
-
 #include <functional>
 #include <set>
 
@@ -134,11 +132,11 @@ bool runsInPlace(const Program& p, std::size_t k) {
   return true;
 }
 
-Program insertSnapshots(Program p) {
+std::optional<SnapshotPlan> planSnapshots(const Program& p) {
   std::vector<std::size_t> need;
   for (std::size_t k = 0; k < p.stmts.size(); ++k)
     if (readsOwnOutput(p, k) && !runsInPlace(p, k)) need.push_back(k);
-  if (need.empty()) return p;
+  if (need.empty()) return std::nullopt;
 
   std::set<std::string> used;
   for (const Stmt& s : p.ast.stmts) {
@@ -151,9 +149,9 @@ Program insertSnapshots(Program p) {
       namesIn(*r.hi, used);
     }
   }
-  ProgramAst ast;
+  SnapshotPlan plan;
+  ProgramAst& ast = plan.ast;
   ast.source = p.ast.source;
-  std::vector<std::pair<std::string, std::string>> copies; // snapshot, of
   std::size_t next = 0;
   for (std::size_t k = 0; k < p.ast.stmts.size(); ++k) {
     Stmt s = p.ast.stmts[k];
@@ -162,16 +160,18 @@ Program insertSnapshots(Program p) {
       const TensorInfo& t = p.tensors[static_cast<std::size_t>(p.stmts[k].output)];
       const std::string copy = fresh(s.output + "_old", used);
       ast.stmts.push_back(snapshotStatement(s, t.rank, copy, used));
-      copies.emplace_back(copy, s.output);
+      plan.copies.emplace_back(copy, s.output);
       s.rhs = rename(s.rhs, s.output, copy);
       for (ExprPtr& l : s.lhs) l = rename(l, s.output, copy);
     }
     ast.stmts.push_back(std::move(s));
   }
-  Program q = analyze(ast);
-  for (const auto& [copy, of] : copies)
+  return plan;
+}
+
+void markSnapshots(Program& q, const SnapshotPlan& plan) {
+  for (const auto& [copy, of] : plan.copies)
     q.tensors[static_cast<std::size_t>(q.findTensor(copy))].snapshotOf = q.findTensor(of);
-  return q;
 }
 
 } // namespace einjit::dsl

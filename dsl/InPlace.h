@@ -11,6 +11,11 @@
 // statements and needs nothing of its own.
 #include "dsl/Program.h"
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace einjit::dsl {
 
 // The statement's left-hand side reaches each element from one value of its output indices
@@ -26,9 +31,15 @@ bool runsInPlace(const Program& p, std::size_t k);
 // The name the user wrote for tensor t: a snapshot's is that of the tensor it copies.
 const std::string& shownName(const Program& p, int t);
 
-// The checked program again, with a snapshot statement before every statement that reads its
-// output and cannot run in place (its reads renamed to the snapshot, a tensor marked
-// snapshotOf); the program unchanged when none needs one.
-Program insertSnapshots(Program p);
+// The program's text with a snapshot statement before every statement that reads its output
+// and cannot run in place (its reads renamed to the snapshot), to be checked again; nothing
+// when no statement needs one. markSnapshots then marks each copy's snapshotOf in the program
+// checked from it.
+struct SnapshotPlan {
+  ProgramAst ast;
+  std::vector<std::pair<std::string, std::string>> copies; // snapshot, the tensor it copies
+};
+std::optional<SnapshotPlan> planSnapshots(const Program& p);
+void markSnapshots(Program& checked, const SnapshotPlan& plan);
 
 } // namespace einjit::dsl

@@ -170,7 +170,8 @@ struct Program {
   int findParam(std::string_view name) const;
 };
 
-// Parse + Sema + RangeInference. Throws einjit::Error with a caret on any misuse.
+// Parse, Sema and RangeInference per statement, InPlace (Check.cpp). Throws einjit::Error
+// with a caret on any misuse.
 Program check(const ProgramAst& ast);
 Program check(const std::string& text, const std::string& name = "<program>");
 

@@ -1,6 +1,9 @@
 #include "dsl/RangeInference.h"
 
+#include "dsl/Printer.h"
+
 #include <algorithm>
+#include <sstream>
 
 namespace einjit::dsl {
 
@@ -228,6 +231,71 @@ void inferRanges(Program& p, int k) {
       out.extents.push_back(iv.hi);
     }
   }
+}
+
+std::string printBound(const IndexBound& b, const Statement& st) {
+  switch (b.kind) {
+  case IndexBound::Kind::Affine: {
+    std::string out;
+    for (std::size_t v = 0; v < b.coef.size(); ++v) {
+      std::int64_t c = b.coef[v];
+      if (c == 0) continue;
+      std::int64_t mag = c < 0 ? -c : c;
+      out += out.empty() ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + ");
+      if (mag != 1) out += std::to_string(mag) + "*";
+      out += st.vars[v].name;
+    }
+    std::int64_t k;
+    if (symIsConst(b.constant, &k)) {
+      if (out.empty()) return std::to_string(k);
+      if (k > 0) out += " + " + std::to_string(k);
+      if (k < 0) out += " - " + std::to_string(-k);
+      return out;
+    }
+    const std::string& c = symPrint(b.constant);
+    if (out.empty()) return c;
+    return c[0] == '-' ? out + " - " + c.substr(1) : out + " + " + c;
+  }
+  case IndexBound::Kind::Max:
+  case IndexBound::Kind::Min: {
+    std::string out = b.kind == IndexBound::Kind::Max ? "max(" : "min(";
+    for (std::size_t i = 0; i < b.args.size(); ++i)
+      out += (i ? ", " : "") + printBound(b.args[i], st);
+    return out + ")";
+  }
+  case IndexBound::Kind::FDiv:
+  case IndexBound::Kind::CDiv:
+    return std::string(b.kind == IndexBound::Kind::FDiv ? "fdiv(" : "cdiv(") +
+           printBound(b.args[0], st) + ", " + std::to_string(b.divisor) + ")";
+  case IndexBound::Kind::Sum: {
+    std::string out;
+    for (std::size_t i = 0; i < b.args.size(); ++i) {
+      std::int64_t c = b.scale[i], mag = c < 0 ? -c : c;
+      out += i == 0 ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + ");
+      if (mag != 1) out += std::to_string(mag) + "*";
+      bool paren =
+          b.args[i].kind == IndexBound::Kind::Affine || b.args[i].kind == IndexBound::Kind::Sum;
+      out += paren ? "(" + printBound(b.args[i], st) + ")" : printBound(b.args[i], st);
+    }
+    return out;
+  }
+  }
+  return "?";
+}
+
+std::string describeRanges(const Program& p) {
+  std::ostringstream os;
+  for (const Statement& s : p.stmts) {
+    os << printStmt(s.ast) << '\n';
+    for (const IndexVar& v : s.vars) {
+      if (v.dependent)
+        os << "  " << v.name << " in " << printBound(v.loBound, s) << ':'
+           << printBound(v.hiBound, s) << '\n';
+      else
+        os << "  " << v.name << " in " << symPrint(v.lo) << ':' << symPrint(v.hi) << '\n';
+    }
+  }
+  return os.str();
 }
 
 } // namespace einjit::dsl

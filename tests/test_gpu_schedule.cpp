@@ -2,7 +2,7 @@
 // in, the decision out, each expected value worked out by hand from the rule (comments show
 // the arithmetic). And the printer of the tile's schedule value (codegen/schedule/GpuTile.h),
 // the only writer of a tile's `einjit explain` note, for the shapes the generated-code goldens
-// do not reach (a core/border split on the GPU).
+// do not reach (a core/border split on the GPU), and of the GPU statements without a tile.
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include <doctest/doctest.h>
@@ -204,4 +204,39 @@ TEST_CASE("GPU tile notes") {
         "16 bytes at a time, split-K: 4 ranges of 10 slices, partials added in order; the phases "
         "in one launch; x, k copied first to layouts with c fastest, the reduction run with c "
         "last (whole 16-byte vectors)");
+}
+
+TEST_CASE("relayout copy tile") {
+  struct Row {
+    std::int64_t extS, extD, TS, TD;
+  };
+  const Row rows[] = {
+      {64, 100, 32, 32},    // TS: min(64, 32); TD: min(100, max(32, 1024 / 32 = 32))
+      {8, 1000, 8, 128},    // TD: min(1000, max(32, 1024 / 8 = 128))
+      {3, 50, 3, 50},       // TD: min(50, max(32, 341))
+      {1000, 1000, 32, 32}, // a 32 x 32 tile
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.extS);
+    CAPTURE(r.extD);
+    const gs::RelayoutTile t = gs::relayoutTile(r.extS, r.extD);
+    CHECK(t.TS == r.TS);
+    CHECK(t.TD == r.TD);
+  }
+}
+
+TEST_CASE("GPU thread notes") {
+  CHECK(describe(GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace}) ==
+        "one GPU thread per element, in place");
+  CHECK(describe(GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, "i,j", "y", false}) ==
+        "one GPU thread per element of (i,j), atomic adds into y (several land on one element: "
+        "their order, and the sum's last bits, vary between runs)");
+  CHECK(describe(GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, "i", "dx", true}) ==
+        "one GPU thread per element of (i), atomic adds into an f32 copy of dx, rounded to bf16 "
+        "once at the end (several land on one element: their order, and the sum's last bits, "
+        "vary between runs)");
+  GpuThreadsPlan one{GpuThreadsPlan::Kind::OneThread};
+  CHECK(describe(one) == "one GPU thread: output elements are not independent (left-hand side)");
+  one.scatter = true;
+  CHECK(describe(one) == "one GPU thread: output elements are not independent (scatter)");
 }

@@ -1,4 +1,6 @@
-// The tensor-core GPU tiles: mma.sync and wgmma, their fragments and the epilogue.
+// The tensor-core GPU tile: one skeleton (emitGpuMma) and the epilogue shared by its two
+// families, mma.sync and wgmma, each of which supplies only its operands' layout, one slice's
+// products and its fragment coordinates (TensorCoreVariant).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -57,72 +59,27 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
        ir::allocate(buf, vt_, f.BM * P, ir::block({put, ir::barrier(), drain}), true)});
 }
 
-auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                         const std::string& name, const CExpr& lf, const CExpr& rf,
-                         const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                         const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
-                         const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR) -> std::optional<GpuTilePlan> {
-  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
-                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-  const std::int64_t BK = gpuschedule::kMmaSlice, S = BK + 8, MT = 4, NT = 4;
-  // The family (gpuschedule::tensorCoreShape, below) decides the operands' layouts.
-  bool wg = target_.gpuWarpgroupMma();
-  const std::int64_t slices = (extK + BK - 1) / BK;
-  // Each operand staged as bf16: row-major (the reduction fastest, rows of S) when it has
-  // unit stride along k, else k-major (rows of T = BW + 8, read by ldmatrix.trans); copied 8
-  // elements at a time along the contiguous direction when it can be, else through registers
-  // (consecutive threads then store consecutive elements of a shared row). The warpgroup
-  // tile keeps the same majors in the swizzled layouts of Staged::core.
-  auto layout = [S, BK, &wg](Staged& sg) {
+auto Lowerer::mmaSyncVariant(std::int64_t WM, std::int64_t WN) -> TensorCoreVariant {
+  constexpr std::int64_t BK = gpuschedule::kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  TensorCoreVariant v;
+  v.BM = 64 * WM;
+  v.BN = WN * NT * 8;
+  v.accumulators = MT * NT * 4;
+  // Row-major (the reduction fastest, rows of S) when the operand has unit stride along k, else
+  // k-major (rows of BW + 8, read by ldmatrix.trans): padded so that fragment loads hit distinct
+  // banks.
+  v.layout = [](Staged& sg) {
     sg.rowMajor = sg.kFast;
-    sg.core = wg;
-    if (wg)
-      sg.stride = sg.rowMajor ? BK : sg.BW * 8;
-    else
-      sg.stride = sg.rowMajor ? S : sg.BW + 8;
+    sg.core = false;
+    sg.stride = sg.rowMajor ? S : sg.BW + 8;
   };
-  auto stage = [&](const CExpr& fct, const std::vector<std::size_t>& group, const Expr& base,
-                   std::int64_t BW, const std::string& buf, const std::vector<std::size_t>& masks) {
-    return staged({&fct}, group, K, r, base, BW, BK, buf, Type::bf16, masks, layout);
-  };
-  auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
-                    const std::vector<std::size_t>& masks) {
-    return stage(fct, group, ir::intImm(0), 128, "", masks).vector > 0;
-  };
-  const gpuschedule::TensorCoreShape tc = gpuschedule::tensorCoreShape(
-      target_, wg && copied(lf, I, maskL) && copied(rf, J, maskR), extI, extJ, extK);
-  wg = tc.kind == GpuTileKind::Wgmma;
-  const bool wgRow = tc.sideBySide;
-  const std::int64_t WM = tc.WM, WN = tc.WN;
-  const std::int64_t BM = 64 * WM, tilesI = (extI + BM - 1) / BM;
-  const gpuschedule::WarpgroupShape shape =
-      !wg     ? gpuschedule::WarpgroupShape{}
-      : wgRow ? gpuschedule::WarpgroupShape{64, 4, 0}
-              : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB);
-  // A warpgroup's columns (wgmma's n), the tile's.
-  const std::int64_t WBN = shape.BN, BN = wg ? shape.BN * (wgRow ? 2 : 1) : WN * NT * 8,
-                     tilesJ = (extJ + BN - 1) / BN;
-  setRanges(st, r);
-  if (!storeOutput(st, num(0))) return std::nullopt;
-  const std::int64_t tiles = tilesI * tilesJ * extB;
-  const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
-  const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
-  ir::Func f = newFunc(name);
-  Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
-  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
-  if (!B.empty()) decompose(B, r, bt);
+  Expr thr = ir::var("gpu.thread");
   Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
   Expr wm = warp / WN, wn = warp % WN;
-  Expr baseI = ti * BM, baseJ = tj * BN;
-  std::vector<Staged> ops = {stage(lf, I, baseI, BM, "tile.A", maskL),
-                             stage(rf, J, baseJ, BN, "tile.B", maskR)};
-  Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s");
-  Expr rowA = wm * (MT * 16) + mt * 16 + g;
-  Expr accBase = (mt * NT + nt) * 4;
+  Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s"), c = ir::var("w.c");
   // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
   // A, wn * 32 for B), fragment i `rows` further.
-  auto operand = [&](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
+  auto operand = [ks](const Staged& sg, const Expr& stg, const Expr& first, std::int64_t rows) {
     ir::MmaOperand o;
     o.buffer = sg.buf;
     o.kMajor = !sg.rowMajor;
@@ -132,17 +89,53 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
     o.step = o.kMajor ? rows : rows * sg.stride;
     return o;
   };
-  auto compute = [&](const Expr& stg) {
+  v.compute = [=](const std::vector<Staged>& ops, const Expr& stg) {
     Stmt step =
         ir::mma(operand(ops[0], stg, wm * (MT * 16), 16), operand(ops[1], stg, wn * (NT * 8), 8),
                 static_cast<int>(MT), static_cast<int>(NT), "acc", ir::intImm(0));
     return ir::forLoop("k.s", ir::intImm(0), ir::intImm(BK / 16), ForKind::Unrolled, step);
   };
-  // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (wgRow: all 64 rows
-  // of A by columns WBN wgi.. of B).
+  // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2.
+  Expr rowA = wm * (MT * 16) + mt * 16 + g;
+  v.slot = (mt * NT + nt) * 4 + c;
+  v.li = rowA + c / 2 * 8;
+  v.lj = wn * (NT * 8) + nt * 8 + (t * 2 + c % 2);
+  v.cells = [](Stmt body) {
+    body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(NT), ForKind::Unrolled,
+                       ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
+    return ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled, body);
+  };
+  return v;
+}
+
+auto Lowerer::wgmmaVariant(std::int64_t WM, bool sideBySide,
+                           const gpuschedule::WarpgroupShape& shape) -> TensorCoreVariant {
+  constexpr std::int64_t BK = gpuschedule::kMmaSlice;
+  TensorCoreVariant v;
+  // A warpgroup's columns (wgmma's n), the tile's.
+  const std::int64_t WBN = shape.BN;
+  v.BM = 64 * WM;
+  v.BN = shape.BN * (sideBySide ? 2 : 1);
+  v.WBN = WBN;
+  v.accumulators = WBN / 2;
+  v.stages = shape.stages;
+  v.inFlight = shape.inFlight;
+  v.asyncProxy = true;
+  // The majors of mma.sync in the 128-byte-swizzled layouts of Staged::core.
+  v.layout = [](Staged& sg) {
+    sg.rowMajor = sg.kFast;
+    sg.core = true;
+    sg.stride = sg.rowMajor ? BK : sg.BW * 8;
+  };
+  Expr thr = ir::var("gpu.thread");
+  Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
+  Expr nt = ir::var("w.n"), c = ir::var("w.c");
+  // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (side by side: all 64
+  // rows of A by columns WBN wgi.. of B).
   Expr wgi = thr / 128;
-  Expr wgRowA = wgRow ? ir::intImm(0) : wgi * 64, wgColB = wgRow ? wgi * WBN : ir::intImm(0);
-  auto coreOperand = [&](const Staged& sg, const Expr& stg, const Expr& first) {
+  Expr wgRowA = sideBySide ? ir::intImm(0) : wgi * 64,
+       wgColB = sideBySide ? wgi * WBN : ir::intImm(0);
+  auto coreOperand = [](const Staged& sg, const Expr& stg, const Expr& first) {
     ir::WgmmaOperand o;
     o.buffer = sg.buf;
     o.kMajor = sg.rowMajor;
@@ -155,41 +148,84 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
     o.kStep = sg.rowMajor ? 16 : 2 * sg.stride;
     return o;
   };
-  auto computeWg = [&](const Expr& stg) {
+  const int inFlight = shape.inFlight;
+  v.compute = [=](const std::vector<Staged>& ops, const Expr& stg) {
     return ir::wgmma(coreOperand(ops[0], stg, wgRowA), coreOperand(ops[1], stg, wgColB),
                      static_cast<int>(WBN), static_cast<int>(BK / 16), "acc", ir::intImm(0),
-                     shape.inFlight);
+                     inFlight);
   };
-  const int stages = wg ? shape.stages : stagesFor(ops);
-  Stmt kloop = wg ? pipeline(ops, K, r, BK, split, slices, stages, computeWg, true, shape.inFlight)
-                  : pipeline(ops, K, r, BK, split, slices, stages, compute);
-  // This lane's accumulator c of tile (mt, nt): row g (+8 for c >= 2), column 2t + c % 2;
-  // of a warpgroup's block (wgmma): n8 column block w.n, rows from 16 (warp % 4).
-  Expr c = ir::var("w.c");
-  Expr slot = wg ? nt * 4 + c : accBase + c;
-  Expr li = (wg ? wgRowA + warp % 4 * 16 + g : rowA) + c / 2 * 8;
-  Expr lj = (wg ? wgColB + nt * 8 : wn * (NT * 8) + nt * 8) + (t * 2 + c % 2);
-  auto cells = [&](Stmt body) {
-    body = ir::forLoop("w.n", ir::intImm(0), ir::intImm(wg ? WBN / 8 : NT), ForKind::Unrolled,
+  // This lane's accumulator c of the warpgroup's n8 column block nt: rows from 16 (warp % 4),
+  // row g (+8 for c >= 2), column 2t + c % 2.
+  v.slot = nt * 4 + c;
+  v.li = wgRowA + warp % 4 * 16 + g + c / 2 * 8;
+  v.lj = wgColB + nt * 8 + (t * 2 + c % 2);
+  v.cells = [WBN](Stmt body) {
+    return ir::forLoop("w.n", ir::intImm(0), ir::intImm(WBN / 8), ForKind::Unrolled,
                        ir::forLoop("w.c", ir::intImm(0), ir::intImm(4), ForKind::Unrolled, body));
-    return wg ? body : ir::forLoop("w.m", ir::intImm(0), ir::intImm(MT), ForKind::Unrolled, body);
   };
+  return v;
+}
+
+auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                         const std::string& name, const CExpr& lf, const CExpr& rf,
+                         const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                         const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                         const std::vector<std::size_t>& maskL,
+                         const std::vector<std::size_t>& maskR) -> GpuTilePlan {
+  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+  const std::int64_t BK = gpuschedule::kMmaSlice;
+  const std::int64_t slices = (extK + BK - 1) / BK;
+  // Whether an operand is copied asynchronously (the layout does not change that): the
+  // warpgroup family needs both.
+  auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
+                    const std::vector<std::size_t>& masks) {
+    return staged({&fct}, group, K, r, ir::intImm(0), 128, BK, "", Type::bf16, masks, [](Staged&) {
+           }).vector > 0;
+  };
+  const bool wgTarget = target_.gpuWarpgroupMma();
+  const gpuschedule::TensorCoreShape tc = gpuschedule::tensorCoreShape(
+      target_, wgTarget && copied(lf, I, maskL) && copied(rf, J, maskR), extI, extJ, extK);
+  const bool wg = tc.kind == GpuTileKind::Wgmma;
+  const std::int64_t tilesI = (extI + 64 * tc.WM - 1) / (64 * tc.WM);
+  const TensorCoreVariant v =
+      !wg ? mmaSyncVariant(tc.WM, tc.WN)
+          : wgmmaVariant(tc.WM, tc.sideBySide,
+                         tc.sideBySide ? gpuschedule::WarpgroupShape{64, 4, 0}
+                                       : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB));
+  const std::int64_t BM = v.BM, BN = v.BN, tilesJ = (extJ + BN - 1) / BN;
+  setRanges(st, r);
+  const std::int64_t tiles = tilesI * tilesJ * extB;
+  const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
+  const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
+  ir::Func f = newFunc(name);
+  Expr blk = tileBlock(split);
+  Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
+  if (!B.empty()) decompose(B, r, bt);
+  Expr baseI = ti * BM, baseJ = tj * BN;
+  const std::vector<Staged> ops = {
+      staged({&lf}, I, K, r, baseI, BM, BK, "tile.A", Type::bf16, maskL, v.layout),
+      staged({&rf}, J, K, r, baseJ, BN, BK, "tile.B", Type::bf16, maskR, v.layout)};
+  const int stages = v.stages > 0 ? v.stages : stagesFor(ops);
+  Stmt kloop = pipeline(
+      ops, K, r, BK, split, slices, stages, [&](const Expr& stg) { return v.compute(ops, stg); },
+      v.asyncProxy, v.inFlight);
   bool vectored = false;
-  Stmt out =
-      tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, li, lj}, cells, slot, &vectored);
-  Stmt body = ir::allocate("acc", vt_, wg ? WBN / 2 : MT * NT * 4,
-                           ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}));
+  Stmt out = tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, v.li, v.lj}, v.cells, v.slot,
+                          &vectored);
+  Stmt body = ir::allocate("acc", vt_, v.accumulators,
+                           ir::block({v.cells(ir::store("acc", v.slot, num(0))), kloop, out}));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
   GpuTilePlan plan;
   plan.kind = tc.kind;
   plan.BM = BM;
   plan.BN = BN;
   plan.BK = BK;
-  plan.WM = WM;
-  plan.WN = WN;
-  plan.WBN = WBN;
-  plan.sideBySide = wgRow;
-  plan.inFlight = shape.inFlight;
+  plan.WM = tc.WM;
+  plan.WN = tc.WN;
+  plan.WBN = v.WBN;
+  plan.sideBySide = tc.sideBySide;
+  plan.inFlight = v.inFlight;
   describeGroups(st, I, J, K, B, plan);
   plan.stages = stages;
   for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));

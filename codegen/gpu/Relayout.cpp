@@ -121,8 +121,7 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   ir::Func f = newFunc(name);
   Expr blk = ir::var("gpu.block"), thr = ir::var("gpu.thread");
   const auto s = static_cast<std::size_t>(ds), d = static_cast<std::size_t>(dd);
-  const std::int64_t TS = std::min<std::int64_t>(shape[s], 32),
-                     TD = std::min<std::int64_t>(shape[d], std::max<std::int64_t>(32, 1024 / TS));
+  const auto [TS, TD] = gpuschedule::relayoutTile(shape[s], shape[d]);
   const std::int64_t nS = (shape[s] + TS - 1) / TS, nD = (shape[d] + TD - 1) / TD;
   std::int64_t blocks = nS * nD;
   for (std::size_t q : rest) blocks *= shape[q];
@@ -223,13 +222,13 @@ int Lowerer::channelDim(const CExpr& f, std::size_t v) {
 
 auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
                             const StatementSchedule& sched, const Ranges& r,
-                            const std::string& base, const TileEmitter& emit)
+                            const std::string& base, const TilePlanner& plan)
     -> std::optional<GpuTileSchedule> {
   std::vector<const CExpr*> factors;
   flattenProduct(*st.rhs, factors);
   std::vector<Relaid> in;
   std::optional<Relaid> out;
-  GpuRelayoutPlan plan;
+  GpuRelayoutPlan relaid;
   int kLast = -1;
   const std::vector<bool> batch = batchIndices(st, r);
   auto add = [&](const CExpr* f, std::vector<std::int64_t> str) {
@@ -242,7 +241,7 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
       add(f, batchOuter(*f, batch));
   if (batchFast(*st.lhs, batch)) out = Relaid{st.lhs.get(), batchOuter(*st.lhs, batch)};
   if (!in.empty() || out) {
-    plan.channel.clear(); // batch-outermost layouts (unit stride on a batch index)
+    relaid.channel.clear(); // batch-outermost layouts (unit stride on a batch index)
   } else if (const int c = channelIndex(st, bs, r, factors); c >= 0) {
     const auto v = static_cast<std::size_t>(c);
     for (const CExpr* f : factors) {
@@ -253,48 +252,59 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
         add(f, withFastest(f->tensor, static_cast<std::size_t>(d)));
     }
     kLast = c;
-    plan.channel = st.vars[v].name;
+    relaid.channel = st.vars[v].name;
   }
   if (in.empty() && !out) return std::nullopt;
-  const std::size_t funcs0 = out_.funcs.size(), scratch0 = out_.scratch.size();
   const Strides savedStrides = strides_;
   const Aligned16 savedAligned = aligned_;
   const std::vector<std::string> savedNames = names_;
-  auto redirect = [&](const Relaid& m, bool copyIn) {
+  auto restore = [&] {
+    strides_ = savedStrides;
+    aligned_ = savedAligned;
+    names_ = savedNames;
+  };
+  // Tensor m's accesses go to its copy; with `emitCopy`, the copy's scratch buffer and (copyIn)
+  // the function that fills it are emitted first.
+  auto redirect = [&](const Relaid& m, bool emitCopy, bool copyIn) {
     const auto t = static_cast<std::size_t>(m.access->tensor);
     const std::string buf = base + "." + p_.tensors[t].name + ".relaid";
-    out_.scratch.push_back({buf, elemType(m.access->tensor), elementsOf(m.access->tensor)});
-    if (copyIn)
-      relayoutCopy(m.access->tensor, names_[t], strides_[t], buf, m.strides,
-                   base + "_relayout_" + p_.tensors[t].name);
+    if (emitCopy) {
+      out_.scratch.push_back({buf, elemType(m.access->tensor), elementsOf(m.access->tensor)});
+      if (copyIn)
+        relayoutCopy(m.access->tensor, names_[t], strides_[t], buf, m.strides,
+                     base + "_relayout_" + p_.tensors[t].name);
+      relaid.tensors += (relaid.tensors.empty() ? "" : ", ") + p_.tensors[t].name;
+    }
     names_[t] = buf;
     strides_[t] = m.strides;
     aligned_[t] = true; // a scratch allocation of its own
-    plan.tensors += (plan.tensors.empty() ? "" : ", ") + p_.tensors[t].name;
   };
-  for (const Relaid& m : in) redirect(m, true);
-  if (out) redirect(*out, !(st.assign == Assign::Define && coversOutput(st, bs, sched)));
-  std::optional<GpuTileSchedule> tile;
+  // The output's copy starts from its values unless ':=' writes all of it.
+  const bool outputIn = !(st.assign == Assign::Define && coversOutput(st, bs, sched));
+  // The tile is decided over the copies' layouts before anything is emitted.
+  TileEmission emit;
+  {
+    for (const Relaid& m : in) redirect(m, false, true);
+    if (out) redirect(*out, false, outputIn);
+    const Scoped<int> channelLast(ctx_.kLast, kLast);
+    emit = plan();
+    restore();
+  }
+  if (!emit) return std::nullopt;
+  for (const Relaid& m : in) redirect(m, true, true);
+  if (out) redirect(*out, true, outputIn);
+  GpuTileSchedule tile;
   {
     const Scoped<int> channelLast(ctx_.kLast, kLast);
     tile = emit();
   }
-  const bool ok = tile.has_value();
-  if (ok && out) {
+  if (out) {
     const auto t = static_cast<std::size_t>(st.output);
     relayoutCopy(st.output, names_[t], strides_[t], savedNames[t], savedStrides[t],
                  base + "_relayout_back");
   }
-  strides_ = savedStrides;
-  aligned_ = savedAligned;
-  names_ = savedNames;
-  if (!ok) {
-    out_.funcs.erase(out_.funcs.begin() + static_cast<std::ptrdiff_t>(funcs0), out_.funcs.end());
-    out_.scratch.erase(out_.scratch.begin() + static_cast<std::ptrdiff_t>(scratch0),
-                       out_.scratch.end());
-    return std::nullopt;
-  }
-  tile->relayout = std::move(plan);
+  restore();
+  tile.relayout = std::move(relaid);
   return tile;
 }
 

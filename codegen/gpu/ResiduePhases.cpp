@@ -4,10 +4,10 @@
 namespace einjit::codegen::lowering {
 
 auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                         const std::string& base) -> std::optional<GpuTileSchedule> {
+                         const std::string& base) -> TileEmission {
   const std::size_t n = st.vars.size();
   std::vector<PhaseSub> subs = residuePhases(st, bs, ranges);
-  if (subs.empty()) return std::nullopt;
+  if (subs.empty()) return {};
   // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
   double work = 1;
   for (std::size_t v = 0; v < n; ++v)
@@ -15,15 +15,22 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
   for (const PhaseSub& x : subs)
     work *= meanShare(bs, ranges, x.red, {x.out}) *
             static_cast<double>(ranges[x.red].second - ranges[x.red].first);
-  if (work < gpuschedule::kMinTileWork) return std::nullopt;
+  if (work < gpuschedule::kMinTileWork) return {};
   std::int64_t combos = 1;
   for (const PhaseSub& x : subs) combos *= x.g;
-  if (combos > gpuschedule::kMaxPhases) return std::nullopt;
-  const std::size_t funcs = out_.funcs.size(), scratch = out_.scratch.size();
+  if (combos > gpuschedule::kMaxPhases) return {};
   auto cdiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
-  std::optional<GpuTilePlan> last; // the last phase's tile (the note shows it)
-  bool ok = true;
-  for (std::int64_t c = 0; c < combos && ok; ++c) {
+  // Every phase is decided before any is emitted: all tile, or none is.
+  struct Phase {
+    std::vector<PhaseSub> subs;
+    Ranges r;
+    BoundStatement pb;
+    Statement ps;
+    std::string name;
+    TileGroups groups;
+  };
+  std::vector<Phase> phases;
+  for (std::int64_t c = 0; c < combos; ++c) {
     std::int64_t rest = c;
     Ranges r = ranges;
     bool empty = false;
@@ -55,27 +62,29 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
       pb.lo[v] = r[v].first;
       pb.hi[v] = r[v].second;
     }
-    const Statement ps = phaseStatement(st, subs);
+    Statement ps = phaseStatement(st, subs);
     std::string name = base + "_phase";
     for (const PhaseSub& x : subs) name += std::to_string(x.rho);
-    std::optional<GpuTilePlan> tile = emitGpuTiled(ps, pb, r, name);
-    ok = tile.has_value();
-    if (ok) last = std::move(tile);
+    std::optional<TileGroups> groups = tileGroups(ps, pb, r);
+    if (!groups) return {};
+    phases.push_back({subs, r, std::move(pb), std::move(ps), std::move(name), std::move(*groups)});
   }
-  if (!ok || !last) {
-    out_.funcs.resize(funcs);
-    out_.scratch.resize(scratch);
-    return std::nullopt;
-  }
+  if (phases.empty()) return {};
   std::string what;
   for (const PhaseSub& x : subs)
     what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
             "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
             "q + m";
-  GpuTileSchedule s;
-  s.tile = std::move(*last);
-  s.phases = GpuPhasesPlan{combos, what, mergeLaunches(funcs, base + "_phases")};
-  return s;
+  return [this, phases = std::move(phases), combos, what, base] {
+    const std::size_t funcs = out_.funcs.size();
+    GpuTileSchedule s;
+    for (const Phase& ph : phases) {
+      const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, ph.subs);
+      s.tile = emitGpuTile(ph.ps, ph.pb, ph.r, ph.name, ph.groups); // the last phase's is shown
+    }
+    s.phases = GpuPhasesPlan{combos, what, mergeLaunches(funcs, base + "_phases")};
+    return s;
+  };
 }
 
 auto Lowerer::phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) -> Statement {

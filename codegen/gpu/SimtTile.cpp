@@ -5,6 +5,22 @@ namespace einjit::codegen::lowering {
 
 auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
                            const std::string& name) -> std::optional<GpuTilePlan> {
+  std::optional<TileGroups> g = tileGroups(st, bs, r);
+  if (!g) return std::nullopt;
+  return emitGpuTile(st, bs, r, name, *g);
+}
+
+auto Lowerer::plannedTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          const std::string& name) -> TileEmission {
+  std::optional<TileGroups> g = tileGroups(st, bs, r);
+  if (!g) return {};
+  return [this, &st, &bs, &r, name, g = std::move(*g)] {
+    return GpuTileSchedule{emitGpuTile(st, bs, r, name, g), std::nullopt, std::nullopt, false};
+  };
+}
+
+auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ranges& r)
+    -> std::optional<TileGroups> {
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
   if (st.reduce != Reduce::Add || n == nOut || st.lhsVars.empty()) return std::nullopt;
   std::vector<const CExpr*> factors;
@@ -81,7 +97,7 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
     return std::nullopt;
   const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
-                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+                     extK = extentOfGroup(K, r);
   // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
   if (!gpuschedule::worthTile(extI, extJ, extK, !ctx_.phase.empty())) return std::nullopt;
   // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
@@ -89,13 +105,29 @@ auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const 
                    L[0]->kind == CKind::Read && R[0]->kind == CKind::Read && extK >= 16;
   if (!maskL.empty() || !maskR.empty())
     sliceAlongFullIndex(K, r, mma ? gpuschedule::kMmaSlice : gpuschedule::kSimtSlice);
-  if (mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
+  // An output none of whose elements can be written (a padded dimension of extent 0): no tile.
+  setRanges(st, r);
+  if (!storeOutput(st, num(0))) return std::nullopt;
+  return TileGroups{std::move(L), std::move(R),     std::move(I),     std::move(J), std::move(B),
+                    std::move(K), std::move(maskL), std::move(maskR), ctx_.pinned,  mma};
+}
+
+auto Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          const std::string& name, const TileGroups& g) -> GpuTilePlan {
+  const Scoped<std::vector<bool>> pin(ctx_.pinned, g.pinned);
+  const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
+  setRanges(st, r); // the ranges tileGroups decided over (another statement's may be set)
+  const std::vector<const CExpr*>&L = g.L, &R = g.R;
+  const std::vector<std::size_t>&I = g.I, &J = g.J, &B = g.B, &K = g.K, &maskL = g.maskL,
+        &maskR = g.maskR;
+  const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
+                     extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
+  if (g.mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
   const std::int64_t TM = gpuschedule::simtCells(extI), TN = gpuschedule::simtCells(extJ),
                      BM = 16 * TM, BN = 16 * TN, BK = gpuschedule::kSimtSlice;
   const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
   const std::int64_t slices = (extK + BK - 1) / BK;
   setRanges(st, r);
-  if (!storeOutput(st, num(0))) return std::nullopt;
   const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
                                     2.0 * static_cast<double>(BM * BN * BK));
   ir::Func f = newFunc(name);

@@ -1,4 +1,4 @@
-// The packed GEMM path on the CPU (schedule/GemmPlan.h, docs/ARCHITECTURE.md): A packed into
+// The packed GEMM path on the CPU (schedule/GemmPlan.h, docs/CPU_SCHEDULES.md): A packed into
 // MR-wide slivers and B into NR-wide slivers, then a blocked loop nest around an MR x NR
 // micro-kernel.
 //

@@ -171,9 +171,12 @@ private:
   // A GPU function of one thread per element of tensor t: body(the element's offset).
   void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
 
-  // A tile family's emission (a tile, residue phases of tiles): the schedule it carried out, or
-  // nothing (and nothing emitted) when it does not apply.
-  using TileEmitter = std::function<std::optional<GpuTileSchedule>()>;
+  // A GPU tile family (a tile, residue phases of tiles) is decided before anything is emitted:
+  // its planner returns the emission, which carries the decision out and returns the schedule,
+  // or an empty function (nothing emitted) when the family does not apply. Nothing is emitted on
+  // trial and taken back.
+  using TileEmission = std::function<GpuTileSchedule()>;
+  using TilePlanner = std::function<TileEmission()>;
 
   // --- batch-fast tensors on the GPU ---------------------------------------------------------
   // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
@@ -247,13 +250,13 @@ private:
     std::vector<std::int64_t> strides;
   };
 
-  // Lowers statement st by `emit` (a GPU tile, or residue phases of tiles) over re-laid-out
+  // Lowers statement st by `plan` (a GPU tile, or residue phases of tiles) over re-laid-out
   // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
-  // convolution's inputs channel-fast (see above). Nothing (and nothing emitted) when neither
-  // applies or `emit` does not.
+  // convolution's inputs channel-fast (see above). `plan` decides over the copies' layouts
+  // first; nothing (and nothing emitted) when no copy applies or `plan` does not.
   std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
                                                const StatementSchedule& sched, const Ranges& r,
-                                               const std::string& base, const TileEmitter& emit);
+                                               const std::string& base, const TilePlanner& plan);
 
   // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
   // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
@@ -649,9 +652,10 @@ private:
   // max(0, cdiv(u - 2, 2)):min(N, fdiv(u, 2) + 1), fills a sliver of h's hull. Split u into
   // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
   // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
-  // that emitGpuTiled masks. Every phase must tile, or nothing is emitted.
-  std::optional<GpuTileSchedule> phaseTiles(const Statement& st, const BoundStatement& bs,
-                                            const Ranges& ranges, const std::string& base);
+  // that emitGpuTiled masks. Every phase is decided first (tileGroups): all tile, or the
+  // planner returns nothing.
+  TileEmission phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                          const std::string& base);
   // Functions [from, end) that are each one launch of the same block size and write disjoint
   // outputs (residue phases without split-K) become one launch: block b runs function p's block b -
   // offset_p, so one function's last blocks share the GPU with the next's first instead of leaving
@@ -680,8 +684,23 @@ private:
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
+  // tileGroups decides (emitting nothing), emitGpuTile carries the decision out; emitGpuTiled
+  // does both, plannedTile returns the emission as a TilePlanner does.
+  struct TileGroups {
+    std::vector<const CExpr*> L, R;
+    std::vector<std::size_t> I, J, B, K;   // B: the other output indices (batch), K: the reduction
+    std::vector<std::size_t> maskL, maskR; // the dependent reduction indices each side checks
+    std::vector<bool> pinned;              // indices of one value, kept at it (LowerContext)
+    bool mma = false;                      // on tensor cores
+  };
+  std::optional<TileGroups> tileGroups(const Statement& st, const BoundStatement& bs,
+                                       const Ranges& r);
+  GpuTilePlan emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          const std::string& name, const TileGroups& g);
   std::optional<GpuTilePlan> emitGpuTiled(const Statement& st, const BoundStatement& bs,
                                           const Ranges& r, const std::string& name);
+  TileEmission plannedTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const std::string& name);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -704,22 +723,42 @@ private:
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
-  // The tile of emitGpuTiled on tensor cores, for bf16 operands: 256 threads (8 warps, 2 x 4)
-  // compute a 128 x 128 tile; BK = 64 slices of both operands are staged in shared memory as
-  // bf16 (see `stage` below for the layouts; padded rows, so fragment loads hit distinct
-  // banks); each warp computes 64 x 32 with 4 x 4 mma.sync m16n8k16 per 16 of the reduction,
-  // fragments by ldmatrix, accumulating in f32 registers (PTX ISA fragment layouts).
-  // On sm_90 (Target::gpuWarpgroupMma) the tile runs on the warpgroup instructions instead: 128 x
-  // BN (warpgroupShape: 128 or 256), 2 warpgroups of 64 x BN, wgmma.mma_async reading both operands
-  // from shared memory in the 128-byte-swizzled layouts (Staged::core, no padding), 4 steps of k16
-  // per slice; the barrier before each slice orders the copies before the tensor cores' reads
-  // (fence.proxy.async).
-  std::optional<GpuTilePlan>
-  emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
-             const std::string& name, const CExpr& lf, const CExpr& rf,
-             const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-             const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
-             const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR);
+  // The tile of emitGpuTiled on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
+  // two families that supply only what differs (TensorCoreVariant): BK = 64 slices of both
+  // operands staged in shared memory as bf16 (see `staged`), a pipeline over the slices, the
+  // shared epilogue (tileEpilogue), accumulating in f32 registers.
+  // - mma.sync (mmaSyncVariant): 256 threads (8 warps, WM x WN) compute a 128 x 128 tile (or 64 x
+  //   256); padded rows, so fragment loads hit distinct banks; each warp computes 64 x 32 with
+  //   4 x 4 mma.sync m16n8k16 per 16 of the reduction, fragments by ldmatrix (PTX ISA fragment
+  //   layouts).
+  // - wgmma (wgmmaVariant, sm_90, Target::gpuWarpgroupMma): 128 x BN (warpgroupShape: 64, 128 or
+  //   256 per warpgroup), 2 warpgroups of 64 x BN (or side by side), wgmma.mma_async reading
+  //   both operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no
+  //   padding), 4 steps of k16 per slice; the barrier before each slice orders the copies before
+  //   the tensor cores' reads (fence.proxy.async).
+  GpuTilePlan emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                         const std::string& name, const CExpr& lf, const CExpr& rf,
+                         const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                         const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                         const std::vector<std::size_t>& maskL,
+                         const std::vector<std::size_t>& maskR);
+  // What a tensor-core family supplies to emitGpuMma's skeleton: its tile, its operands' layout
+  // in shared memory, one slice's products (from the staged operands, at a stage), the slices it
+  // keeps (0: as many as stagesFor allows) and the products it leaves in flight, and its
+  // fragment coordinates: the accumulators a thread holds (`cells` loops around acc[slot]) and
+  // the row and column of each in the tile.
+  struct TensorCoreVariant {
+    std::int64_t BM = 0, BN = 0, WBN = 0, accumulators = 0;
+    std::function<void(Staged&)> layout;
+    std::function<Stmt(const std::vector<Staged>&, const Expr&)> compute;
+    int stages = 0, inFlight = 0;
+    bool asyncProxy = false;
+    std::function<Stmt(Stmt)> cells;
+    Expr slot, li, lj;
+  };
+  static TensorCoreVariant mmaSyncVariant(std::int64_t WM, std::int64_t WN);
+  static TensorCoreVariant wgmmaVariant(std::int64_t WM, bool sideBySide,
+                                        const gpuschedule::WarpgroupShape& shape);
 
   void emitTiled(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                  const Ranges& r, const std::string& name);

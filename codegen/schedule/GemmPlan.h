@@ -1,5 +1,5 @@
 #pragma once
-// The packed GEMM plan of a statement (docs/ARCHITECTURE.md, "The packed CPU contraction
+// The packed GEMM plan of a statement (docs/CPU_SCHEDULES.md, "The packed CPU contraction
 // path"): decided before lowering, a value that `einjit explain` prints and lower/CpuGemm.cpp
 // follows. A '+' reduction of a product of two plain tensor reads, large enough that packing
 // pays, runs as BLIS does: operand A packed into MR-wide slivers along one output index M,

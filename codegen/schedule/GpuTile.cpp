@@ -1,4 +1,4 @@
-// The printer of a GPU tile's schedule: the note `einjit explain` shows for it.
+// The printer of a GPU statement's schedule: the note `einjit explain` shows for it.
 #include "codegen/schedule/GpuTile.h"
 
 namespace einjit::codegen {
@@ -72,6 +72,22 @@ std::string describe(const GpuTileSchedule& s) {
   }
   if (s.coreBorder) note = "core/border split; core: " + note + "; borders: one thread each";
   return note;
+}
+
+std::string describe(const GpuThreadsPlan& t) {
+  switch (t.kind) {
+  case GpuThreadsPlan::Kind::InPlace: return "one GPU thread per element, in place";
+  case GpuThreadsPlan::Kind::Atomic:
+    return "one GPU thread per element of (" + t.indices + "), atomic adds into " +
+           (t.wide ? "an f32 copy of " + t.output + ", rounded to bf16 once at the end"
+                   : t.output) +
+           " (several land on one element: their order, and the sum's last bits, vary between "
+           "runs)";
+  case GpuThreadsPlan::Kind::OneThread:
+    return "one GPU thread: output elements are not independent (" +
+           std::string(t.scatter ? "scatter" : "left-hand side") + ")";
+  }
+  return "";
 }
 
 } // namespace einjit::codegen

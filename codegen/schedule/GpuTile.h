@@ -1,10 +1,10 @@
 #pragma once
-// The schedule of a GPU contraction tile as a value: which tile family, its shape, how each
-// operand reaches shared memory, the pipeline depth, split-K, and what surrounds the tile
-// (residue phases, layout copies, a core/border split). The decisions are made by the functions
-// of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this value, which
-// the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints for
-// `einjit explain` (the only place the tile's note is written).
+// The schedule of a GPU statement as a value, and its printer. A contraction tile: which tile
+// family, its shape, how each operand reaches shared memory, the pipeline depth, split-K, and what
+// surrounds the tile (residue phases, layout copies, a core/border split). The decisions are made
+// by the functions of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this
+// value, which the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints
+// for `einjit explain` (the only place the tile's note is written).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,8 +64,23 @@ struct GpuTileSchedule {
   bool coreBorder = false; // the tile is the core of a core/border split
 };
 
+// A GPU statement without a tile whose threads are not one per independent output element
+// (that case keeps the statement schedule's note).
+struct GpuThreadsPlan {
+  enum class Kind : std::uint8_t {
+    InPlace,   // one thread per element of an output it reads only at that element
+    Atomic,    // one thread per element of `indices`, adding atomically into `output`
+    OneThread, // output elements not independent: one thread runs the statement
+  };
+  Kind kind = Kind::InPlace;
+  std::string indices, output; // Atomic: the output indices' names ("i,j"), the output's name
+  bool wide = false;           // Atomic: into an f32 copy of the bf16 output
+  bool scatter = false;        // OneThread: because of a scatter (else the left-hand side)
+};
+
 // The one-line note of `einjit explain`.
 std::string describe(const GpuTilePlan& t);
 std::string describe(const GpuTileSchedule& s);
+std::string describe(const GpuThreadsPlan& t);
 
 } // namespace einjit::codegen

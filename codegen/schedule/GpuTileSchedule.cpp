@@ -86,6 +86,11 @@ SplitK splitK(const Target& t, std::int64_t tiles, std::int64_t slices, std::int
   return k;
 }
 
+RelayoutTile relayoutTile(std::int64_t extS, std::int64_t extD) {
+  const std::int64_t TS = std::min<std::int64_t>(extS, 32);
+  return {TS, std::min<std::int64_t>(extD, std::max<std::int64_t>(32, kRelayoutTile / TS))};
+}
+
 int pipelineStages(const Target& t, bool allAsync, std::int64_t stageBytes) {
   if (!allAsync) return 2;
   return static_cast<int>(

@@ -79,6 +79,16 @@ struct SplitK {
 SplitK splitK(const Target& t, std::int64_t tiles, std::int64_t slices, std::int64_t BK,
               double outputBytes, std::int64_t wanted, double cellFlops);
 
+// The transposing copy of a tensor into another layout (relayoutCopy): a block moves a tile of
+// TS elements along the source's fastest dimension (up to a warp's 32: coalesced reads) by TD
+// along the destination's (at least 32, up to kRelayoutTile elements in all: coalesced writes),
+// through shared memory.
+inline constexpr std::int64_t kRelayoutTile = 1024;
+struct RelayoutTile {
+  std::int64_t TS = 0, TD = 0;
+};
+RelayoutTile relayoutTile(std::int64_t extS, std::int64_t extD);
+
 // Slices a tile keeps in shared memory: 2 when an operand is staged through registers (one
 // slice ahead); with every operand copied asynchronously, as many of `stageBytes` as
 // Target::gpuPipelineShared holds, from 2 to 4.

@@ -1,0 +1,84 @@
+// The small definitions behind Program.h: the function table, subscripts, lookups.
+#include "dsl/Program.h"
+
+namespace einjit::dsl {
+
+std::optional<Fn> lookupFunction(std::string_view name) {
+#define FUNCTION(kind, fname, arity)                                                               \
+  if (name == fname) return Fn::kind;
+#include "dsl/Functions.def"
+#undef FUNCTION
+  return std::nullopt;
+}
+
+std::string_view functionName(Fn f) {
+  switch (f) {
+#define FUNCTION(kind, fname, arity)                                                               \
+  case Fn::kind:                                                                                   \
+    return fname;
+#include "dsl/Functions.def"
+#undef FUNCTION
+  }
+  return "?";
+}
+
+int functionArity(Fn f) {
+  switch (f) {
+#define FUNCTION(kind, fname, arity)                                                               \
+  case Fn::kind:                                                                                   \
+    return arity;
+#include "dsl/Functions.def"
+#undef FUNCTION
+  }
+  return 0;
+}
+
+std::string_view indexModeName(IndexMode m) {
+  switch (m) {
+  case IndexMode::Plain: return "";
+  case IndexMode::Pad: return "pad";
+  case IndexMode::Clamp: return "clamp";
+  case IndexMode::Wrap: return "wrap";
+  }
+  return "";
+}
+
+std::optional<int> Subscript::bareVar() const {
+  if (gather || mode != IndexMode::Plain) return std::nullopt;
+  std::int64_t c;
+  if (!symIsConst(constant, &c) || c != 0) return std::nullopt;
+  int found = -1;
+  for (std::size_t v = 0; v < coef.size(); ++v) {
+    if (coef[v] == 0) continue;
+    if (coef[v] != 1 || found >= 0) return std::nullopt;
+    found = static_cast<int>(v);
+  }
+  if (found < 0) return std::nullopt;
+  return found;
+}
+
+void IndexBound::collectVars(std::vector<bool>& vars) const {
+  for (std::size_t v = 0; v < coef.size() && v < vars.size(); ++v)
+    if (coef[v] != 0) vars[v] = true;
+  for (const IndexBound& a : args) a.collectVars(vars);
+}
+
+int Statement::numOutputVars() const {
+  int n = 0;
+  for (const IndexVar& v : vars) n += v.isOutput ? 1 : 0;
+  return n;
+}
+
+int Program::findTensor(std::string_view name) const {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int Program::findParam(std::string_view name) const {
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+} // namespace einjit::dsl
