@@ -98,7 +98,7 @@ end
 # that never run a program (lexer, parser, tensor, CPU and GPU schedules, golden IR) test the
 # same code as the Release pass and are not built here.
 # It is a Debug build (no optimization, assertions on): what it proves is that the
-# configuration builds and passes, which does not need -O3, and it compiles in half the time;
+# configuration builds and passes, which does not need -O3, and it compiles several times faster;
 # the Release build above compiled the same sources at -O3 with warnings as errors.
 nollvm_tests=(test_ranges test_interpreter test_errors test_robustness test_kernel test_cli
               test_grad test_cache test_cache_limits test_fuzz_replay test_differential
