@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace einjit::grad {
 
@@ -115,43 +116,51 @@ CExprPtr ternary(CExprPtr c0, CExprPtr a, CExprPtr b) {
 }
 bool isConstant(const CExpr& e, double v) { return e.kind == CKind::Const && e.value == v; }
 
-CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
+CExprPtr Simplifier::derivative(const CExprPtr& e, const CExpr* site) {
+  // Most of a statement does not contain the site: its derivative is 0 at once, without
+  // building and simplifying the rule's expression (which simplifies to 0 as well).
+  if (!zero_) zero_ = constant(0);
   switch (e->kind) {
-  case CKind::Read: return constant(e.get() == site ? 1 : 0);
+  case CKind::Read: return e.get() == site ? constant(1) : zero_;
   case CKind::Const:
   case CKind::Index:
   case CKind::Param:
-  case CKind::Size: return constant(0);
-  case CKind::Unary:
-    if (e->unop == UnOp::Not) return constant(0);
-    return simplify(unary(UnOp::Neg, derivative(e->args[0], site)));
-  case CKind::Ternary:
-    return simplify(
-        ternary(e->args[0], derivative(e->args[1], site), derivative(e->args[2], site)));
+  case CKind::Size: return zero_;
+  case CKind::Unary: {
+    if (e->unop == UnOp::Not) return zero_;
+    CExprPtr d = derivative(e->args[0], site);
+    return d == zero_ ? zero_ : (*this)(unary(UnOp::Neg, d));
+  }
+  case CKind::Ternary: {
+    CExprPtr d1 = derivative(e->args[1], site), d2 = derivative(e->args[2], site);
+    if (d1 == zero_ && d2 == zero_) return zero_;
+    return (*this)(ternary(e->args[0], d1, d2));
+  }
   case CKind::Binary: {
     const CExprPtr &a = e->args[0], &b = e->args[1];
     CExprPtr da = derivative(a, site), db = derivative(b, site);
+    if (da == zero_ && db == zero_) return zero_;
     switch (e->binop) {
-    case BinOp::Add: return simplify(binary(BinOp::Add, da, db));
-    case BinOp::Sub: return simplify(binary(BinOp::Sub, da, db));
+    case BinOp::Add: return (*this)(binary(BinOp::Add, da, db));
+    case BinOp::Sub: return (*this)(binary(BinOp::Sub, da, db));
     case BinOp::Mul:
-      return simplify(binary(BinOp::Add, binary(BinOp::Mul, da, b), binary(BinOp::Mul, a, db)));
+      return (*this)(binary(BinOp::Add, binary(BinOp::Mul, da, b), binary(BinOp::Mul, a, db)));
     case BinOp::Div: // da/b - a*db/(b*b)
-      return simplify(
+      return (*this)(
           binary(BinOp::Sub, binary(BinOp::Div, da, b),
                  binary(BinOp::Div, binary(BinOp::Mul, a, db), binary(BinOp::Mul, b, b))));
     case BinOp::Mod: // fmod(a,b) = a - b*trunc(a/b): da - db*trunc(a/b), trunc = (a - fmod)/b
-      return simplify(binary(
+      return (*this)(binary(
           BinOp::Sub, da, binary(BinOp::Mul, db, binary(BinOp::Div, binary(BinOp::Sub, a, e), b))));
     case BinOp::Pow: {
       // d a^b = b a^(b-1) da + a^b log(a) db (the second term only when b varies).
       CExprPtr t1 = binary(
           BinOp::Mul,
           binary(BinOp::Mul, b, binary(BinOp::Pow, a, binary(BinOp::Sub, b, constant(1)))), da);
-      CExprPtr db2 = simplify(db);
-      if (isConstant(*db2, 0)) return simplify(t1);
+      CExprPtr db2 = (*this)(db);
+      if (isConstant(*db2, 0)) return (*this)(t1);
       CExprPtr t2 = binary(BinOp::Mul, binary(BinOp::Mul, e, call(Fn::Log, {a})), db2);
-      return simplify(binary(BinOp::Add, t1, t2));
+      return (*this)(binary(BinOp::Add, t1, t2));
     }
     default: return constant(0); // comparisons and logic
     }
@@ -159,11 +168,11 @@ CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
   case CKind::Call: {
     CExprPtr sum = constant(0);
     for (std::size_t i = 0; i < e->args.size(); ++i) {
-      CExprPtr di = simplify(derivative(e->args[i], site));
+      CExprPtr di = (*this)(derivative(e->args[i], site));
       if (isConst(di) && di->value == 0) continue;
       sum = binary(BinOp::Add, sum, binary(BinOp::Mul, callPartial(*e, i), di));
     }
-    return simplify(sum);
+    return (*this)(sum);
   }
   }
   return constant(0);
@@ -245,40 +254,45 @@ CExprPtr combineTerms(const CExprPtr& sum) {
 
 } // namespace
 
-CExprPtr simplify(const CExprPtr& e) {
+CExprPtr sumOfSimplified(const CExprPtr& a, const CExprPtr& b) {
+  double x = 0, y = 0;
+  bool ca = isConst(a, &x), cb = isConst(b, &y);
+  if (ca && cb) return constant(x + y);
+  if (ca && x == 0) return b;
+  if (cb && y == 0) return a;
+  return combineTerms(binary(BinOp::Add, a, b));
+}
+
+CExprPtr Simplifier::compute(const CExprPtr& e) {
   switch (e->kind) {
   case CKind::Unary: {
-    CExprPtr a = simplify(e->args[0]);
+    CExprPtr a = (*this)(e->args[0]);
     double v;
     if (isConst(a, &v)) return constant(e->unop == UnOp::Neg ? -v : (v == 0 ? 1 : 0));
     if (e->unop == UnOp::Neg && a->kind == CKind::Unary && a->unop == UnOp::Neg) return a->args[0];
     return a == e->args[0] ? e : unary(e->unop, a);
   }
   case CKind::Binary: {
-    CExprPtr a = simplify(e->args[0]), b = simplify(e->args[1]);
+    CExprPtr a = (*this)(e->args[0]), b = (*this)(e->args[1]);
     double x = 0, y = 0;
     bool ca = isConst(a, &x), cb = isConst(b, &y);
     switch (e->binop) {
-    case BinOp::Add:
-      if (ca && cb) return constant(x + y);
-      if (ca && x == 0) return b;
-      if (cb && y == 0) return a;
-      return combineTerms(binary(BinOp::Add, a, b));
+    case BinOp::Add: return sumOfSimplified(a, b);
     case BinOp::Sub:
       if (ca && cb) return constant(x - y);
       if (cb && y == 0) return a;
-      if (ca && x == 0) return simplify(unary(UnOp::Neg, b));
+      if (ca && x == 0) return (*this)(unary(UnOp::Neg, b));
       return combineTerms(binary(BinOp::Sub, a, b));
     case BinOp::Mul:
       if (ca && cb) return constant(x * y);
       if ((ca && x == 0) || (cb && y == 0)) return constant(0);
       if (ca && x == 1) return b;
       if (cb && y == 1) return a;
-      if (ca && x == -1) return simplify(unary(UnOp::Neg, b));
-      if (cb && y == -1) return simplify(unary(UnOp::Neg, a));
+      if (ca && x == -1) return (*this)(unary(UnOp::Neg, b));
+      if (cb && y == -1) return (*this)(unary(UnOp::Neg, a));
       if (cb && !ca) std::swap(a, b), std::swap(x, y), std::swap(ca, cb); // constant first
       if (ca && b->kind == CKind::Binary && b->binop == BinOp::Mul && isConst(b->args[0], &y))
-        return simplify(binary(BinOp::Mul, constant(x * y), b->args[1]));
+        return (*this)(binary(BinOp::Mul, constant(x * y), b->args[1]));
       break;
     case BinOp::Div:
       if (ca && x == 0) return constant(0);
@@ -295,7 +309,7 @@ CExprPtr simplify(const CExprPtr& e) {
     return binary(e->binop, a, b);
   }
   case CKind::Ternary: {
-    CExprPtr c = simplify(e->args[0]), a = simplify(e->args[1]), b = simplify(e->args[2]);
+    CExprPtr c = (*this)(e->args[0]), a = (*this)(e->args[1]), b = (*this)(e->args[2]);
     double x = 0, y = 0;
     if (isConst(c, &x)) return x != 0 ? a : b;
     if (isConst(a, &x) && isConst(b, &y) && x == y) return a;
@@ -306,13 +320,50 @@ CExprPtr simplify(const CExprPtr& e) {
     std::vector<CExprPtr> args;
     bool same = true;
     for (const auto& a : e->args) {
-      args.push_back(simplify(a));
+      args.push_back((*this)(a));
       same = same && args.back() == a;
     }
     return same ? e : call(e->fn, std::move(args));
   }
   default: return e;
   }
+}
+
+CExprPtr Simplifier::operator()(const CExprPtr& e) {
+  if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+  if (shared_)
+    if (auto it = shared_->memo_.find(e.get()); it != shared_->memo_.end()) return it->second;
+  CExprPtr r = compute(e);
+  pinned_.push_back(e);
+  memo_.emplace(e.get(), r);
+  // A result is its own simplification: derivative() builds each level on the simplified
+  // levels below, which must not be walked again.
+  if (r != e) {
+    pinned_.push_back(r);
+    memo_.emplace(r.get(), r);
+  }
+  return r;
+}
+
+std::size_t printedSize(const CExprPtr& e, std::size_t cap) {
+  std::unordered_map<const CExpr*, std::size_t> memo;
+  std::function<std::size_t(const CExpr&)> size = [&](const CExpr& x) -> std::size_t {
+    if (auto it = memo.find(&x); it != memo.end()) return it->second;
+    std::size_t n = 1;
+    auto add = [&](std::size_t m) { n = std::min(cap, n + m); };
+    for (const Subscript& s : x.subs)
+      if (s.gather) add(size(*s.gather));
+    for (const CExprPtr& a : x.args) add(size(*a));
+    memo.emplace(&x, n);
+    return n;
+  };
+  return size(*e);
+}
+
+CExprPtr simplify(const CExprPtr& e) { return Simplifier()(e); }
+
+CExprPtr derivative(const CExprPtr& e, const CExpr* site) {
+  return Simplifier().derivative(e, site);
 }
 
 } // namespace einjit::grad

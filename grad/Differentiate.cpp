@@ -158,16 +158,48 @@ void GradientBuilder::statement(std::size_t k) {
   if (st.reduce == Reduce::Max || st.reduce == Reduce::Min) sum.rhs = selection(st);
   if (st.reduce == Reduce::Mul) sum.rhs = product(st);
   // Reads of the same element (x[i] * x[i]) are one contribution with the partials added.
+  // The statement's subexpressions are simplified once; each derivative's simplifier (its
+  // memo holds what that derivative builds, and goes with it) finds them done.
+  Simplifier forward;
+  forward(sum.rhs);
   std::vector<bool> merged(sites.size(), false);
+  std::size_t size = 0; // of the partial derivatives so far, written out
+  // Each read's partial derivative can be as large as the statement (a product of n factors
+  // has n partials of n - 1 factors each): the bound keeps the gradient program, and the time
+  // to build and compile it, within reach.
+  auto bound = [&](std::size_t more) {
+    if (size + more > kMaxGradientSize)
+      fail(src_, st.ast.range,
+           "cannot differentiate this statement: its gradient would have more than " +
+               std::to_string(kMaxGradientSize) + " operations (" +
+               std::to_string(sites.size()) +
+               " reads of differentiated tensors, each with a partial derivative about as large "
+               "as the statement); split it into several statements, e.g. partial products "
+               "into tensors of their own");
+  };
   for (std::size_t a = 0; a < sites.size(); ++a) {
     if (merged[a]) continue;
-    CExprPtr partial = derivative(sum.rhs, sites[a]);
+    CExprPtr partial = Simplifier(&forward).derivative(sum.rhs, sites[a]);
+    // The partials of reads of one element are added as they come, so that equal terms
+    // combine at once (a product of n equal factors: one term n * f^(n-1), not n terms).
+    // `grown` bounds what was added since partial was last measured.
+    std::size_t grown = printedSize(partial, kMaxGradientSize + 1);
+    bound(grown);
     for (std::size_t b = a + 1; b < sites.size(); ++b)
       if (!merged[b] && sameExpr(*sites[a], *sites[b])) {
         merged[b] = true;
-        partial = binary(BinOp::Add, partial, derivative(sum.rhs, sites[b]));
+        CExprPtr d = Simplifier(&forward).derivative(sum.rhs, sites[b]);
+        grown += printedSize(d, kMaxGradientSize + 1);
+        partial = sumOfSimplified(partial, d);
+        if (size + grown > kMaxGradientSize) {
+          grown = printedSize(partial, kMaxGradientSize + 1);
+          bound(grown);
+        }
       }
-    contribution(sum, *sites[a], simplify(partial));
+    grown = printedSize(partial, kMaxGradientSize + 1);
+    bound(grown);
+    size += grown;
+    contribution(sum, *sites[a], partial);
   }
 }
 
@@ -224,11 +256,19 @@ Sym GradientBuilder::extentOf(int tensor, int dim) {
 Sym GradientBuilder::resolve(const Sym& s) const {
   return symSubstitute(s, [&](const SymNode& atom) -> Sym {
     if (atom.kind != SymKind::Size) return nullptr;
+    // Remembered: in a chain of n statements each extent resolves through all earlier ones,
+    // which is n^2 resolutions (and n^3 name lookups) when each is done again.
+    auto key = std::make_pair(atom.tensor, atom.dim);
+    if (auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+    Sym r;
     int id = p_.findTensor(atom.tensor);
-    if (id < 0) return nullptr;
-    const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
-    if (t.definedBy < 0 || static_cast<std::size_t>(atom.dim) >= t.extents.size()) return nullptr;
-    return resolve(t.extents[static_cast<std::size_t>(atom.dim)]);
+    if (id >= 0) {
+      const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+      if (t.definedBy >= 0 && static_cast<std::size_t>(atom.dim) < t.extents.size())
+        r = resolve(t.extents[static_cast<std::size_t>(atom.dim)]);
+    }
+    resolved_.emplace(key, r);
+    return r;
   });
 }
 

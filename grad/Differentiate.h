@@ -16,6 +16,7 @@
 // (Gradient::masked).
 #include "dsl/Program.h"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct Gradient {
   // parallel, but |dX| times the forward's work).
   std::vector<std::string> masked;
 };
+
+// The most operations the partial derivatives of one statement may have, written out (past it
+// differentiate() throws an einjit::Error at the statement; docs/LANGUAGE.md, "Limits").
+inline constexpr std::size_t kMaxGradientSize = std::size_t{1} << 20;
 
 // wrt: names of tensor arguments of `program` (empty: every floating-point input read as a
 // value). Throws einjit::Error for what cannot be differentiated.

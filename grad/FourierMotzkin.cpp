@@ -5,7 +5,10 @@
 #include "grad/SolveSteps.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
+#include <string>
+#include <unordered_map>
 
 namespace einjit::grad::solve {
 
@@ -13,7 +16,58 @@ using namespace einjit::dsl;
 
 namespace {
 
-bool sameAff(const Aff& a, const Aff& b) { return a.c == b.c && symPrint(a.k) == symPrint(b.k); }
+// Past these the solve stops and the site's gradient is a masked gather instead (correct, with
+// every forward index a loop): constraints left after an elimination, and pairs of a lower and
+// an upper bound of one index. Fourier-Motzkin can multiply the constraints at every step.
+constexpr std::size_t kMaxConstraints = 256, kMaxPairs = 4096;
+
+// The constraints over the outer slots after an elimination: the rational shadow pairs every
+// lower bound of the eliminated index with every upper bound, so each elimination can
+// multiply their number, and the dependent ranges of a gradient program (maxima and minima of
+// several pieces) make many. A constraint is dropped where another one in the set implies it:
+// the same direction (slot coefficients equal up to a positive factor) and, scaled to the same
+// factor, a constant at least as large. An original constraint (a range of the statement) is
+// never dropped for a shadow: originals become the element conditions.
+class ConstraintSet {
+public:
+  explicit ConstraintSet(std::vector<Constraint> initial) {
+    for (Constraint& c : initial) add(std::move(c));
+  }
+  void add(Constraint c) {
+    std::int64_t g = 0;
+    for (std::int64_t x : c.f.c) g = std::gcd(g, x < 0 ? -x : x);
+    if (g == 0) { // no slot: a constant condition, kept as is
+      list_.push_back(std::move(c));
+      return;
+    }
+    std::string key;
+    for (std::int64_t x : c.f.c) key += std::to_string(x / g) + ",";
+    std::vector<std::size_t>& same = byDirection_[key];
+    for (std::size_t i : same) {
+      Constraint& e = list_[i];
+      std::int64_t ge = 0, d = 0;
+      for (std::int64_t x : e.f.c) ge = std::gcd(ge, x < 0 ? -x : x);
+      try { // e.k / ge - c.k / g, times g * ge
+        if (!symIsConst(symSub(symScale(e.f.k, g), symScale(c.f.k, ge)), &d)) continue;
+      } catch (const SymOverflow&) {
+        continue;
+      }
+      if (d <= 0 && (e.original || !c.original)) return; // e implies c
+      if (d >= 0 && !e.original) {                        // c implies e
+        e = std::move(c);
+        return;
+      }
+    }
+    same.push_back(list_.size());
+    list_.push_back(std::move(c));
+  }
+  std::size_t size() const { return list_.size(); }
+  std::vector<Constraint> take() { return std::move(list_); }
+
+private:
+  std::vector<Constraint> list_;
+  std::unordered_map<std::string, std::vector<std::size_t>> byDirection_;
+};
 
 // A dependent range bound as the max (lower) or min (upper) of pieces ceil/floor(num / d),
 // with the forward indices replaced by their forms; nullopt for other shapes (a max in an
@@ -175,17 +229,26 @@ bool fourierMotzkin(SolveState& s, std::vector<Constraint>& cons) {
       r.c[slot] = 0;
       b.hi.push_back({r, m});
     }
+    if (lowers.size() * uppers.size() > kMaxPairs) {
+      sol.why = "its index ranges make more than " + std::to_string(kMaxPairs) +
+                " pairs of bounds for the solver";
+      return false;
+    }
     // The rational shadow: outer bounds may be loose, which only adds empty trips.
+    ConstraintSet next(std::move(rest));
     for (const Constraint& l : lowers)
       for (const Constraint& u : uppers) {
         std::int64_t a = l.f.c[slot], m = -u.f.c[slot];
         Aff f = affAdd(affScale(l.f, m), affScale(u.f, a));
         f.c[slot] = 0;
-        bool dup = std::any_of(rest.begin(), rest.end(),
-                               [&](const Constraint& c) { return sameAff(c.f, f); });
-        if (!dup && f.hasSlots()) rest.push_back({f, false});
+        if (f.hasSlots()) next.add({f, false});
       }
-    cons = std::move(rest);
+    if (next.size() > kMaxConstraints) {
+      sol.why = "its index ranges make more than " + std::to_string(kMaxConstraints) +
+                " constraints for the solver";
+      return false;
+    }
+    cons = next.take();
     sol.bounds.insert(sol.bounds.begin(), b);
   }
   return true;

@@ -16,6 +16,7 @@
 #include "grad/Syntax.h"
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -40,6 +41,8 @@ private:
   std::vector<dsl::Stmt> stmts_;
   std::vector<std::string> extraTensors_; // tensors the gradient program adds (first_y, ...)
   std::vector<dsl::Sym> symValues_;       // Param nodes with param < 0 stand for these
+  // resolve()'s answer per size(tensor, dim) atom (null: the atom stays).
+  mutable std::map<std::pair<std::string, int>, dsl::Sym> resolved_;
   Gradient g_;
 
   // --- the reverse sweep (Differentiate.cpp) ---

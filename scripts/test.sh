@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The test suite on a fresh machine (CI runs it through .ci/run on 2 cores without a GPU; it
 # must stay under 30 minutes there). Each phase proves something the others do not:
-#   1. install the dependencies (scripts/install-deps.sh);
-#   2. Release build with warnings as errors, every package it finds, and every test (the
-#      differential tester's 1,000 random programs included);
+#   1. install the dependencies (scripts/install-deps.sh); the Python test packages start
+#      installing in the background (mostly download time, overlapped with the builds);
+#   2. Release build with warnings as errors, every package it finds, the benchmarks and tools
+#      included, and every test (the differential tester's 1,000 random programs included);
 #   3. the Python module and the PyTorch layer against that build (scripts/test-python.sh);
-#   4. Release build without LLVM or CUDA (the CPU device is then the interpreter) and every
-#      test it has;
+#   4. Debug build without LLVM or CUDA (the CPU device is then the interpreter): the
+#      library, the CLI, the examples and the tests whose results depend on the configuration
+#      (not the lexer, parser, tensor, schedule and golden tests: the same code as in 2);
 #   5. Debug build with AddressSanitizer + UBSan, configured without CUDA: it is also the
 #      build that proves the CPU JIT builds and passes without the CUDA toolkit (a user's usual
 #      machine), so there is no separate no-CUDA build. Its tests skip the few listed below;
-#   6. the libFuzzer target over the whole pipeline for EINJIT_FUZZ_SECONDS (scripts/fuzz.sh);
-#   7. with EINJIT_CI_TSAN=1, ThreadSanitizer over the concurrency tests (scripts/tsan.sh): about
-#      5 minutes of 2 cores, which CI's 30 minutes do not have room for yet.
+#   6. the libFuzzer target over the whole pipeline, a fixed reproducible run
+#      (scripts/fuzz.sh --ci: the same executions every time, so it fails only on what a change
+#      did; `scripts/fuzz.sh SECONDS` is the exploratory run);
+#   7. ThreadSanitizer over the tests that use threads (scripts/tsan.sh; its build runs
+#      alongside the fuzzer, which uses one CPU).
 # At the end (also after a failure) it prints each phase's wall time and CPU time, so the CI log
 # shows where the time went. docs/RELIABILITY.md ("CI") explains the choices.
 #   scripts/test.sh [--fast]   (--fast: phases 1-4 only)
@@ -42,6 +46,8 @@ end() {
 }
 report() {
   local rc=$?
+  # Background jobs of a phase that failed.
+  for pid in ${python_deps:-} ${tsan_build:-}; do kill "$pid" 2>/dev/null || true; done
   if [ -n "$current" ]; then current="$current (FAILED)"; end; fi
   rm -f "$times_file"
   local total=0
@@ -61,27 +67,53 @@ trap report EXIT
 begin "install-deps"
 "$root/scripts/install-deps.sh"
 end
+# The Python phase's PyPI packages (PyTorch is about 3 GB): downloaded while the builds run.
+mkdir -p "$root/build"
+python_deps_log="$root/build/python-deps.log"
+"$root/scripts/test-python.sh" --deps "$root/build" >"$python_deps_log" 2>&1 &
+python_deps=$!
 
 begin "Release build (every package found)"
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON
+# Not in the default target (tools/dump-generated.sh builds it): it must still compile.
+cmake --build "$root/build" --target dump_generated --parallel "$jobs"
 end
 begin "Release ctest (every test)"
 (cd "$root/build" && ctest --output-on-failure --parallel "$jobs")
 end
 
 begin "Python module (pip install ./python, pytest)"
+wait_ok=1; wait "$python_deps" || wait_ok=0; python_deps=""
+if [ "$wait_ok" = 0 ]; then
+  cat "$python_deps_log"
+  echo "installing the Python test packages failed" >&2
+  exit 1
+fi
 "$root/scripts/test-python.sh" "$root/build"
 end
 
 # Without LLVM the CPU device is the interpreter (the GPU machine's CUDA-only configuration,
 # here without CUDA too): it must build and pass as well. It has no JIT tests, so its ctest is
-# short; the differential tester's programs ran in full above (25 per case here).
-begin "Release build without LLVM and CUDA"
-"$root/scripts/build.sh" "$root/build-nollvm" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON \
-  -DEINJIT_WITH_LLVM=OFF -DEINJIT_WITH_CUDA=OFF -DEINJIT_BUILD_BENCH=OFF
+# short; the differential tester's programs ran in full above (25 per case here). The tests
+# that never run a program (lexer, parser, tensor, CPU and GPU schedules, golden IR) test the
+# same code as the Release pass and are not built here.
+# It is a Debug build (no optimization, assertions on): what it proves is that the
+# configuration builds and passes, which does not need -O3, and it compiles several times faster;
+# the Release build above compiled the same sources at -O3 with warnings as errors.
+nollvm_tests=(test_ranges test_interpreter test_errors test_robustness test_kernel test_cli
+              test_grad test_cache test_cache_limits test_fuzz_replay test_differential
+              test_backends test_inplace)
+begin "Debug build without LLVM and CUDA"
+cmake -S "$root" -B "$root/build-nollvm" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEINJIT_WERROR=ON \
+  -DEINJIT_WITH_LLVM=OFF -DEINJIT_WITH_CUDA=OFF -DEINJIT_BUILD_BENCH=OFF >/dev/null
+cmake --build "$root/build-nollvm" --parallel "$jobs" --target einjit einjit_library \
+  example_optimizers example_sgd_step example_layernorm example_attention example_gelu_mlp \
+  example_embedding_bag example_conv_layer "${nollvm_tests[@]}"
 end
 begin "ctest without LLVM and CUDA"
-(cd "$root/build-nollvm" && EINJIT_DIFF_PROGRAMS=25 ctest --output-on-failure --parallel "$jobs")
+# The test binaries not built above register as '<binary>_NOT_BUILT' tests.
+(cd "$root/build-nollvm" && EINJIT_DIFF_PROGRAMS=25 ctest --output-on-failure --parallel "$jobs" \
+  -E '_NOT_BUILT')
 end
 
 if [ "$fast" = 1 ]; then exit 0; fi
@@ -96,9 +128,14 @@ if [ "$fast" = 1 ]; then exit 0; fi
 #   sizes 1 to 10^6+3, every table program at table sizes); the convolution table of
 #   test_gemm (3 minutes of the interpreter under ASan; it passed ASan+UBSan when it was
 #   written) likewise;
+# - three more of the same kind in test_jit: the bf16 table (the interpreter's bf16 arithmetic
+#   over every table program), the gradient table at grown shapes, and 300 random programs
+#   against the interpreter (the differential tester does that here, below);
 # - the differential tester runs 50 programs per case under the sanitizers (1,000 above).
 asan_skip='four transpositions, batched, odd sizes|jit: sizes 1, 7, 33 and 257'
 asan_skip+='|forced split reductions on every interpreter-table|convolutions forward and every gradient'
+asan_skip+='|jit: bf16 programs, forward and gradient|jit: every gradient-table program'
+asan_skip+='|jit: 300 random programs'
 begin "Debug ASan+UBSan build without CUDA"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DEINJIT_SANITIZE=ON \
   -DEINJIT_WERROR=ON -DEINJIT_WITH_CUDA=OFF -DEINJIT_BUILD_BENCH=OFF
@@ -108,13 +145,22 @@ begin "ASan+UBSan ctest"
   ctest --output-on-failure --parallel "$jobs" -E "$asan_skip")
 end
 
-# A fixed budget; any finding fails (docs/RELIABILITY.md). Includes the clang build.
-begin "fuzzer (clang build, ${EINJIT_FUZZ_SECONDS:-120} s of fuzzing)"
-"$root/scripts/fuzz.sh" "${EINJIT_FUZZ_SECONDS:-120}"
+# A fixed, reproducible run (seed and number of executions); any finding fails
+# (docs/RELIABILITY.md). Includes the clang build. The fuzzer runs on one CPU (for the same
+# executions every time), so the ThreadSanitizer build goes on meanwhile.
+begin "fuzzer (clang build, fixed run) and ThreadSanitizer build"
+tsan_log="$root/build/tsan-build.log"
+"$root/scripts/tsan.sh" --build-only >"$tsan_log" 2>&1 &
+tsan_build=$!
+"$root/scripts/fuzz.sh" --ci
+wait_ok=1; wait "$tsan_build" || wait_ok=0; tsan_build=""
+if [ "$wait_ok" = 0 ]; then
+  cat "$tsan_log"
+  echo "the ThreadSanitizer build failed" >&2
+  exit 1
+fi
 end
 
-if [ "${EINJIT_CI_TSAN:-0}" = "1" ]; then
-  begin "ThreadSanitizer (build, concurrency tests)"
-  "$root/scripts/tsan.sh"
-  end
-fi
+begin "ThreadSanitizer tests"
+"$root/scripts/tsan.sh"
+end

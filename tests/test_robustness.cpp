@@ -7,6 +7,7 @@
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
 
+#include <functional>
 #include <map>
 #include <random>
 
@@ -279,4 +280,36 @@ TEST_CASE("a chain at the expression limit runs, differentiates and agrees with 
     einjit::GradCheckResult r = einjit::gradcheck(program, {{"x", {3, 7}}}, {}, {}, 2, 1e-6);
     CHECK(r.passed);
   }
+}
+
+TEST_CASE("a gradient past the size limit is an einjit::Error at the statement") {
+  // A balanced product of n distinct reads (as deep as log2 n, within the height limit): each
+  // read's partial derivative is the product of the other n - 1, about 2n^2 operations in all.
+  std::function<std::string(int, int)> product = [&](int lo, int hi) -> std::string {
+    if (hi - lo == 1) return "x[i, " + std::to_string(lo) + "]";
+    const int mid = (lo + hi) / 2;
+    return "(" + product(lo, mid) + " * " + product(mid, hi) + ")";
+  };
+  einjit::Kernel big = einjit::compile("y[i] := " + product(0, 1024));
+  try {
+    (void)big.gradient();
+    FAIL("no error");
+  } catch (const einjit::Error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("cannot differentiate this statement: its gradient would have more than "
+                   "1048576 operations (1024 reads") != std::string::npos);
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 1);
+  }
+  // Below the limit it differentiates: one statement per read, each against finite
+  // differences for a product short enough that its values are not all tiny.
+  einjit::Kernel wide = einjit::compile("y[i] := " + product(0, 256));
+  const std::string grad = wide.gradient().source();
+  std::size_t statements = 0;
+  for (std::size_t at = grad.find("dx[i, u]"); at != std::string::npos;
+       at = grad.find("dx[i, u]", at + 1))
+    ++statements;
+  CHECK(statements == 256);
+  einjit::GradCheckResult r = einjit::gradcheck("y[i] := " + product(0, 8), {{"x", {3, 8}}});
+  CHECK_MESSAGE(r.passed, r.why);
 }
