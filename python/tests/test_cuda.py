@@ -131,6 +131,15 @@ def test_layer_device_names_the_cpu_backend():
         einjit.torch.layer("y[i] := x[i] * 2", device="cuda")
 
 
+def test_explain_shows_the_cuda_source_without_a_gpu():
+    """explain() lowers and prints the CUDA code for these shapes; it needs no GPU."""
+    if "no CUDA support" in CUDA_WHY:
+        pytest.skip(CUDA_WHY)
+    k = einjit.compile("c[i,j] := a[i,k] * b[k,j]", device="cuda")
+    text = k.explain(np.ones((64, 32), np.float32), np.ones((32, 16), np.float32))
+    assert "# target: CUDA (cuda:0)" in text and "__global__" in text
+
+
 def test_cuda_skip_message_says_why():
     """Where there is no GPU, the GPU tests below are skipped with einjit's reason."""
     if CUDA_OK:
