@@ -140,6 +140,42 @@ def test_explain_shows_the_cuda_source_without_a_gpu():
     assert "# target: CUDA (cuda:0)" in text and "__global__" in text
 
 
+class _Stream:
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def wait_stream(self, other):
+        self.log.append(f"{self.name} waits for {other.name}")
+
+
+class _TorchCudaTensor:
+    """Stands for a PyTorch CUDA tensor in the stream-order logic (no GPU here)."""
+
+    is_cuda = True
+    device = "cuda:0"
+
+
+_TorchCudaTensor.__module__ = "torch.stand_in"
+
+
+@pytest.mark.parametrize("side_stream", [True, False])
+def test_call_order_with_torchs_current_stream(monkeypatch, side_stream):
+    """The default stream (einjit's) waits for the current one before the call, and the
+    current one for the default stream after it; nothing to do when they are the same."""
+    torch = pytest.importorskip("torch")
+    log = []
+    default = _Stream("default", log)
+    current = _Stream("side", log) if side_stream else default
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: current)
+    monkeypatch.setattr(torch.cuda, "default_stream", lambda device=None: default)
+    with einjit._StreamOrder([1.5, _TorchCudaTensor()]):
+        log.append("call")
+    if side_stream:
+        assert log == ["default waits for side", "call", "side waits for default"]
+    else:
+        assert log == ["call"]
+
+
 def test_cuda_skip_message_says_why():
     """Where there is no GPU, the GPU tests below are skipped with einjit's reason."""
     if CUDA_OK:
