@@ -97,10 +97,11 @@ nb::object fromTensor(const einjit::Tensor& t) {
     return nb::cast(nb::ndarray<nb::numpy>(t.data(), t.shape().size(), shape.data(), owner,
                                            strides.data(), fromDType(t.dtype()),
                                            nb::device::cpu::value));
-  return nb::cast(nb::ndarray<>(t.data(), t.shape().size(), shape.data(), owner, strides.data(),
-                                fromDType(t.dtype()),
-                                host ? nb::device::cpu::value : nb::device::cuda::value,
-                                t.deviceIndex()));
+  // array_api: an object with __dlpack__ and __dlpack_device__ (a bare capsule would do for
+  // PyTorch only).
+  return nb::cast(nb::ndarray<nb::array_api>(
+      t.data(), t.shape().size(), shape.data(), owner, strides.data(), fromDType(t.dtype()),
+      host ? nb::device::cpu::value : nb::device::cuda::value, t.deviceIndex()));
 }
 
 // Whether the program writes the tensor argument `name` ('=' and '+=' outputs, whether or not

@@ -107,6 +107,17 @@ def test_bfloat16_torch_tensors_on_the_cpu():
     torch.testing.assert_close(y, (2 * a.float()).to(torch.bfloat16), rtol=0, atol=0)
 
 
+def test_bfloat16_result_for_a_numpy_caller_is_a_dlpack_array():
+    """NumPy has no bfloat16: the result is a DLPack-capable array that PyTorch takes."""
+    torch = pytest.importorskip("torch")
+    r = einjit.compile("y[i] := i * 0.5 where i in 0:4", default_dtype="bf16")()
+    assert not isinstance(r, np.ndarray)
+    assert r.__dlpack_device__() == (1, 0)  # the host
+    t = torch.from_dlpack(r)
+    assert t.dtype == torch.bfloat16
+    torch.testing.assert_close(t, torch.tensor([0, 0.5, 1, 1.5], dtype=torch.bfloat16), rtol=0, atol=0)
+
+
 def test_bfloat16_layer_on_the_cpu():
     torch = pytest.importorskip("torch")
     import einjit.torch
