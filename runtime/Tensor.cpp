@@ -635,7 +635,12 @@ Tensor Tensor::viewCuda(void* data, DType dtype, const Shape& shape, const Shape
   t.storage_->device = index;
   return t;
 #else
-  (void)data, (void)dtype, (void)shape, (void)strides, (void)keepAlive, (void)index;
+  (void)data;
+  (void)dtype;
+  (void)shape;
+  (void)strides;
+  (void)keepAlive;
+  (void)index;
   throw Error("Tensor::viewCuda: this build of einjit has no CUDA support");
 #endif
 }
