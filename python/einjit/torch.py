@@ -148,7 +148,12 @@ class Layer:
                 np.broadcast_to(np.zeros(1, _NUMPY_DTYPES[t.dtype]), tuple(int(s) for s in t.shape))
                 for t in tensors
             ]
-            results = self.forward_kernel(*stand_ins, *args[len(self.tensors):])
+            # For CUDA tensors the CUDA kernel runs on the stand-ins (copied to the device: one
+            # element each), which is quicker than the CPU kernel where that is the interpreter
+            # (a CUDA-only build).
+            cuda = bool(tensors) and tensors[0].device.type == "cuda"
+            kernel = self._kernels(tensors)[0] if cuda else self.forward_kernel
+            results = kernel(*stand_ins, *args[len(self.tensors):])
             if not isinstance(results, tuple):
                 results = (results,)
             bf16 = any(t.dtype == torch.bfloat16 for t in tensors)
