@@ -626,6 +626,25 @@ Tensor Tensor::emptyCuda(const Shape& shape, DType dtype, int index) {
 #endif
 }
 
+Tensor Tensor::viewCuda(void* data, DType dtype, const Shape& shape, const Shape& strides,
+                        std::shared_ptr<void> keepAlive, int index) {
+#if EINJIT_HAVE_CUDA
+  if (index < 0) throw Error("Tensor::viewCuda: negative device index " + std::to_string(index));
+  Tensor t = view(data, dtype, shape, strides, std::move(keepAlive));
+  t.storage_->kind = DeviceKind::cuda;
+  t.storage_->device = index;
+  return t;
+#else
+  (void)data;
+  (void)dtype;
+  (void)shape;
+  (void)strides;
+  (void)keepAlive;
+  (void)index;
+  throw Error("Tensor::viewCuda: this build of einjit has no CUDA support");
+#endif
+}
+
 Tensor Tensor::cuda(int index) const {
   requireDefined(defined(), "Tensor::cuda");
   if (device() == DeviceKind::cuda) {

@@ -691,3 +691,30 @@ TEST_CASE("bf16: random values stay inside the range and are deterministic") {
   // No bf16 value lies in [0.999, 1): bf16 has 8 significant bits.
   CHECK_THROWS_AS(Tensor::random({4}, DType::bf16, 6, 0.999, 1.0), Error);
 }
+
+TEST_CASE("Tensor::viewCuda: a device view of foreign memory, checked like view()") {
+  std::vector<float> bytes(12);
+#if EINJIT_HAVE_CUDA
+  // Only the metadata is made: no device is touched, so a host address serves as a stand-in.
+  Tensor t = Tensor::viewCuda(bytes.data(), DType::f32, {3, 2}, {1, 3}, nullptr, 1);
+  CHECK(t.device() == einjit::DeviceKind::cuda);
+  CHECK(t.deviceIndex() == 1);
+  CHECK(t.strides() == Shape{1, 3});
+  CHECK(t.transpose(0, 1).device() == einjit::DeviceKind::cuda);
+  CHECK_THROWS_WITH_AS(t.get({0, 0}), "Tensor::get: the tensor is on cuda:1; copy it to the host with cpu() first", Error);
+  CHECK_THROWS_WITH_AS(Tensor::viewCuda(bytes.data(), DType::f32, {3}, {-1}, nullptr),
+                       "Tensor::view: negative stride -1 in dimension 0", Error);
+  // A CPU kernel refuses it with a caret under the tensor.
+  try {
+    einjit::compile("y[i,j] := x[i,j] * 2")(t);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("tensor 'x' is on cuda:1 but the kernel runs on cpu") !=
+          std::string::npos);
+    CHECK(std::string(e.what()).find("^") != std::string::npos);
+  }
+#else
+  CHECK_THROWS_WITH_AS(Tensor::viewCuda(bytes.data(), DType::f32, {12}, {}, nullptr),
+                       "Tensor::viewCuda: this build of einjit has no CUDA support", Error);
+#endif
+}

@@ -63,6 +63,12 @@ public:
     return view(static_cast<void*>(data), dtypeOf<T>(), shape, strides);
   }
 
+  // Zero-copy view of caller-owned memory on CUDA device `index` (a device address, e.g. from
+  // another library's tensor), checked like view(); the memory is used in the order of the
+  // device's legacy default stream, where every einjit CUDA call runs. An error in a build
+  // without CUDA.
+  static Tensor viewCuda(void* data, DType dtype, const Shape& shape, const Shape& strides,
+                         std::shared_ptr<void> keepAlive, int index = 0);
   // Uninitialized contiguous storage on CUDA device `index` (an error without a device).
   static Tensor emptyCuda(const Shape& shape, DType dtype = DType::f32, int index = 0);
   // A contiguous copy on CUDA device `index` / on the host; *this when already there (and,

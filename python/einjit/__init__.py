@@ -4,12 +4,14 @@
     mm = einjit.compile("c[i,j] := a[i,k] * b[k,j]")
     c = mm(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
 
-Arguments are arrays of any DLPack-capable library (NumPy, PyTorch, JAX, ...) or Python
+Arguments are arrays of any DLPack-capable library (NumPy, PyTorch, JAX, CuPy, ...) or Python
 numbers, by position (tensors in order of first appearance in the program, then scalar
-parameters) or by name. They are read and written in place, without copies; results come back
-as arrays of the first array argument's library (NumPy when there is none), over einjit's
-memory, without copies. Every mistake raises einjit.Error, whose text is the diagnostic with
-the program line and a caret under the offending part.
+parameters) or by name. They are read and written in place, without copies, on the host or on
+a CUDA device (for a kernel compiled with device="cuda"); results come back as arrays of the
+first array argument's library (NumPy when there is none), over einjit's memory, without
+copies, on the arguments' device. CUDA calls run on the device's default stream, ordered with
+PyTorch's and CuPy's current stream (see Kernel.__call__). Every mistake raises einjit.Error,
+whose text is the diagnostic with the program line and a caret under the offending part.
 """
 from __future__ import annotations
 
@@ -20,12 +22,17 @@ __all__ = ["Error", "Kernel", "compile", "cuda_available", "synchronize"]
 __version__ = "0.1.0"
 
 
+def _library(a) -> str:
+    return type(a).__module__.split(".")[0]
+
+
 def _framework_of(args):
-    """The from_dlpack of the first array argument's library (NumPy when unknown)."""
+    """The from_dlpack of the first array argument's library (no conversion when it is NumPy
+    or unknown: host results are NumPy arrays already, and other results DLPack-capable)."""
     for a in args:
         if isinstance(a, (int, float)):
             continue
-        module = type(a).__module__.split(".")[0]
+        module = _library(a)
         if module == "torch":
             import torch
 
@@ -34,8 +41,54 @@ def _framework_of(args):
             import jax.numpy
 
             return jax.numpy.from_dlpack
+        if module == "cupy":
+            import cupy
+
+            return cupy.from_dlpack
         break
-    return lambda a: a  # einjit's results are NumPy arrays
+    return lambda a: a
+
+
+class _StreamOrder:
+    """Orders a call with the caller's current CUDA stream.
+
+    einjit queues its CUDA work on the device's legacy default stream, which is also PyTorch's
+    and CuPy's default stream: with default streams nothing needs doing, and a call returns
+    before its kernels finish, like any other CUDA operation. When PyTorch's (or CuPy's)
+    current stream is another one, the default stream waits for the work queued on it before
+    the call, and it waits for the call's work after: both through events, without blocking the
+    host."""
+
+    def __init__(self, arrays):
+        self._before = self._after = None
+        for a in arrays:
+            module = _library(a)
+            if module == "torch" and a.is_cuda:
+                import torch
+
+                current = torch.cuda.current_stream(a.device)
+                default = torch.cuda.default_stream(a.device)
+                if current != default:
+                    self._before = lambda: default.wait_stream(current)
+                    self._after = lambda: current.wait_stream(default)
+                return
+            if module == "cupy":
+                import cupy
+
+                current = cupy.cuda.get_current_stream()
+                if current.ptr != 0:
+                    null = cupy.cuda.Stream.null
+                    self._before = lambda: null.wait_event(current.record())
+                    self._after = lambda: current.wait_event(null.record())
+                return
+
+    def __enter__(self):
+        if self._before:
+            self._before()
+
+    def __exit__(self, *exc):
+        if self._after:
+            self._after()
 
 
 class Kernel:
@@ -47,7 +100,8 @@ class Kernel:
     def _run(self, args, kwargs):
         """(names, arrays, from_dlpack) of a call: positional only, or by name."""
         if not kwargs:
-            names, arrays = self._k.call(list(args))
+            with _StreamOrder(args):
+                names, arrays = self._k.call(list(args))
             return names, arrays, _framework_of(args)
         order = list(self._k.tensor_arguments) + list(self._k.scalar_arguments)
         if len(args) > len(order):
@@ -60,11 +114,21 @@ class Kernel:
             values[name] = value
         scalars = {n: float(v) for n, v in values.items() if isinstance(v, (int, float))}
         arrays = {n: v for n, v in values.items() if n not in scalars}
-        names, results = self._k.call_named(arrays, scalars)
+        with _StreamOrder(arrays.values()):
+            names, results = self._k.call_named(arrays, scalars)
         return names, results, _framework_of(list(arrays.values()))
 
     def __call__(self, *args, **kwargs):
-        """Runs the program. One output: that array; several: a tuple in statement order."""
+        """Runs the program. One output: that array; several: a tuple in statement order.
+
+        With CUDA arrays (a kernel compiled for "cuda"), the call queues its work on the
+        device's legacy default stream and returns without waiting (einjit.synchronize()
+        waits). When PyTorch's or CuPy's current stream is not the default stream, the call is
+        ordered after the work queued on it and before the work queued on it later (events,
+        no host wait). Results are einjit memory allocated and released in the default stream's
+        order, like a PyTorch tensor allocated on the default stream: work on another stream
+        that reads one must finish before the last reference to it goes (PyTorch's rule for
+        tensors used across streams)."""
         _, arrays, convert = self._run(args, kwargs)
         results = tuple(convert(a) for a in arrays)
         return results[0] if len(results) == 1 else results

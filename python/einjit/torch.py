@@ -11,6 +11,10 @@ break, and an autograd formula whose backward is the einjit gradient kernel, its
 operator. Tensors cross without copies (DLPack). Arguments are tensors, then scalar parameters
 as Python numbers, in the program's positional order (Layer.arguments).
 
+A layer runs where its tensors are: CPU tensors on einjit's CPU JIT (or the interpreter, with
+device="reference"), CUDA tensors on einjit's CUDA backend on their device, forward and
+backward, ordered with PyTorch's current stream (einjit.Kernel.__call__ says how).
+
 This is also how einjit runs on several machines: its layers are ordinary operators inside
 PyTorch's distributed engines (DistributedDataParallel, FSDP).
 """
@@ -36,6 +40,10 @@ _TORCH_DTYPES = {
     np.dtype(np.int64): torch.int64,
 }
 _NUMPY_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+# NumPy has no bfloat16: shape inference runs bf16 inputs as float32 stand-ins (a program's
+# floating-point tensors share one dtype, docs/LANGUAGE.md "dtypes", so its float results are
+# bf16 exactly when its inputs are).
+_NUMPY_DTYPES[torch.bfloat16] = np.dtype(np.float32)
 
 
 def _schema_tuple(n: int) -> str:
@@ -47,6 +55,11 @@ class Layer:
     arguments, then its scalar parameters, by position."""
 
     def __init__(self, source: str, device: str = "cpu"):
+        if device not in ("cpu", "reference"):
+            raise Error(
+                f'layer(device="{device}"): device is the backend for CPU tensors, "cpu" or '
+                '"reference"; CUDA tensors always run on einjit\'s CUDA backend on their device'
+            )
         self.forward_kernel = _compile(source, device)
         k = self.forward_kernel
         written = [y for y in k.output_names if y in k.tensor_arguments]
@@ -59,6 +72,8 @@ class Layer:
         self.scalars = k.scalar_arguments
         self.outputs = k.output_names
         self.backward_kernel = k.gradient()
+        # (forward, backward) kernels per CUDA device, compiled on first use there.
+        self._cuda_kernels: dict = {}
         self.differentiable = [d[1:] for d in self.backward_kernel.gradient_outputs]
         key = hashlib.sha256(f"{device}\n{k.source}".encode()).hexdigest()[:16]
         self.name = f"p{key}"
@@ -88,13 +103,27 @@ class Layer:
             f"{_schema_tuple(len(self.differentiable))}"
         )
         qualname = f"einjit::{self.name}"
-        torch.library.impl(qualname, "CPU", lib=_library)(self._forward)
+        for key in ("CPU", "CUDA"):
+            torch.library.impl(qualname, key, lib=_library)(self._forward)
+            torch.library.impl(qualname + "_backward", key, lib=_library)(self._backward)
         torch.library.register_fake(qualname, lib=_library)(self._forward_fake)
-        torch.library.impl(qualname + "_backward", "CPU", lib=_library)(self._backward)
         torch.library.register_fake(qualname + "_backward", lib=_library)(self._backward_fake)
         torch.library.register_autograd(
             qualname, self._autograd_backward, setup_context=self._setup_context, lib=_library
         )
+
+    def _kernels(self, tensors):
+        """(forward, backward) kernels for the device of the call's tensors."""
+        device = tensors[0].device if tensors else torch.device("cpu")
+        if device.type == "cpu":
+            return self.forward_kernel, self.backward_kernel
+        if device.type != "cuda":
+            raise Error(f"einjit layers run on CPU and CUDA tensors, not on {device.type}")
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index not in self._cuda_kernels:
+            forward = _compile(self.forward_kernel.source, f"cuda:{index}")
+            self._cuda_kernels[index] = (forward, forward.gradient())
+        return self._cuda_kernels[index]
 
     def _run(self, kernel, args):
         results = kernel(*args)
@@ -104,7 +133,8 @@ class Layer:
         return tuple(torch.from_dlpack(r) for r in results)
 
     def _forward(self, *args):
-        out = self._run(self.forward_kernel, args)
+        forward, _ = self._kernels(args[: len(self.tensors)])
+        out = self._run(forward, args)
         return out[0] if len(out) == 1 else out
 
     def _forward_fake(self, *args):
@@ -118,10 +148,19 @@ class Layer:
                 np.broadcast_to(np.zeros(1, _NUMPY_DTYPES[t.dtype]), tuple(int(s) for s in t.shape))
                 for t in tensors
             ]
-            results = self.forward_kernel(*stand_ins, *args[len(self.tensors):])
+            # For CUDA tensors the CUDA kernel runs on the stand-ins (copied to the device: one
+            # element each), which is quicker than the CPU kernel where that is the interpreter
+            # (a CUDA-only build).
+            cuda = bool(tensors) and tensors[0].device.type == "cuda"
+            kernel = self._kernels(tensors)[0] if cuda else self.forward_kernel
+            results = kernel(*stand_ins, *args[len(self.tensors):])
             if not isinstance(results, tuple):
                 results = (results,)
-            self._shape_cache[key] = [(r.shape, _TORCH_DTYPES[r.dtype]) for r in results]
+            bf16 = any(t.dtype == torch.bfloat16 for t in tensors)
+            self._shape_cache[key] = [
+                (r.shape, torch.bfloat16 if bf16 and r.dtype == np.float32 else _TORCH_DTYPES[r.dtype])
+                for r in results
+            ]
         ref = tensors[0]
         out = tuple(ref.new_empty(shape, dtype=dtype) for shape, dtype in self._shape_cache[key])
         return out[0] if len(out) == 1 else out
@@ -135,7 +174,8 @@ class Layer:
     def _backward(self, *args):
         n = len(self.outputs)
         named = self._backward_args(args[:n], args[n:])
-        results = self.backward_kernel.call_named(**named)
+        _, backward = self._kernels(args[n: n + len(self.tensors)])
+        results = backward.call_named(**named)
         out = tuple(torch.from_dlpack(results["d" + x]) for x in self.differentiable)
         return out[0] if len(out) == 1 else out
 
@@ -160,5 +200,7 @@ class Layer:
 
 
 def layer(source: str, device: str = "cpu") -> Layer:
-    """The program as a differentiable PyTorch operator (see the module's doc)."""
+    """The program as a differentiable PyTorch operator (see the module's doc). device: the
+    backend for CPU tensors, "cpu" (the LLVM JIT) or "reference" (the interpreter); CUDA
+    tensors run on einjit's CUDA backend."""
     return Layer(source, device)

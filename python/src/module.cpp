@@ -37,11 +37,13 @@ einjit::DType toDType(const nb::dlpack::dtype& t) {
     if (t.code == static_cast<std::uint8_t>(Code::Float) && t.bits == 64) return einjit::DType::f64;
     if (t.code == static_cast<std::uint8_t>(Code::Int) && t.bits == 32) return einjit::DType::i32;
     if (t.code == static_cast<std::uint8_t>(Code::Int) && t.bits == 64) return einjit::DType::i64;
+    if (t.code == static_cast<std::uint8_t>(Code::Bfloat) && t.bits == 16)
+      return einjit::DType::bf16;
   }
-  // bfloat16 results could not be handed out as NumPy arrays (NumPy has no bfloat16).
   throw einjit::Error("an array of an unsupported dtype (code " + std::to_string(t.code) +
                       ", " + std::to_string(t.bits) +
-                      " bits): einjit's Python module takes float32, float64, int32 and int64");
+                      " bits): einjit's Python module takes float32, float64, bfloat16, int32 "
+                      "and int64");
 }
 
 nb::dlpack::dtype fromDType(einjit::DType t) {
@@ -50,18 +52,20 @@ nb::dlpack::dtype fromDType(einjit::DType t) {
   case einjit::DType::f64: return nb::dtype<double>();
   case einjit::DType::i32: return nb::dtype<std::int32_t>();
   case einjit::DType::i64: return nb::dtype<std::int64_t>();
-  case einjit::DType::bf16: break;
+  case einjit::DType::bf16:
+    return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
   }
-  throw einjit::Error("a bfloat16 result: NumPy has no bfloat16 (use float32 arrays)");
+  throw einjit::Error("a result of an unknown dtype");
 }
 
-// A view of the caller's array; the view holds the array (and so its DLPack owner) alive.
+// A view of the caller's array (host or CUDA memory); the view holds the array (and so its
+// DLPack owner) alive.
 einjit::Tensor toTensor(const Array& a, const std::string& name) {
-  if (a.device_type() != nb::device::cpu::value)
-    throw einjit::Error("argument " + name +
-                        ": only host (CPU) arrays are accepted; copy a device array to the "
-                        "host first (a kernel compiled for \"cuda\" copies host arrays to the "
-                        "device and back)");
+  const bool host = a.device_type() == nb::device::cpu::value;
+  if (!host && a.device_type() != nb::device::cuda::value)
+    throw einjit::Error("argument " + name + ": an array on DLPack device type " +
+                        std::to_string(a.device_type()) +
+                        ": einjit takes host (CPU) and CUDA arrays");
   einjit::Shape shape(a.ndim()), strides(a.ndim());
   for (std::size_t d = 0; d < a.ndim(); ++d) {
     shape[d] = static_cast<std::int64_t>(a.shape(d));
@@ -70,26 +74,34 @@ einjit::Tensor toTensor(const Array& a, const std::string& name) {
       throw einjit::Error("argument " + name +
                           ": an array with a negative stride (a reversed view); pass a copy");
   }
+  const einjit::DType dtype = toDType(a.dtype());
   std::shared_ptr<void> owner(new Array(a), [](void* p) {
     nb::gil_scoped_acquire gil;
     delete static_cast<Array*>(p);
   });
-  return einjit::Tensor::view(const_cast<void*>(a.data()), toDType(a.dtype()), shape, strides,
-                              std::move(owner));
+  void* data = const_cast<void*>(a.data());
+  if (host) return einjit::Tensor::view(data, dtype, shape, strides, std::move(owner));
+  return einjit::Tensor::viewCuda(data, dtype, shape, strides, std::move(owner), a.device_id());
 }
 
-// The tensor as a NumPy array over the same memory, owning a handle to it (NumPy arrays are
-// DLPack-capable: the Python side hands them to the caller's framework without a copy).
-nb::ndarray<nb::numpy> fromTensor(const einjit::Tensor& t) {
-  if (t.device() != einjit::DeviceKind::cpu)
-    throw einjit::Error("a result on a CUDA device: results of calls with host arrays are on "
-                        "the host; device arrays are not accepted yet");
+// The tensor as an array over the same memory, owning a handle to it: a NumPy array for host
+// results NumPy can hold, else a DLPack-capable nanobind array (CUDA results, bfloat16); the
+// Python side hands either to the caller's framework without a copy.
+nb::object fromTensor(const einjit::Tensor& t) {
   auto* handle = new einjit::Tensor(t);
   nb::capsule owner(handle, [](void* p) noexcept { delete static_cast<einjit::Tensor*>(p); });
   std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<std::int64_t> strides(t.strides().begin(), t.strides().end());
-  return nb::ndarray<nb::numpy>(t.data(), t.shape().size(), shape.data(), owner,
-                                strides.data(), fromDType(t.dtype()), nb::device::cpu::value);
+  const bool host = t.device() == einjit::DeviceKind::cpu;
+  if (host && t.dtype() != einjit::DType::bf16)
+    return nb::cast(nb::ndarray<nb::numpy>(t.data(), t.shape().size(), shape.data(), owner,
+                                           strides.data(), fromDType(t.dtype()),
+                                           nb::device::cpu::value));
+  // array_api: an object with __dlpack__ and __dlpack_device__ (a bare capsule would do for
+  // PyTorch only).
+  return nb::cast(nb::ndarray<nb::array_api>(
+      t.data(), t.shape().size(), shape.data(), owner, strides.data(), fromDType(t.dtype()),
+      host ? nb::device::cpu::value : nb::device::cuda::value, t.deviceIndex()));
 }
 
 // Whether the program writes the tensor argument `name` ('=' and '+=' outputs, whether or not
@@ -116,7 +128,7 @@ Array toArray(nb::handle h, const std::string& name, bool write) {
   Array a;
   if (!nb::try_cast(h, a))
     throw einjit::Error("argument " + name + ": expected an array (any DLPack-capable one: "
-                        "NumPy, PyTorch, JAX) or a Python number, got " +
+                        "NumPy, PyTorch, JAX, CuPy) or a Python number, got " +
                         nb::cast<std::string>(nb::str(h.type())));
   nb::ndarray<> writable;
   if (write && !nb::try_cast(h, writable))

@@ -85,7 +85,12 @@ class EinjitMLP(torch.nn.Module):
         return self.linear(self.hidden(x, self.w1, self.c1), self.w2, self.c2)
 
 
-def test_model_inside_torch_compile_fullgraph():
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_model_inside_torch_compile_fullgraph(backend):
+    """aot_eager traces forward and backward through the fake implementations; inductor (the
+    default backend) also generates code for the PyTorch operations around the einjit
+    operators."""
+    torch._dynamo.reset()
     model = EinjitMLP()
     x = torch.randn(32, 8, generator=torch.Generator().manual_seed(5))
     eager = model(x)
@@ -93,7 +98,7 @@ def test_model_inside_torch_compile_fullgraph():
     eager_grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
 
-    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
     out = compiled(x)
     out.square().sum().backward()
     torch.testing.assert_close(out, eager)
