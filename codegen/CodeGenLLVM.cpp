@@ -82,12 +82,7 @@ public:
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned j = 0; j < nb; ++j) impl->addParamAttr(j, llvm::Attribute::NoAlias);
     impl->addParamAttr(nb + 3, llvm::Attribute::NoAlias);
-    fn_ = impl;
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", impl);
-    auto* start = llvm::BasicBlock::Create(ctx_, "start", impl);
-    b_.SetInsertPoint(start);
-    buffers_.clear();
-    vars_.clear();
+    llvm::BasicBlock* start = beginBody(impl);
     for (unsigned j = 0; j < nb; ++j)
       buffers_[f.buffers[used[j]].name] = {impl->getArg(j), llvmType(f.buffers[used[j]].elem)};
     params_ = impl->getArg(nb);
@@ -95,9 +90,7 @@ public:
     end_ = impl->getArg(nb + 2);
     status_ = impl->getArg(nb + 3);
     stmt(f.body);
-    b_.CreateRetVoid();
-    b_.SetInsertPoint(entry_);
-    b_.CreateBr(start);
+    endBody(start);
 
     // The entry point: unpacks the buffer array.
     auto* outerTy = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64, ptr}, false);
@@ -579,6 +572,23 @@ private:
     }
   }
 
+  // The emitter's state for a new function body: allocas go to its entry block, code to its
+  // start block; no buffers or variables yet. endBody closes it (the entry falls into start).
+  llvm::BasicBlock* beginBody(llvm::Function* fn) {
+    fn_ = fn;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    auto* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.SetInsertPoint(start);
+    buffers_.clear();
+    vars_.clear();
+    return start;
+  }
+  void endBody(llvm::BasicBlock* start) {
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(entry_);
+    b_.CreateBr(start);
+  }
+
   // An outlined loop: a noinline function of the buffers and variables it uses (the status
   // and parameters passed on), called here.
   void outlined(const For& n) {
@@ -622,12 +632,7 @@ private:
     llvm::Function* savedFn = fn_;
     llvm::BasicBlock* savedEntry = entry_;
     llvm::Value *savedParams = params_, *savedStatus = status_;
-    fn_ = fn;
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
-    auto* start = llvm::BasicBlock::Create(ctx_, "start", fn);
-    b_.SetInsertPoint(start);
-    buffers_.clear();
-    vars_.clear();
+    llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
     for (const std::string& b : bufNames) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
     for (const std::string& v : varNames) vars_[v] = fn->getArg(a++);
@@ -636,9 +641,7 @@ private:
     For inner = n;
     inner.forKind = ForKind::Rolled;
     forStmt(inner);
-    b_.CreateRetVoid();
-    b_.SetInsertPoint(entry_);
-    b_.CreateBr(start);
+    endBody(start);
     fn_ = savedFn;
     entry_ = savedEntry;
     params_ = savedParams;
