@@ -48,6 +48,13 @@ Stmt let(const std::string& name, Expr value, Stmt body) {
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
 }
 
+// Marks the index variables bound c reads.
+void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
+  for (auto [v, k] : c.terms)
+    if (k != 0) vars[static_cast<std::size_t>(v)] = true;
+  for (const ConcreteBound& a : c.args) boundVarsOf(a, vars);
+}
+
 // Every load of an expression read only where `mask` holds (ir::maskedLoad).
 class MaskLoads : public ir::Mutator {
 public:
@@ -148,6 +155,17 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (!block) return loops(K, std::move(body), ForKind::Rolled);
     return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Rolled,
                        loops(kInner, std::move(body), ForKind::Rolled));
+  };
+  // The same loops, only over the reduction indices `keep` says (in their order).
+  auto kLoopsOf = [&](bool block, const std::function<bool(std::size_t)>& keep, Stmt body) {
+    for (std::size_t q = K.size(); q-- > 0;) {
+      const std::size_t v = K[q];
+      if (!keep(v)) continue;
+      const bool chunked = block && v == kq;
+      body = ir::forLoop(st.vars[v].name, chunked ? var(q0) : imm(r[v].first),
+                         chunked ? var(q1) : imm(r[v].second), ForKind::Rolled, std::move(body));
+    }
+    return body;
   };
   auto kPos = [&](bool block) {
     if (!block) return flat(K);
@@ -337,8 +355,29 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
+      // Reduction indices that no condition of a run reads (a convolution's channels, beside
+      // its taps) run innermost, so a run's lanes and conditions are solved once for all of
+      // them.
+      std::vector<bool> inCond(st.vars.size(), false);
+      for (int v : masks) {
+        inCond[static_cast<std::size_t>(v)] = true;
+        for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
+                                        &bs.hiBound[static_cast<std::size_t>(v)]}) {
+          std::vector<bool> rd(st.vars.size(), false);
+          boundVarsOf(*cb, rd);
+          for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
+        }
+      }
+      for (std::size_t d = 0; d < op.subs.size(); ++d) {
+        const Subscript& sub = op.subs[d];
+        if (sub.mode == IndexMode::Plain && subscriptInBounds(op, d)) continue;
+        for (std::size_t u = 0; u < sub.coef.size(); ++u) inCond[u] = inCond[u] || sub.coef[u] != 0;
+        if (sub.gather) std::fill(inCond.begin(), inCond.end(), true);
+      }
+      auto free = [&](std::size_t v) { return !inCond[v]; };
+      body = kLoopsOf(block, free, body);
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
-      body = kLoops(block, body);
+      body = kLoopsOf(block, [&](std::size_t v) { return !free(v); }, body);
       Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
       // Packed by a task (per block): a function of its own beside the micro-kernel.
       return ir::forLoop(gs, imm(0), groups, block ? ForKind::Outlined : ForKind::Rolled, body);
