@@ -145,7 +145,7 @@ auto Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const R
   // with a row-major filter. With both row-major (A[i,k] * B[j,k]: 214 registers, one block per SM)
   // moving one measured slower, and moving both faster at 4096 but slower at 1024 and for the 1x1
   // weight gradient: both stay, except over whole long reductions (below).
-  auto layout = [BK](Staged& sg) {
+  auto layout = [&](Staged& sg) {
     sg.rowMajor = sg.kFast && sg.vector > 1;
     sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
   };
