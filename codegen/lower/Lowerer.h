@@ -8,6 +8,7 @@
 #include "codegen/IROperator.h"
 #include "codegen/Lower.h"
 #include "codegen/lower/LowerContext.h"
+#include "codegen/lower/LowerTypes.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
@@ -420,11 +421,7 @@ private:
   //   ranges, tiles of 128 x 112) and for the convolutions' C=256 forward and weight gradient and
   //   the C=64 and stride-2 weight gradients; the forward (256 tiles) and input gradient (224) of
   //   the Linear layer stay whole.
-  struct TileSplit {
-    std::int64_t splits = 1, perSplit = 0;
-    std::int64_t elements = 0; // output elements (the stride of a range's partials)
-    std::string partial;       // scratch buffer, when splits > 1
-  };
+  using TileSplit = lowering::TileSplit;
   TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
                       std::int64_t BK, const std::string& name, std::int64_t wanted,
                       double cellFlops = 0);
@@ -460,54 +457,7 @@ private:
   // operand (products, padded or strided reads) and lets the loads of the next slice overlap
   // the products of this one. Consecutive threads take consecutive k when kFast (coalesced
   // when the operand has unit stride along k), else consecutive rows.
-  struct Staged {
-    std::vector<const CExpr*> fs;
-    std::vector<std::size_t> group;
-    Expr base;
-    std::int64_t BW = 0, stageElems = 0;
-    bool kFast = false;
-    int vector = 0;
-    std::string buf;
-    Type elem = Type::f32;
-    // Layout of a stage: row-major, element (w, kk) at w * stride + kk, or k-major, at
-    // kk * stride + w. With `core` (the wgmma operand layouts, ir::Wgmma, bf16): rows of 64
-    // elements (128 bytes) whose 16-byte chunk c of row q is stored at chunk c ^ (q % 8) (the
-    // 128-byte swizzle): row-major, row w holds kk = 0..63 (BK = 64); k-major, row (kk, w / 64)
-    // holds w % 64, at (kk / 8) * stride + (w / 64) * 512 + (kk % 8) * 64 (stride = 8 BW).
-    bool rowMajor = false, core = false;
-    std::int64_t stride = 0;
-    // Dependent reduction indices (a solved gradient's ranges) whose range this operand checks:
-    // the tile runs over their hulls, and an element outside its range stages as 0.
-    std::vector<std::size_t> masks;
-    // A register-staged single read whose offset splits into a part of the row (and of the
-    // batch) plus a part of the reduction (affine, proven in bounds): each thread's reduction
-    // position is the same in every pass of a slice, so the reduction part is computed once a
-    // slice, and the rows' parts are read from this shared table (BW 32-bit offsets, filled
-    // once per block) instead of decomposing every element's indices. Empty when not so.
-    std::string rowTable;
-    // Otherwise, for a register-staged operand: the indices that vary from pass to pass (the
-    // row's with consecutive threads along k, else the reduction's) are read from shared
-    // tables, one per index (buf.t<index>: its value at each row of the tile, or at each
-    // position of the whole reduction), filled once per block, instead of being decomposed
-    // (divisions and remainders) for every element: None, Rows or Reduction.
-    enum class Tables : std::uint8_t { None, Rows, Reduction } tables = Tables::None;
-    std::string table(std::size_t v) const { return buf + ".t" + std::to_string(v); }
-    // Elements of one stage in the layout that rowMajor, core and stride describe.
-    std::int64_t stageSize(std::int64_t BK) const {
-      return core ? BW * BK : (rowMajor ? BW : BK) * stride;
-    }
-    Expr slot(const Expr& w, const Expr& kk) const {
-      if (core) {
-        // Row start, the row's swizzle (q % 8) and the position along the row.
-        Expr row = rowMajor ? w * 64 : kk / 8 * stride + w / 64 * 512 + kk % 8 * 64;
-        Expr q = rowMajor ? w % 8 : kk % 8;
-        Expr at = rowMajor ? kk : w % 64;
-        Expr chunk = (at / 8) ^ q;
-        return row + (chunk * 8 + at % 8);
-      }
-      return rowMajor ? w * stride + kk : kk * stride + w;
-    }
-  };
+  using Staged = lowering::Staged;
   // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
   // when it has unit stride there, else along the row), laid out by `layout(sg)`, which sets
   // rowMajor and stride.
@@ -686,13 +636,7 @@ private:
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
   // tileGroups decides (emitting nothing), emitGpuTile carries the decision out; emitGpuTiled
   // does both, plannedTile returns the emission as a TilePlanner does.
-  struct TileGroups {
-    std::vector<const CExpr*> L, R;
-    std::vector<std::size_t> I, J, B, K;   // B: the other output indices (batch), K: the reduction
-    std::vector<std::size_t> maskL, maskR; // the dependent reduction indices each side checks
-    std::vector<bool> pinned;              // indices of one value, kept at it (LowerContext)
-    bool mma = false;                      // on tensor cores
-  };
+  using TileGroups = lowering::TileGroups;
   std::optional<TileGroups> tileGroups(const Statement& st, const BoundStatement& bs,
                                        const Ranges& r);
   GpuTilePlan emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
@@ -704,11 +648,7 @@ private:
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
-  struct TileFrame {
-    Expr baseI, baseJ;
-    std::int64_t BM = 0, BN = 0;
-    Expr li, lj;
-  };
+  using TileFrame = lowering::TileFrame;
 
   // The end of a tensor-core tile, through shared memory (the slices' buffers are free by then):
   // every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32 tile, rows
@@ -747,15 +687,7 @@ private:
   // keeps (0: as many as stagesFor allows) and the products it leaves in flight, and its
   // fragment coordinates: the accumulators a thread holds (`cells` loops around acc[slot]) and
   // the row and column of each in the tile.
-  struct TensorCoreVariant {
-    std::int64_t BM = 0, BN = 0, WBN = 0, accumulators = 0;
-    std::function<void(Staged&)> layout;
-    std::function<Stmt(const std::vector<Staged>&, const Expr&)> compute;
-    int stages = 0, inFlight = 0;
-    bool asyncProxy = false;
-    std::function<Stmt(Stmt)> cells;
-    Expr slot, li, lj;
-  };
+  using TensorCoreVariant = lowering::TensorCoreVariant;
   static TensorCoreVariant mmaSyncVariant(std::int64_t WM, std::int64_t WN);
   static TensorCoreVariant wgmmaVariant(std::int64_t WM, bool sideBySide,
                                         const gpuschedule::WarpgroupShape& shape);
@@ -778,12 +710,7 @@ private:
   bool emitGemmPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                       const std::string& base);
   // One task of a packed GEMM's product (it reads gemm.task and, for its scratch, gemm.g).
-  struct GemmTasks {
-    Stmt body;
-    std::int64_t tasks = 0, groups = 1;
-    double flops = 0;
-    bool parallel = false;
-  };
+  using GemmTasks = lowering::GemmTasks;
   // Emits the packing functions and, unless `tasksOut` takes its task body, the product.
   void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                 const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
@@ -794,9 +721,7 @@ private:
   // conditions: [lo, hi) and `cond`, the part no lane changes (null: true). Nullopt where a
   // condition is not affine in the lane inside max, min, floor and ceiling division (the
   // packing then tests each lane). lower/LaneInterval.cpp.
-  struct Lanes {
-    Expr lo, hi, cond;
-  };
+  using Lanes = lowering::Lanes;
   // Where the element is a term: lanes below `sideHi`, the indices `masks` inside their
   // dependent ranges, padded subscripts of `op` inside their dimensions.
   std::optional<Lanes> termLanes(const CExpr& op, const BoundStatement& bs,
