@@ -48,6 +48,22 @@ Stmt let(const std::string& name, Expr value, Stmt body) {
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
 }
 
+// The loop of function f over [0, count), the runtime's parallel loop when allowed and there
+// are two iterations or more, each `inner` flops (the grain keeps tasks above minWork).
+Stmt parallelOver(ir::Func& f, const std::string& v, std::int64_t count, double inner,
+                  bool allowed, double minWork, Stmt body) {
+  ForKind kind = ForKind::Serial;
+  if (allowed && count >= 2) {
+    kind = ForKind::Parallel;
+    f.parallel = true;
+    f.parallelLo = 0;
+    f.parallelHi = count;
+    f.grain = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(minWork / std::max(inner, 1.0))));
+  }
+  return ir::forLoop(v, imm(0), imm(count), kind, std::move(body));
+}
+
 // Marks the index variables bound c reads.
 void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
   for (auto [v, k] : c.terms)
@@ -59,10 +75,9 @@ void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
 class MaskLoads : public ir::Mutator {
 public:
   explicit MaskLoads(Expr mask) : mask_(std::move(mask)) {}
-  Expr mutateLoad(const Expr& self, const ir::Load& n) override {
+  Expr mutateLoad(const Expr&, const ir::Load& n) override {
     Expr i = mutate(n.index);
     Expr m = n.mask ? ir::binary(BinOp::And, mutate(n.mask), mask_) : mask_;
-    (void)self;
     return ir::maskedLoad(n.type, n.buffer, i, m);
   }
 
@@ -174,16 +189,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The parallel loop of a function over [0, count), each iteration `inner` flops of work.
   auto parallelLoop = [&](ir::Func& f, const std::string& v, std::int64_t count, double inner,
                           Stmt body) {
-    ForKind kind = ForKind::Serial;
-    if (g.parallel && count >= 2) {
-      kind = ForKind::Parallel;
-      f.parallel = true;
-      f.parallelLo = 0;
-      f.parallelHi = count;
-      f.grain = std::max<std::int64_t>(
-          1, static_cast<std::int64_t>(std::ceil(target_.minParallelWork / std::max(inner, 1.0))));
-    }
-    return ir::forLoop(v, imm(0), imm(count), kind, std::move(body));
+    return parallelOver(f, v, count, inner, g.parallel, target_.minParallelWork, std::move(body));
   };
 
   // Packing slivers [sLo, sHi) of operand x at the reduction positions of kLoops(block) into
@@ -560,17 +566,8 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
   Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
                           ForKind::Serial, ir::block(std::move(bodies)));
   ir::Func f = newFunc(name);
-  ForKind kind = ForKind::Serial;
-  if (parallel && groups >= 2) {
-    kind = ForKind::Parallel;
-    f.parallel = true;
-    f.parallelLo = 0;
-    f.parallelHi = groups;
-    f.grain = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(target_.minParallelWork /
-                                               std::max(flops / static_cast<double>(groups), 1.0))));
-  }
-  f.body = ir::forLoop(gv, imm(0), imm(groups), kind, std::move(body));
+  f.body = parallelOver(f, gv, groups, flops / static_cast<double>(groups), parallel,
+                        target_.minParallelWork, std::move(body));
   out_.funcs.push_back(std::move(f));
 }
 
