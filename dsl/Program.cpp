@@ -63,6 +63,23 @@ void IndexBound::collectVars(std::vector<bool>& vars) const {
   for (const IndexBound& a : args) a.collectVars(vars);
 }
 
+bool sameExpr(const CExpr& a, const CExpr& b) {
+  if (a.kind != b.kind || a.value != b.value || a.var != b.var || a.param != b.param ||
+      a.tensor != b.tensor || a.dim != b.dim || a.unop != b.unop || a.binop != b.binop ||
+      a.fn != b.fn || a.subs.size() != b.subs.size() || a.args.size() != b.args.size())
+    return false;
+  for (std::size_t i = 0; i < a.subs.size(); ++i) {
+    const Subscript &s = a.subs[i], &t = b.subs[i];
+    if (s.mode != t.mode || s.coef != t.coef || symPrint(s.constant) != symPrint(t.constant) ||
+        (s.gather == nullptr) != (t.gather == nullptr) ||
+        (s.gather && !sameExpr(*s.gather, *t.gather)))
+      return false;
+  }
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (!sameExpr(*a.args[i], *b.args[i])) return false;
+  return true;
+}
+
 int Statement::numOutputVars() const {
   int n = 0;
   for (const IndexVar& v : vars) n += v.isOutput ? 1 : 0;

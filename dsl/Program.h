@@ -67,6 +67,9 @@ struct CExpr {
   std::vector<CExprPtr> args;
 };
 
+// Structural equality (the same operators, reads with the same subscripts, the same constants).
+bool sameExpr(const CExpr& a, const CExpr& b);
+
 struct TensorInfo {
   std::string name;
   int rank = -1; // -1: only used in size(), any rank is accepted

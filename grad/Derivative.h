@@ -51,8 +51,7 @@ dsl::CExprPtr sumOfSimplified(const dsl::CExprPtr& a, const dsl::CExprPtr& b);
 // subexpressions they copy, so their size in memory says nothing of the program they print.
 std::size_t printedSize(const dsl::CExprPtr& e, std::size_t cap);
 
-// Structural equality (the same operators, reads with the same subscripts, the same constants).
-bool sameExpr(const dsl::CExpr& a, const dsl::CExpr& b);
+using dsl::sameExpr;
 
 // Helpers that build checked expression nodes.
 dsl::CExprPtr constant(double v);

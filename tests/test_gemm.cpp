@@ -78,12 +78,14 @@ std::vector<GemmRow> rows() {
   return out;
 }
 
+// Whether (and how many) statements take the packed path: a product ("packed GEMM") or an
+// element-wise summand ("packed contraction").
 bool takesPacked(const Kernel& k, const std::vector<Arg>& args, std::size_t* count = nullptr) {
   const std::string text = k.explain(args);
   std::size_t n = 0;
-  for (std::size_t at = text.find("packed GEMM"); at != std::string::npos;
-       at = text.find("packed GEMM", at + 1))
-    ++n;
+  for (const char* what : {"packed GEMM", "packed contraction"})
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      ++n;
   if (count) *count = n;
   return n > 0;
 }
@@ -220,6 +222,61 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
       INFO("gradient program:\n" << gref.source());
       std::size_t count = 0;
+      takesPacked(gjit, gargs, &count);
+      CHECK(count == row.gradPacked);
+      checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,
+                 row.gradPacked > 0);
+    }
+}
+
+// Element-wise summands through the packed path (GemmOperands): the distance layer and its
+// gradients (a read of output indices only, a power-of-two scale taken out of the sum),
+// repeated reads, a scale that is not a power of two, padding (zero outside, as the read
+// gives), and forms that stay off the path (an input gradient's dependent tap ranges: a
+// packed zero is no zero term of such a summand).
+TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gradient") {
+  struct SummandRow {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::size_t packed, gradPacked; // statements that take the packed path
+  };
+  // Each statement above the packed path's size floor (kGemmMinFlops: 10^6 flops).
+  const std::vector<SummandRow> table = {
+      {"y[i,j] := (w[k,i] - x[k,j]) ^ 2", {{"w", {150, 64}}, {"x", {150, 61}}}, 1, 2},
+      {"y[i,j] := (w[k,i] - x[k,j]) * (w[k,i] - x[k,j])", {{"w", {129, 50}}, {"x", {129, 83}}}, 1, 2},
+      {"y[i,j] := 3 * exp(-(w[i,k] - x[j,k]) ^ 2 / 8)", {{"w", {50, 141}}, {"x", {77, 141}}}, 1, 2},
+      {"y[i,j] := A[i,k] * B[k,j] * 0.5 * S[i,j]",
+       {{"A", {63, 140}}, {"B", {140, 75}}, {"S", {63, 75}}},
+       1,
+       1}, // dA and dB read three tensors along their reductions
+      {"y[n,o,h,w] := (x[n,c,pad(h+a-1),pad(w+b-1)] - k[o,c,a,b]) ^ 2 where h in 0:size(x,2), w "
+       "in 0:size(x,3)",
+       {{"x", {2, 8, 13, 19}}, {"k", {18, 8, 3, 3}}},
+       1,
+       1},
+  };
+  for (const SummandRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      Kernel jit = einjit::compile(row.program, on(Device::cpu(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 7);
+      const std::vector<std::string> order = ref.tensorArguments();
+      std::vector<Arg> args;
+      for (const std::string& n : order) args.push_back(in.at(n));
+      std::size_t count = 0;
+      takesPacked(jit, args, &count);
+      CHECK(count == row.packed);
+      const Outputs y = ref.call(args);
+      checkViews(jit, in, order, y, assigned(ref), dt, row.packed > 0);
+
+      Kernel gref = ref.gradient();
+      Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dt));
+      std::map<std::string, Tensor> gin = in;
+      gin["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 17);
+      std::vector<Arg> gargs;
+      for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
+      INFO("gradient program:\n" << gref.source());
       takesPacked(gjit, gargs, &count);
       CHECK(count == row.gradPacked);
       checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,

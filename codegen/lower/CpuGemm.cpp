@@ -97,10 +97,9 @@ constexpr std::int64_t kNearLanes = 4;
 void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                        const Ranges& r, const std::string& name, GemmTasks* tasksOut) {
   const GemmPlan& g = *s.gemm;
-  std::vector<const CExpr*> fs;
-  flattenProduct(*st.rhs, fs);
-  const CExpr* ops[2] = {fs[static_cast<std::size_t>(g.aFactor)],
-                         fs[static_cast<std::size_t>(1 - g.aFactor)]};
+  const std::optional<GemmOperands> operands = gemmOperands(*st.rhs, st.numOutputVars());
+  if (!operands) throw InternalError("lower: a packed GEMM's summand has no two operands");
+  const CExpr* ops[2] = {operands->read[g.aFactor], operands->read[1 - g.aFactor]};
   const std::size_t sideVar[2] = {static_cast<std::size_t>(g.m), static_cast<std::size_t>(g.n)};
   const std::int64_t W[2] = {g.mr, g.nr};
   auto ext = [&](std::size_t v) { return r[v].second - r[v].first; };
@@ -134,6 +133,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                     ic = "gemm.ic", tv = "gemm.t", sv = "gemm.s", pv = "gemm.p", ii = "gemm.i",
                     jj = "gemm.j", q0 = "gemm.q0", q1 = "gemm.q1", bs0 = "gemm.b0",
                     bs1 = "gemm.b1", as0 = "gemm.a0", as1 = "gemm.a1", acc = "acc", edge = "edge";
+  auto tileBuf = [](std::size_t c) { return "ctile" + std::to_string(c); };
 
   // Where a packed operand holds sliver sl at reduction position p, lane l: packed whole (the
   // operand's batch value bX), or per block in the task group's scratch.
@@ -463,10 +463,34 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
     };
     Expr a = ir::load(vt_, acc, cell);
-    Stmt update = tile(ir::store(
-        acc, cell,
-        ir::add(a, ir::mul(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
-                           ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)))))));
+    Expr opA = ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii)));
+    Expr opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
+    // Reads of output indices only: a local tile each, loaded before the reduction (cells
+    // past the output's edge read its last element: their sums are never stored).
+    std::vector<Stmt> loadTiles;
+    const std::vector<const CExpr*>& tileReads = operands->tile;
+    for (std::size_t c = 0; c < tileReads.size(); ++c) {
+      const Expr savedM = varExpr_[m], savedN = varExpr_[n];
+      varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
+      varExpr_[n] = minOf(savedN, imm(r[n].second - 1));
+      loadTiles.push_back(tile(ir::store(tileBuf(c), cell, value(*tileReads[c]))));
+      varExpr_[m] = savedM;
+      varExpr_[n] = savedN;
+    }
+    Expr term;
+    if (g.product)
+      term = ir::mul(opA, opB);
+    else { // the summand with its operands read from the slivers and the local tiles
+      const ReadAs fromSlivers = [&](const CExpr& e) {
+        if (sameExpr(e, *ops[0])) return opA;
+        if (sameExpr(e, *ops[1])) return opB;
+        for (std::size_t c = 0; c < tileReads.size(); ++c)
+          if (sameExpr(e, *tileReads[c])) return ir::load(vt_, tileBuf(c), cell);
+        throw InternalError("lower: a packed summand reads an unplanned tensor");
+      };
+      term = value(*g.summand, &fromSlivers);
+    }
+    Stmt update = tile(ir::store(acc, cell, ir::add(a, term)));
     update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, update);
     // The tile into the output: stored by the first KC block of a ':=', added by the others.
     Expr inside;
@@ -475,7 +499,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (dropped || inside) throw InternalError("lower: a packed GEMM's output is not plain");
     const std::string& out = bufferName(st.output);
     const Type et = elemType(st.output);
-    auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& v) {
+    auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& sum) {
+      const Expr v = g.scale != 1 ? ir::mul(sum, num(g.scale)) : sum;
       Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
       Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
       return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
@@ -500,7 +525,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
                            store, part);
     }
-    Stmt kernel = ir::allocate(acc, vt_, MR * nr, ir::block({tile(ir::store(acc, cell, num(0))), update, store}));
+    std::vector<Stmt> steps = std::move(loadTiles);
+    steps.push_back(tile(ir::store(acc, cell, num(0))));
+    steps.push_back(update);
+    steps.push_back(store);
+    Stmt kernel = ir::allocate(acc, vt_, MR * nr, ir::block(std::move(steps)));
+    for (std::size_t c = tileReads.size(); c-- > 0;)
+      kernel = ir::allocate(tileBuf(c), vt_, MR * nr, kernel);
     return ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
                        ForKind::Serial, kernel);
   };

@@ -131,7 +131,10 @@ private:
   // A tensor read: as a value (converted to the value type) or raw (gather indices).
   Expr read(const CExpr& e, bool asValue);
 
-  Expr value(const CExpr& e);
+  // The value of e; its tensor reads through `readAs` when given (a packed GEMM's summand
+  // reads its operands from the packed slivers).
+  using ReadAs = std::function<Expr(const CExpr&)>;
+  Expr value(const CExpr& e, const ReadAs* readAs = nullptr);
 
   // --- reductions ----------------------------------------------------------------------------
   Expr identity(Reduce r) const;

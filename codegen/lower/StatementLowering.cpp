@@ -147,15 +147,15 @@ Expr Lowerer::read(const CExpr& e, bool asValue) {
   return v;
 }
 
-Expr Lowerer::value(const CExpr& e) {
-  auto arg = [&](std::size_t i) { return value(*e.args[i]); };
+Expr Lowerer::value(const CExpr& e, const ReadAs* readAs) {
+  auto arg = [&](std::size_t i) { return value(*e.args[i], readAs); };
   switch (e.kind) {
   case CKind::Const: return num(e.value);
   case CKind::Index: return ir::cast(vt_, varExpr_[static_cast<std::size_t>(e.var)]);
   case CKind::Param: return ir::param(vt_, e.param);
   case CKind::Size:
     return num(static_cast<double>(extentOf(e.tensor, static_cast<std::size_t>(e.dim))));
-  case CKind::Read: return read(e, true);
+  case CKind::Read: return readAs ? (*readAs)(e) : read(e, true);
   case CKind::Unary:
     if (e.unop == UnOp::Neg) return ir::unary(ir::UnOp::Neg, arg(0));
     return truth(ir::binary(BinOp::Eq, arg(0), num(0)));

@@ -3,6 +3,7 @@
 #include "codegen/Schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace einjit::codegen {
@@ -31,6 +32,54 @@ bool plainRead(const CExpr& e) {
   for (const Subscript& s : e.subs)
     if (s.gather || (s.mode != IndexMode::Plain && s.mode != IndexMode::Pad)) return false;
   return true;
+}
+
+// Collects the distinct reads of an element-wise expression; false at an index's value or a
+// read that is not plain.
+bool collectReads(const CExpr& e, std::vector<const CExpr*>& reads) {
+  if (e.kind == CKind::Index) return false;
+  if (e.kind == CKind::Read) {
+    if (!plainRead(e)) return false;
+    for (const CExpr* r : reads)
+      if (sameExpr(*r, e)) return true;
+    reads.push_back(&e);
+    return true;
+  }
+  for (const CExprPtr& a : e.args)
+    if (!collectReads(*a, reads)) return false;
+  return true;
+}
+
+std::string formatScale(double s) {
+  std::string r = std::to_string(s);
+  r.erase(r.find_last_not_of('0') + 1);
+  if (!r.empty() && r.back() == '.') r.pop_back();
+  return r;
+}
+
+bool powerOfTwo(double c) {
+  int e = 0;
+  return std::isfinite(c) && std::abs(std::frexp(c, &e)) == 0.5;
+}
+
+// e without its constant power-of-two factors (through products and negations), their product
+// multiplied into `scale`.
+CExprPtr withoutScale(const CExprPtr& e, double& scale) {
+  if (e->kind == CKind::Unary && e->unop == UnOp::Neg) {
+    scale = -scale;
+    return withoutScale(e->args[0], scale);
+  }
+  if (e->kind != CKind::Binary || e->binop != BinOp::Mul) return e;
+  for (std::size_t i = 0; i < 2; ++i)
+    if (e->args[i]->kind == CKind::Const && powerOfTwo(e->args[i]->value)) {
+      scale *= e->args[i]->value;
+      return withoutScale(e->args[1 - i], scale);
+    }
+  CExprPtr a = withoutScale(e->args[0], scale), b = withoutScale(e->args[1], scale);
+  if (a == e->args[0] && b == e->args[1]) return e;
+  auto m = std::make_shared<CExpr>(*e);
+  m->args = {a, b};
+  return m;
 }
 
 std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_t>& st) {
@@ -89,6 +138,30 @@ double meanShare(const BoundStatement& bs, int v, const std::vector<bool>& reads
 
 } // namespace
 
+std::optional<GemmOperands> gemmOperands(const CExpr& rhs, int outputs) {
+  GemmOperands o;
+  if (rhs.kind == CKind::Binary && rhs.binop == BinOp::Mul && plainRead(*rhs.args[0]) &&
+      plainRead(*rhs.args[1])) {
+    o.read[0] = rhs.args[0].get();
+    o.read[1] = rhs.args[1].get();
+    o.product = true;
+    return o;
+  }
+  std::vector<const CExpr*> reads, operands;
+  if (!collectReads(rhs, reads)) return std::nullopt;
+  for (const CExpr* r : reads) {
+    bool reduces = false;
+    for (const Subscript& s : r->subs)
+      for (std::size_t v = static_cast<std::size_t>(outputs); v < s.coef.size(); ++v)
+        reduces = reduces || s.coef[v] != 0;
+    (reduces ? operands : o.tile).push_back(r);
+  }
+  if (operands.size() != 2) return std::nullopt;
+  o.read[0] = operands[0];
+  o.read[1] = operands[1];
+  return o;
+}
+
 std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::size_t k,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t) {
@@ -110,10 +183,9 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   }
   for (int v = 0; v < nOut; ++v)
     if (bs.dependent[static_cast<std::size_t>(v)]) return std::nullopt;
-  const CExpr& rhs = *st.rhs;
-  if (rhs.kind != CKind::Binary || rhs.binop != BinOp::Mul) return std::nullopt;
-  const CExpr* f[2] = {rhs.args[0].get(), rhs.args[1].get()};
-  if (!plainRead(*f[0]) || !plainRead(*f[1])) return std::nullopt;
+  const std::optional<GemmOperands> ops = gemmOperands(*st.rhs, st.numOutputVars());
+  if (!ops) return std::nullopt;
+  const CExpr* f[2] = {ops->read[0], ops->read[1]};
   auto extent = [&](int v) {
     return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
   };
@@ -133,7 +205,17 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
   // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
   const int registers = t.vectorBytes >= 64 ? 32 : 16;
-  const int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
+  int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
+  // Reads of output indices only (GemmOperands::tile) keep a tile of values each beside the
+  // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
+  // registers (AVX2: 6 x 8 with one such read; 6 x 16 would spill the accumulators).
+  if (!ops->tile.empty()) {
+    const int per = static_cast<int>(ops->tile.size()) + 1;
+    int vectors = 2;
+    if ((registers - vectors - 4) / (per * vectors) < 4) vectors = 1;
+    mrWanted = std::max(1, (registers - vectors - 4) / (per * vectors));
+    nrWanted = vectors * width;
+  }
 
   // Output indices read by one factor only are its side; by both, batch; by neither: no plan.
   std::vector<int> side[2], both;
@@ -175,6 +257,15 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   }
   GemmPlan g;
   g.aFactor = 1 - nFactor;
+  g.product = ops->product;
+  if (!g.product) {
+    g.summand = withoutScale(st.rhs, g.scale);
+    // A scale far from 1 makes overflow and underflow, where the bits may differ, likely.
+    if (std::abs(g.scale) > 1e30 || std::abs(g.scale) < 1e-30) {
+      g.summand = st.rhs;
+      g.scale = 1;
+    }
+  }
   g.m = g.aFactor == 0 ? x : y;
   g.n = g.aFactor == 0 ? y : x;
   g.width = width;
@@ -211,6 +302,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   double share = 1;
   for (int v : g.k) {
     if (!bs.dependent[static_cast<std::size_t>(v)]) continue;
+    // A zero in a packed sliver adds nothing only to a sum of products.
+    if (!ops->product) return std::nullopt;
     std::vector<bool> rd(static_cast<std::size_t>(n), false);
     boundVars(bs.loBound[static_cast<std::size_t>(v)], rd);
     boundVars(bs.hiBound[static_cast<std::size_t>(v)], rd);
@@ -313,7 +406,11 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
       r += ", ranges of " + names(st, g.masks[static_cast<std::size_t>(s)]);
     return r;
   };
-  g.why = "packed GEMM: M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " +
+  const std::string what =
+      g.product ? "packed GEMM"
+                : "packed contraction (element-wise summand" +
+                      (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
+  g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " +
           names(st, g.k) + ", batch " + names(st, g.batch) + "; micro-kernel " +
           std::to_string(g.mr) + "x" + std::to_string(g.nr) + ", MC " + std::to_string(g.mc) +
           " KC " + std::to_string(g.kc) + " NC " + std::to_string(g.nc) + "; A packed " +

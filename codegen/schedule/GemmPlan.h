@@ -29,8 +29,30 @@ namespace einjit::codegen {
 
 struct Target;
 
+// The tensor reads of a packed statement's summand: the two operands, in the order they
+// appear, and reads of output indices only (`tile`: constant across the reduction, read once
+// per micro-kernel tile). A product of two reads is `product`; otherwise the summand is any
+// element-wise expression of constants, parameters and its reads, each possibly read more
+// than once: the distance layer's `(w[k,i] - x[k,j])^2`, its gradient
+// `dy[i,j] * (2 * (w[k,i] - x[k,j]))`. Every read is plain or padded, without gathers. Nothing
+// for any other summand (a third read of a reduction index, an index's value). Indices below
+// `outputs` are the statement's output indices.
+struct GemmOperands {
+  const dsl::CExpr* read[2] = {nullptr, nullptr};
+  std::vector<const dsl::CExpr*> tile;
+  bool product = false;
+};
+std::optional<GemmOperands> gemmOperands(const dsl::CExpr& rhs, int outputs);
+
 struct GemmPlan {
-  int aFactor = 0;        // which factor of the product is A (0: the left one)
+  int aFactor = 0;        // which operand read is A (0: the first, gemmOperands)
+  bool product = true;    // the summand is A * B (else an element-wise expression, GemmOperands)
+  // An element-wise summand with a constant power-of-two factor (2 in the distance gradient's
+  // `dy[i,j] * (2 * (w[k,i] - x[k,j]))`) sums `summand` and multiplies the sums by `scale`:
+  // scaling by a power of two commutes with every rounding (the same bits, unless a value
+  // overflows or is subnormal), and the micro-kernel saves one operation per term.
+  dsl::CExprPtr summand;
+  double scale = 1;
   int m = -1, n = -1;     // the M and N indices (output indices)
   std::vector<int> k;     // reduction indices, outermost first (the last fastest in a sliver)
   std::vector<int> batch; // the other output indices, looped around the GEMM
