@@ -70,7 +70,7 @@ export EINJIT_CACHE_DIR="$build/kernel-cache" EINJIT_DIGITS="$carried/digits.csv
 "$py" -c 'import einjit; print("einjit", einjit.__version__, "from", einjit.__file__, "cuda_available", einjit._einjit.cuda_available())'
 
 status=0
-(cd "$root/python/tests" && "$py" -m pytest -q -rs -p no:cacheprovider test_linkage.py test_cuda.py \
+(cd "$root/python/tests" && "$py" -m pytest -q -rA -p no:cacheprovider test_linkage.py test_cuda.py \
   test_examples.py test_module.py test_torch.py 2>&1 | tee "$out/pytest.log") || status=1
 grep -q -E "[0-9]+ passed" "$out/pytest.log" && ! grep -q -E "[0-9]+ (failed|error)" "$out/pytest.log" || status=1
 if "$py" -c 'import sys, torch, einjit; sys.exit(not (einjit.cuda_available() and torch.cuda.is_available()))'; then
