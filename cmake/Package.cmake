@@ -40,6 +40,10 @@ if(EINJIT_SANITIZE)
 endif()
 # No undefined symbols left for the user's link to find.
 target_link_options(einjit_library PRIVATE LINKER:--no-undefined)
+# What comes from archives (the C++ runtime, where the toolchain has only libstdc++.a, as the
+# GPU machine's has) stays private: exported, it would bind to the libstdc++.so of the user's
+# process and the two runtimes' locale tables would disagree (python/src/exports.map).
+target_link_options(einjit_library PRIVATE LINKER:--exclude-libs,ALL)
 
 if(NOT EINJIT_INSTALL)
   return()

@@ -9,8 +9,8 @@
 #                                   CUDA-only configuration of einjit (-DEINJIT_WITH_LLVM=OFF
 #                                   -DEINJIT_WITH_TBB=OFF; --no-cuda also without CUDA, to try
 #                                   the build steps on a machine without a GPU), runs the CUDA
-#                                   pytest subset (test_cuda.py, the digits tests) and the
-#                                   digits model on the GPU beside plain PyTorch.
+#                                   pytest subset (test_linkage.py, test_cuda.py, the digits
+#                                   tests) and the digits model on the GPU beside plain PyTorch.
 # The module is built the way pip would (python/CMakeLists.txt, the einjit subproject linked
 # statically), by cmake directly: the machine has no scikit-build-core and no network.
 # Logs go to $OUT (else build-gpu-python/out).
@@ -60,13 +60,18 @@ cmake --build "$build/cmake" -j "${JOBS:-$(nproc)}" >"$out/build.log" 2>&1 || { 
 rm -rf "$build/stage" && cmake --install "$build/cmake" --prefix "$build/stage" >/dev/null
 cp "$root"/python/einjit/*.py "$root/python/einjit/py.typed" "$build/stage/einjit/"
 echo "module built in $(($(date +%s) - t0)) s"
+# How the C++ runtime is linked (this machine's /opt/gcc has only a static libstdc++) and what
+# the extension exports (python/src/exports.map: its init function only; test_linkage.py).
+so="$(ls "$build"/stage/einjit/_einjit*.so)"
+ldd "$so" | grep -q 'libstdc++' && echo "C++ runtime: $(ldd "$so" | grep 'libstdc++' | xargs)" ||
+  echo "C++ runtime: linked in statically (no libstdc++.so needed)"
 export PYTHONPATH="$build/stage$tests_path"
 export EINJIT_CACHE_DIR="$build/kernel-cache" EINJIT_DIGITS="$carried/digits.csv.gz"
 "$py" -c 'import einjit; print("einjit", einjit.__version__, "from", einjit.__file__, "cuda_available", einjit._einjit.cuda_available())'
 
 status=0
-(cd "$root/python/tests" && "$py" -m pytest -q -rs -p no:cacheprovider test_cuda.py test_examples.py \
-  test_module.py test_torch.py 2>&1 | tee "$out/pytest.log") || status=1
+(cd "$root/python/tests" && "$py" -m pytest -q -rA -p no:cacheprovider test_linkage.py test_cuda.py \
+  test_examples.py test_module.py test_torch.py 2>&1 | tee "$out/pytest.log") || status=1
 grep -q -E "[0-9]+ passed" "$out/pytest.log" && ! grep -q -E "[0-9]+ (failed|error)" "$out/pytest.log" || status=1
 if "$py" -c 'import sys, torch, einjit; sys.exit(not (einjit.cuda_available() and torch.cuda.is_available()))'; then
   (cd "$root" && "$py" examples/python/train_digits.py --device cuda --data "$carried/digits.csv.gz" 2>&1 |
