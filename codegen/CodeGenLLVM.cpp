@@ -242,8 +242,27 @@ private:
 
   llvm::Align alignOf(llvm::Type* t) { return llvm::Align(m_.getDataLayout().getABITypeAlign(t)); }
 
+  // Lanes this many elements apart or fewer are read as one contiguous run and picked out of
+  // it (a stride-2 convolution's window): a few vector loads and shuffles, where a gather
+  // costs a load per lane (and is slow on AMD). The run spans only elements between the first
+  // and the last lane, which lie in the same buffer.
+  static constexpr std::int64_t kShuffledStride = 4;
+
   llvm::Value* loadExpr(const Load& n) {
     const Buf& buf = lookup(n.buffer);
+    if (!n.mask && lanes_ > 1 && inVector() && dependsOn(n.index, vecVar_)) {
+      auto c = linearCoefficient(n.index, vecVar_);
+      if (c && *c >= 2 && *c <= kShuffledStride) {
+        const auto span = static_cast<unsigned>((lanes_ - 1) * *c + 1);
+        llvm::Value* base = b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(n.index));
+        llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
+                                                alignOf(buf.elem));
+        llvm::SmallVector<int, 16> pick;
+        for (unsigned l = 0; l < static_cast<unsigned>(lanes_); ++l)
+          pick.push_back(static_cast<int>(l * static_cast<unsigned>(*c)));
+        return b_.CreateShuffleVector(run, pick);
+      }
+    }
     bool contiguous = false;
     llvm::Value* idx = nullptr;
     llvm::Value* addr = address(buf, n.index, &contiguous, &idx);

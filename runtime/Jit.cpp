@@ -100,7 +100,7 @@ static void writePerfMap(const std::string& obj, const std::map<std::string, std
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-3";
+constexpr const char* kCodegenVersion = "einjit-cpu-4";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.

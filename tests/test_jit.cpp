@@ -487,3 +487,50 @@ TEST_CASE("jit: masked loads and outlined loops, as IR") {
   CHECK(text.find("_outlined.body.l(", def) != std::string::npos);
   CHECK(text.find("call fastcc void @") != std::string::npos);
 }
+
+// A vector load whose lanes are 2 to 4 elements apart reads the run from the first lane to the
+// last and picks the lanes out of it (shufflevector), never past the last lane; farther apart
+// it is a gather.
+TEST_CASE("jit: strided vector loads read one run and shuffle, as IR") {
+  namespace ir = einjit::codegen::ir;
+  using ir::ForKind;
+  using ir::Type;
+  const ir::Expr l = ir::var("l");
+  std::vector<ir::Func> funcs;
+  for (std::int64_t s = 2; s <= 5; ++s) {
+    ir::Func f;
+    f.name = "stride" + std::to_string(s);
+    f.buffers = {{"x", Type::f32}, {"y", Type::f32}};
+    // y[l] = x[s*l + 1], 8 lanes
+    f.body = ir::forLoop("l", ir::intImm(0), ir::intImm(8), ForKind::Vectorized,
+                         ir::store("y", l, ir::load(Type::f32, "x", ir::add(ir::mul(l, ir::intImm(s)), ir::intImm(1)))),
+                         8);
+    funcs.push_back(std::move(f));
+  }
+  auto code = einjit::runtime::jitCompile(funcs, true);
+  REQUIRE(code->fns.size() == funcs.size());
+  for (std::size_t f = 0; f < funcs.size(); ++f) {
+    const auto s = static_cast<std::size_t>(f + 2);
+    CAPTURE(s);
+    // Exactly up to the last lane's element: a read past it is a heap overflow under ASan.
+    std::vector<float> x(7 * s + 2), y(8, -1.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
+    void* bufs[] = {x.data(), y.data()};
+    std::int32_t status = 0;
+    code->fns[f](bufs, nullptr, 0, 0, &status);
+    CHECK(status == 0);
+    for (std::size_t i = 0; i < 8; ++i) CHECK(y[i] == static_cast<float>(s * i + 1) * 0.5f);
+  }
+  const std::string& text = code->llvmIR;
+  CAPTURE(text);
+  auto body = [&](const std::string& name) {
+    const auto at = text.find("_" + name + ".body(");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find("\n}", at) - at);
+  };
+  for (int s = 2; s <= 4; ++s) {
+    CHECK(body("stride" + std::to_string(s)).find("shufflevector") != std::string::npos);
+    CHECK(body("stride" + std::to_string(s)).find("masked.gather") == std::string::npos);
+  }
+  CHECK(body("stride5").find("masked.gather") != std::string::npos);
+}

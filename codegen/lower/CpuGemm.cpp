@@ -302,7 +302,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       // Contiguous along the lanes, or nearly (a stride-2 convolution's window): the reduction
       // outermost, a group of slivers (whole cache lines) inside it, the lanes innermost
       // (vector loads for B where contiguous), so that each step reads a few whole lines.
-      const bool vec = unit == 1 && x == 1 && w % g.width == 0;
+      const bool vec = x == 1 && w % g.width == 0;
       Expr last = ir::add(base, imm(w - 1));
       Stmt fast = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
       fast = ir::forLoop(ls, imm(0), imm(w), vec ? ForKind::Vectorized : ForKind::Unrolled, fast,
