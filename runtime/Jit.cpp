@@ -134,16 +134,19 @@ T check(llvm::Expected<T> v, const std::string& what) {
 
 using CodeCache = CompileCache<CompiledCode>;
 
-// The middle end of functions whose code is explicit (codegen::kExplicitCodeAttr: vector loops
-// written out, loops that must stay rolled): O3's vectorizers have nothing to do there and its
-// loop passes (induction-variable rewriting, unswitching, the loop analyses they need over
-// deep nests) cost most of such a function's compile time. What the code still needs: the
-// bodies inlined into their entry points, the accumulator arrays in registers (SROA), the
-// index arithmetic simplified and hoisted out of the loops (LICM after rotation, GVN), and
-// the serial loops around a micro-kernel unrolled where LLVM's unroller finds it pays.
+// The middle end of functions whose code is explicit (codegen::kExplicitCodeAttr: the packed
+// GEMM's vector loops written out, its packing loops rolled): O3's vectorizers have nothing to
+// do there, and its loop passes (induction-variable rewriting, unswitching, the analyses they
+// need over deep nests) cost most of such a function's compile time. What the code still
+// needs: the bodies inlined into their entry points, the accumulator arrays in registers
+// (SROA), the index arithmetic simplified and hoisted out of the loops (LICM after rotation,
+// GVN), the branches that the lowering's guards make dead removed (SCCP, correlated-value
+// propagation: less code to generate), and the serial loops around a micro-kernel unrolled
+// where LLVM's unroller finds it pays.
 constexpr const char* kExplicitPipeline =
-    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,"
-    "loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,instcombine,simplifycfg)";
+    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,sccp,"
+    "correlated-propagation,simplifycfg,loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,"
+    "instcombine,simplifycfg)";
 
 bool explicitCode(const llvm::Module& m) {
   bool any = false;
