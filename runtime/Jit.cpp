@@ -42,6 +42,7 @@
 #if EINJIT_HAVE_TBB
 #include <tbb/info.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #endif
 
 namespace einjit::runtime {
@@ -218,7 +219,9 @@ struct Engine {
       }
     };
 #if EINJIT_HAVE_TBB
-    tbb::parallel_for(std::size_t{0}, funcs.size(), one);
+    // Isolated: this thread holds the cache's lock, so while it waits it must not take an
+    // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, funcs.size(), one); });
 #else
     for (std::size_t i = 0; i < funcs.size(); ++i) one(i);
 #endif

@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+#if EINJIT_HAVE_TBB
+#include <tbb/parallel_for.h>
+#endif
+
 using namespace einjit::test;
 namespace ir = einjit::codegen::ir;
 
@@ -208,3 +212,28 @@ TEST_CASE("jit_compile: packed GEMM kernels compile as explicit code, one object
     checkSame(k.call(args), ref.call(args), assigned(ref), DType::f32);
   }
 }
+
+#if EINJIT_HAVE_TBB
+TEST_CASE("jit_compile: kernels compiled by the tasks of a oneTBB parallel loop") {
+  // Each task compiles a program of several functions (a packed GEMM: packing and product),
+  // whose compile runs a parallel loop of its own while it holds the cache's lock: that loop
+  // is isolated, so a thread waiting in it never takes another task's compile (which would
+  // wait for the lock it holds). The results are the interpreter's.
+  constexpr int kPrograms = 4;
+  Tensor A = Tensor::random({192, 200}, DType::f32, 1), B = Tensor::random({200, 160}, DType::f32, 2);
+  const std::vector<einjit::Arg> args{A, B};
+  std::vector<std::string> programs;
+  for (int p = 0; p < kPrograms; ++p)
+    programs.push_back("C[i,k] := A[i,j] * B[j,k] * " + std::to_string(1.25 + 0.5 * p));
+  std::vector<Outputs> got(kPrograms);
+  tbb::parallel_for(0, kPrograms, [&](int p) {
+    got[static_cast<std::size_t>(p)] =
+        einjit::compile(programs[static_cast<std::size_t>(p)], on(Device::cpu(), DType::f32)).call(args);
+  });
+  for (int p = 0; p < kPrograms; ++p) {
+    CAPTURE(programs[static_cast<std::size_t>(p)]);
+    Kernel ref = einjit::compile(programs[static_cast<std::size_t>(p)], on(Device::reference(), DType::f32));
+    checkSame(got[static_cast<std::size_t>(p)], ref.call(args), assigned(ref), DType::f32);
+  }
+}
+#endif
