@@ -55,6 +55,7 @@ public:
   }
 
   void func(const Func& f, const std::string& prefix) {
+    leftToVectorizer_ = false;
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
     // The body: one noalias pointer per buffer it uses (slot used[j] of the buffer array).
@@ -97,6 +98,7 @@ public:
     auto* outer =
         llvm::Function::Create(outerTy, llvm::Function::ExternalLinkage, prefix + f.name, m_);
     outer->addFnAttr(llvm::Attribute::NoUnwind);
+    if (f.explicitCode && !leftToVectorizer_) outer->addFnAttr(kExplicitCodeAttr);
     if (cold) {
       outer->addFnAttr(llvm::Attribute::NoInline);
       outer->addFnAttr(llvm::Attribute::OptimizeNone);
@@ -125,6 +127,11 @@ private:
   };
   std::map<std::string, Buf> buffers_;
   std::map<std::string, llvm::Value*> vars_;
+  // Whether the function being emitted has a loop that LLVM's vectorizers may transform (the
+  // JIT gives it the full O3 pipeline; kExplicitCodeAttr otherwise), and the counts of loops
+  // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar.
+  bool leftToVectorizer_ = false;
+  std::int64_t loops_ = 0, explicitVectorLoops_ = 0;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -689,6 +696,7 @@ private:
         (hi - lo) % n.width == 0 && vectorizable(n.body, n.var)) {
       vecVar_ = n.var;
       lanes_ = static_cast<unsigned>(n.width);
+      ++explicitVectorLoops_;
       // A few vector steps are written out; more run as a loop, so that the size of the
       // emitted code (and the compile time) does not grow with the shape.
       if ((hi - lo) / n.width <= kMaxWrittenVectorSteps) {
@@ -704,6 +712,15 @@ private:
              });
       }
       vecVar_.clear();
+      return;
+    }
+    // A loop of one iteration binds a variable (the IR has no let; the packed GEMM's nests are
+    // mostly such loops): no loop is emitted, so LLVM's loop passes do not spend most of a
+    // kernel's compile time on proving what the IR already says.
+    if (n.forKind != ForKind::Parallel && oneIteration(n)) {
+      vars_[n.var] = expr(n.lo);
+      stmt(n.body);
+      vars_.erase(n.var);
       return;
     }
     llvm::Value* loV = expr(n.lo);
@@ -724,11 +741,26 @@ private:
 
   static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
 
+  // hi is lo + 1 (as ir::add builds it, constants folded).
+  static bool oneIteration(const For& n) {
+    std::int64_t lo = 0, hi = 0;
+    if (isConst(n.lo, &lo) && isConst(n.hi, &hi)) return hi == lo + 1;
+    if (n.hi->kind == NodeKind::Binary) {
+      const auto& b = static_cast<const Binary&>(*n.hi);
+      std::int64_t one = 0;
+      if (b.op == BinOp::Add && b.a == n.lo && isConst(b.b, &one) && one == 1) return true;
+    }
+    return print(n.hi) == print(add(n.lo, intImm(1)));
+  }
+
   enum class LoopHint { None, Vectorize, KeepRolled };
 
   // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop passes if asked.
   void loop(const std::string& name, llvm::Value* lo, llvm::Value* hi, std::int64_t step,
             LoopHint hint, const std::function<void(llvm::Value*)>& body) {
+    // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
+    const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
+    const bool vectorBody = inVector();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
     auto* bodyBlock = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -740,6 +772,10 @@ private:
     b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
     body(x);
+    if (hint == LoopHint::Vectorize ||
+        (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
+         explicitVectorLoops_ == vectorsBefore))
+      leftToVectorizer_ = true;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);

@@ -21,6 +21,12 @@ class Module;
 
 namespace einjit::codegen {
 
+// The string attribute of the entry point of a function marked ir::Func::explicitCode whose
+// code leaves LLVM's vectorizers nothing to do: every loop is an explicit vector loop, contains
+// other loops, or is marked rolled (no loop carries llvm.loop.vectorize.enable, no innermost
+// loop is scalar). The JIT compiles such functions with a short pipeline instead of O3.
+inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
+
 void emitLLVM(const std::vector<ir::Func>& funcs, const std::string& prefix, llvm::Module& m);
 
 } // namespace einjit::codegen

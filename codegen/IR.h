@@ -383,6 +383,10 @@ struct Func {
   Stmt body;
   bool parallel = false;
   std::int64_t parallelLo = 0, parallelHi = 0, grain = 1;
+  // Set by lowerings whose code is explicit (the packed GEMM: vector loops written out, packing
+  // loops rolled): the CPU JIT compiles it with a short pipeline instead of O3 where the
+  // emitted code confirms it (CodeGenLLVM.h, kExplicitCodeAttr).
+  bool explicitCode = false;
 };
 
 std::string print(const Expr& e);

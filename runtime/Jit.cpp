@@ -5,6 +5,8 @@
 #include "runtime/Caches.h"
 #include "runtime/CompileCache.h"
 #include "runtime/DiskCache.h"
+#include "runtime/JitImage.h"
+#include "runtime/JitTiming.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -29,6 +31,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <string_view>
 #include <map>
 #include <mutex>
 
@@ -37,6 +41,8 @@
 
 #if EINJIT_HAVE_TBB
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #endif
 
 namespace einjit::runtime {
@@ -44,7 +50,7 @@ namespace einjit::runtime {
 // With EINJIT_PERF_MAP set, each loaded function's address, size and name go to
 // /tmp/perf-PID.map, where `perf report` finds names for JIT code, and the object to
 // /tmp/perf-PID-SYMBOL.o.
-static void writePerfMap(const std::string& obj, const std::map<std::string, std::uint64_t>& addrs) {
+static void writePerfMap(std::string_view obj, const std::map<std::string, std::uint64_t>& addrs) {
   static std::mutex mu;
   auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, "einjit"));
   if (!file) {
@@ -56,6 +62,7 @@ static void writePerfMap(const std::string& obj, const std::map<std::string, std
   // the text section is loaded as one piece, so an entry point's address fixes the others.
   std::int64_t delta = 0;
   bool anchored = false;
+  std::string anchor; // the entry point the object is named after
   std::vector<std::pair<std::string, llvm::object::SymbolRef>> fns;
   for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
     auto name = sym.getName();
@@ -73,6 +80,7 @@ static void writePerfMap(const std::string& obj, const std::map<std::string, std
     if (it != addrs.end() && !anchored) {
       delta = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(*value);
       anchored = true;
+      anchor = it->first;
     }
   }
   if (!anchored) return;
@@ -87,7 +95,7 @@ static void writePerfMap(const std::string& obj, const std::map<std::string, std
   }
   const std::lock_guard<std::mutex> lock(mu);
   // The object itself beside it, for disassembly (objdump -d) of sampled addresses.
-  const std::string objPath = "/tmp/perf-" + std::to_string(getpid()) + "-" + addrs.begin()->first + ".o";
+  const std::string objPath = "/tmp/perf-" + std::to_string(getpid()) + "-" + anchor + ".o";
   if (std::FILE* f = std::fopen(objPath.c_str(), "wb")) {
     std::fwrite(obj.data(), 1, obj.size(), f);
     std::fclose(f);
@@ -127,13 +135,43 @@ T check(llvm::Expected<T> v, const std::string& what) {
 
 using CodeCache = CompileCache<CompiledCode>;
 
+// The middle end of functions whose code is explicit (codegen::kExplicitCodeAttr: the packed
+// GEMM's vector loops written out, its packing loops rolled): O3's vectorizers have nothing to
+// do there, and its loop passes (induction-variable rewriting, unswitching, the analyses they
+// need over deep nests) cost most of such a function's compile time. What the code still
+// needs: the bodies inlined into their entry points, the accumulator arrays in registers
+// (SROA), the index arithmetic simplified and hoisted out of the loops (LICM after rotation,
+// GVN), the branches that the lowering's guards make dead removed (SCCP, correlated-value
+// propagation: less code to generate), and the serial loops around a micro-kernel unrolled
+// where LLVM's unroller finds it pays.
+constexpr const char* kExplicitPipeline =
+    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,sccp,"
+    "correlated-propagation,simplifycfg,loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,"
+    "instcombine,simplifycfg)";
+
+bool explicitCode(const llvm::Module& m) {
+  bool any = false;
+  for (const llvm::Function& f : m) {
+    if (f.isDeclaration() || f.hasLocalLinkage()) continue;
+    if (!f.hasFnAttribute(codegen::kExplicitCodeAttr)) return false;
+    any = true;
+  }
+  return any;
+}
+
 struct Engine {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;
   std::string cpu, features, triple;
   int vectorBytes = 16;
-  CodeCache cache{"o"}; // object files; its lock also guards `modules` and the JIT
+  CodeCache cache{"o"}; // object images; its lock also guards `modules` and the JIT
   std::uint64_t modules = 0;
+  // EINJIT_JIT_PIPELINE=o3: every function through O3, the explicit-code pipeline off (to
+  // compare the two; part of the cache key).
+  const bool fullO3 = [] {
+    const char* e = std::getenv("EINJIT_JIT_PIPELINE");
+    return e && std::strcmp(e, "o3") == 0;
+  }();
 
   Engine() {
     llvm::InitializeNativeTarget();
@@ -158,15 +196,47 @@ struct Engine {
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
-                      " " + cpu + " " + features + "\n";
-    for (const auto& f : funcs) key += codegen::ir::print(f);
+                      " " + cpu + " " + features + (fullO3 ? " o3" : "") + "\n";
+    for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
 
   // --- compilation -----------------------------------------------------------------------------
 
-  std::string buildObject(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
+  // The code of a program is one object file per function, each compiled from a module of
+  // its own (the functions share nothing: each is called by the runtime through its entry
+  // point), so that they compile in parallel on oneTBB's threads; the image packs them
+  // (JitImage.h).
+  std::string buildImage(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
+                         std::string* irText) {
+    std::vector<std::string> objects(funcs.size()), texts(funcs.size());
+    std::vector<std::exception_ptr> failures(funcs.size());
+    auto one = [&](std::size_t i) {
+      try {
+        objects[i] = buildObject(funcs[i], prefix, irText ? &texts[i] : nullptr);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    };
+#if EINJIT_HAVE_TBB
+    // Isolated: this thread holds the cache's lock, so while it waits it must not take an
+    // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, funcs.size(), one); });
+#else
+    for (std::size_t i = 0; i < funcs.size(); ++i) one(i);
+#endif
+    for (const std::exception_ptr& e : failures)
+      if (e) std::rethrow_exception(e);
+    if (irText)
+      for (const std::string& t : texts) *irText += t;
+    return packObjects(objects);
+  }
+
+  // One function: LLVM IR, the middle end (O3, or kExplicitPipeline for explicit code), an
+  // object file. Safe to run on several threads at once (a context and a target machine each).
+  std::string buildObject(const codegen::ir::Func& func, const std::string& prefix,
                           std::string* irText) {
+    StageClock clock;
     llvm::LLVMContext ctx;
     // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
     // user's business; errors are kept and reported.
@@ -184,11 +254,13 @@ struct Engine {
     std::unique_ptr<llvm::TargetMachine> tm = check(jtmb->createTargetMachine(), "target machine");
     m.setDataLayout(tm->createDataLayout());
     m.setTargetTriple(tm->getTargetTriple().str());
-    codegen::emitLLVM(funcs, prefix, m);
+    clock.lap("target machine");
+    codegen::emitLLVM({func}, prefix, m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
+    clock.lap("emit", instructionCount(m));
 
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -202,14 +274,26 @@ struct Engine {
     llvm::PassInstrumentationCallbacks pic;
     llvm::StandardInstrumentations si(ctx, false);
     si.registerCallbacks(pic, &mam);
+    PassTimes passTimes;
+    if (jitDebugPasses()) passTimes.registerCallbacks(pic);
     llvm::PassBuilder pb(tm.get(), pto, std::nullopt, &pic);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    const bool explicitPipeline = !fullO3 && explicitCode(m);
+    llvm::ModulePassManager mpm;
+    if (explicitPipeline) {
+      if (auto err = pb.parsePassPipeline(mpm, kExplicitPipeline))
+        throw InternalError("LLVM JIT: the explicit-code pipeline: " + errorText(std::move(err)));
+    } else {
+      mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    }
+    clock.lap("pipeline setup");
     mpm.run(m, mam);
+    clock.lap(explicitPipeline ? "explicit-code pipeline" : "O3", instructionCount(m));
+    if (jitDebugPasses()) passTimes.report();
     if (irText) {
       llvm::raw_string_ostream os(*irText);
       m.print(os, nullptr);
@@ -220,14 +304,17 @@ struct Engine {
     llvm::legacy::PassManager pm;
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
+    clock.lap("codegen setup");
     pm.run(m);
+    clock.lap("codegen");
     if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
+    clock.report(func.name + ", " + std::to_string(buf.size()) + "-byte object");
     return std::string(buf.begin(), buf.end());
   }
 
   // Loads an object into a JITDylib of its own and finds the functions.
   void load(CompiledCode& code, const std::vector<codegen::ir::Func>& funcs,
-            const std::string& prefix, const std::string& obj) {
+            const std::string& prefix, const std::string& image) {
     auto jdOr = jit->createJITDylib("einjit" + std::to_string(modules++));
     if (!jdOr) throw Error("LLVM JIT: creating a JITDylib: " + errorText(jdOr.takeError()));
     llvm::orc::JITDylib& jd = *jdOr;
@@ -237,8 +324,10 @@ struct Engine {
     jd.addGenerator(check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
                               jit->getDataLayout().getGlobalPrefix()),
                           "process symbols"));
-    if (auto err = jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
-      throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
+    const std::vector<std::string_view> objects = unpackObjects(image);
+    for (std::string_view obj : objects)
+      if (auto err = jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
+        throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
     std::vector<KernelFn> fns;
     std::map<std::string, std::uint64_t> addrs;
     for (const auto& f : funcs) {
@@ -246,7 +335,8 @@ struct Engine {
       fns.push_back(addr.toPtr<KernelFn>());
       addrs[prefix + f.name] = addr.getValue();
     }
-    if (std::getenv("EINJIT_PERF_MAP")) writePerfMap(obj, addrs);
+    if (std::getenv("EINJIT_PERF_MAP"))
+      for (std::string_view obj : objects) writePerfMap(obj, addrs);
     code.fns = std::move(fns);
     code.resource = std::move(resource);
   }
@@ -263,9 +353,9 @@ struct Engine {
     auto code = std::make_shared<CompiledCode>();
     // explain --llvm: the optimized IR needs a build of its own; its object serves a miss.
     std::string built;
-    if (keepIR) built = buildObject(funcs, prefix, &code->llvmIR);
+    if (keepIR) built = buildImage(funcs, prefix, &code->llvmIR);
     auto build = [&] {
-      return built.empty() ? buildObject(funcs, prefix, nullptr) : std::exchange(built, "");
+      return built.empty() ? buildImage(funcs, prefix, nullptr) : std::exchange(built, "");
     };
     CodeCache::Origin origin;
     std::string obj = cache.readOrBuild(key, build, origin);
@@ -278,7 +368,10 @@ struct Engine {
     // Each module gets its own JITDylib: after an eviction or jitClearMemoryCache() the same
     // code may be loaded again while kernels still hold the old copy.
     cache.loadOrRebuild(key, std::move(obj), origin, build, [&](const std::string& o) {
+      StageClock clock;
       load(*code, funcs, prefix, o);
+      clock.lap("load");
+      clock.report(std::to_string(funcs.size()) + " functions loaded");
       return code;
     });
     code->origin = origin == CodeCache::Origin::compiled ? "compiled" : "disk cache";

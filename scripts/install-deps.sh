@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
+  ccache               # scripts/test.sh: the Python module's build of einjit reuses the Release build's objects
   llvm-19-dev          # ORC LLJIT, new pass manager (CPU JIT backend)
   libtbb-dev           # oneTBB (parallel CPU loops)
   libeigen3-dev        # interop and a benchmark peer

@@ -5,7 +5,10 @@
 #      installing in the background (mostly download time, overlapped with the builds);
 #   2. Release build with warnings as errors, every package it finds, the benchmarks and tools
 #      included, and every test (the differential tester's 1,000 random programs included);
-#   3. the Python module and the PyTorch layer against that build (scripts/test-python.sh);
+#   3. the Python module and the PyTorch layer (scripts/test-python.sh): a literal
+#      `pip install ./python`, which compiles einjit's library again inside the module's build;
+#      with ccache (installed by phase 1) those 79 compilations are the Release build's, same
+#      compiler and flags, so they are cache hits (docs/RELIABILITY.md, "CI");
 #   4. Debug build without LLVM or CUDA (the CPU device is then the interpreter): the
 #      library, the CLI, the examples and the tests whose results depend on the configuration
 #      (not the lexer, parser, tensor, schedule and golden tests: the same code as in 2);
@@ -73,8 +76,21 @@ python_deps_log="$root/build/python-deps.log"
 "$root/scripts/test-python.sh" --deps "$root/build" >"$python_deps_log" 2>&1 &
 python_deps=$!
 
+# ccache between the Release build and the Python module's build of einjit (phase 3): the same
+# compiler (CXX) and flags (Release, -Werror: CMAKE_ARGS below), so each of the module's
+# compilations of einjit's sources is the Release build's. Paths stay absolute in the hash
+# (CCACHE_BASEDIR unset): the two build directories differ in depth, the sources are the same.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  unset CCACHE_BASEDIR
+  export CXX="${CXX:-c++}"
+  ccache --zero-stats >/dev/null
+fi
+
 begin "Release build (every package found)"
-"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON
+"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON \
+  ${launcher[@]+"${launcher[@]}"}
 # Not in the default target (tools/dump-generated.sh builds it): it must still compile.
 cmake --build "$root/build" --target dump_generated --parallel "$jobs"
 end
@@ -89,7 +105,13 @@ if [ "$wait_ok" = 0 ]; then
   echo "installing the Python test packages failed" >&2
   exit 1
 fi
-"$root/scripts/test-python.sh" "$root/build"
+if [ ${#launcher[@]} -gt 0 ]; then ccache --zero-stats >/dev/null; fi
+# scikit-build-core passes CMAKE_ARGS to CMake; the command itself stays the README's.
+CMAKE_ARGS="${launcher[*]} -DEINJIT_WERROR=ON" "$root/scripts/test-python.sh" "$root/build"
+if [ ${#launcher[@]} -gt 0 ]; then
+  echo "ccache during the Python module's build (its einjit objects are the Release build's):"
+  ccache --show-stats | grep -E '^ *(Hits|Misses):' || true
+fi
 end
 
 # Without LLVM the CPU device is the interpreter (the GPU machine's CUDA-only configuration,

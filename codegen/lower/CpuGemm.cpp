@@ -410,6 +410,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (!g.whole[static_cast<std::size_t>(x)]) continue;
     setRanges(st, r);
     ir::Func f = newFunc(name + (x == 0 ? "_packA" : "_packB"));
+    f.explicitCode = true;
     const std::int64_t batches = extentOfGroup(reads[x], r);
     const std::int64_t want = 4 * std::max(target_.threads, 1);
     const std::int64_t per =
@@ -597,6 +598,7 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
   Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
                           ForKind::Serial, ir::block(std::move(bodies)));
   ir::Func f = newFunc(name);
+  f.explicitCode = true;
   f.body = parallelOver(f, gv, groups, flops / static_cast<double>(groups), parallel,
                         target_.minParallelWork, std::move(body));
   out_.funcs.push_back(std::move(f));

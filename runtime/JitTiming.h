@@ -1,0 +1,61 @@
+#pragma once
+// Where the CPU JIT's compile time goes, on stderr (docs/ARCHITECTURE.md, "The CPU JIT"):
+//   EINJIT_DEBUG_JIT=1       one line per compiled module: the thread CPU milliseconds of each
+//                            stage (target machine, IR emission, middle end, code generation,
+//                            loading), the pipeline, and LLVM instruction counts before and
+//                            after the middle end
+//   EINJIT_DEBUG_JIT=passes  also the middle end's most expensive passes and analyses
+// Off (no clock read, nothing counted) when the variable is unset.
+#include <llvm/IR/PassInstrumentation.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace einjit::runtime {
+
+bool jitDebug();
+bool jitDebugPasses();
+
+// The module's LLVM instructions (0 unless jitDebug()).
+std::size_t instructionCount(const llvm::Module& m);
+
+// Laps of the calling thread's CPU time, reported as one line.
+class StageClock {
+public:
+  StageClock();
+  void lap(const char* stage, std::size_t instructions = 0);
+  void note(const std::string& text); // e.g. the pipeline's name
+  void report(const std::string& what) const;
+
+private:
+  double first_ = 0, last_ = 0;
+  std::string text_;
+};
+
+// Time in each pass and analysis of a pass manager run, without the passes it runs.
+class PassTimes {
+public:
+  void registerCallbacks(llvm::PassInstrumentationCallbacks& pic);
+  void report() const; // the 12 most expensive
+
+private:
+  using Clock = std::chrono::steady_clock;
+  struct Frame {
+    std::string name;
+    Clock::time_point start;
+    double children = 0;
+  };
+  void push(llvm::StringRef name);
+  void pop();
+  std::vector<Frame> stack_;
+  std::map<std::string, double> total_;
+};
+
+} // namespace einjit::runtime

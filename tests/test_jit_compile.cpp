@@ -1,0 +1,239 @@
+// The CPU JIT's compile pipeline (runtime/Jit.cpp): the image of one object per function, the
+// choice between O3 and the explicit-code pipeline, functions compiled in parallel, and loops of
+// one iteration emitted as bindings. Results are checked against values worked out by hand or
+// against the reference interpreter.
+#include "Compare.h"
+
+#include "codegen/CodeGenLLVM.h"
+#include "codegen/IR.h"
+#include "einjit/Error.h"
+#include "einjit/einjit.h"
+#include "runtime/Jit.h"
+#include "runtime/JitImage.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#if EINJIT_HAVE_TBB
+#include <tbb/parallel_for.h>
+#endif
+
+using namespace einjit::test;
+namespace ir = einjit::codegen::ir;
+
+namespace {
+
+// The attribute group line of entry point `name` (defined in `text`, the LLVM IR of a program:
+// one module per function, each with its own attribute groups after its functions).
+std::string attributesOf(const std::string& text, const std::string& name) {
+  const auto at = text.find("_" + name + "(ptr");
+  REQUIRE(at != std::string::npos);
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  const auto hash = line.rfind('#');
+  REQUIRE(hash != std::string::npos);
+  const std::string group = line.substr(hash, line.find(' ', hash) - hash);
+  const auto attrs = text.find("attributes " + group + " = {", at);
+  REQUIRE(attrs != std::string::npos);
+  return text.substr(attrs, text.find('\n', attrs) - attrs);
+}
+
+bool explicitCode(const std::string& text, const std::string& name) {
+  return attributesOf(text, name).find(einjit::codegen::kExplicitCodeAttr) != std::string::npos;
+}
+
+ir::Func func(const char* name, ir::Stmt body, bool explicitCode = false) {
+  ir::Func f;
+  f.name = name;
+  f.buffers = {{"x", ir::Type::f32}, {"y", ir::Type::f32}};
+  f.body = std::move(body);
+  f.explicitCode = explicitCode;
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("jit_compile: images pack objects and reject every malformed layout") {
+  using einjit::runtime::packObjects;
+  using einjit::runtime::unpackObjects;
+  const std::vector<std::vector<std::string>> tables = {
+      {}, {""}, {"one object"}, {"a", "", std::string(1000, '\0') + "b", "last"}};
+  for (const auto& objects : tables) {
+    CAPTURE(objects.size());
+    const std::string image = packObjects(objects);
+    const std::vector<std::string_view> back = unpackObjects(image);
+    REQUIRE(back.size() == objects.size());
+    for (std::size_t i = 0; i < objects.size(); ++i) CHECK(std::string(back[i]) == objects[i]);
+  }
+  const std::string good = packObjects({"abc", "defg"});
+  std::string hugeCount = good;
+  hugeCount[6] = '\x7f'; // the count's low byte: more objects than bytes
+  std::string hugeLength = good;
+  hugeLength[14] = '\x40'; // the first object's length: past the end
+  const std::vector<std::pair<const char*, std::string>> bad = {
+      {"empty", ""},
+      {"a bare ELF object (the layout before one object per function)", "\x7f" "ELF\x02\x01\x01"},
+      {"the magic only", "ejobjs"},
+      {"truncated count", good.substr(0, 10)},
+      {"truncated object", good.substr(0, good.size() - 1)},
+      {"trailing bytes", good + "x"},
+      {"count too large", hugeCount},
+      {"length too large", hugeLength},
+  };
+  for (const auto& [what, image] : bad) {
+    CAPTURE(what);
+    CHECK_THROWS_WITH_AS(unpackObjects(image), doctest::Contains("compiled-code image is malformed"),
+                         einjit::Error);
+  }
+}
+
+TEST_CASE("jit_compile: functions marked explicit get the short pipeline unless a loop needs O3") {
+  using ir::ForKind;
+  const ir::Expr l = ir::var("l");
+  // y[l] = 2 x[l] over 16 elements, in the loop kind given.
+  auto twice = [&](ForKind kind, std::int64_t hi) {
+    return ir::forLoop("l", ir::intImm(0), ir::intImm(hi), kind,
+                       ir::store("y", l, ir::mul(ir::load(ir::Type::f32, "x", l),
+                                                 ir::floatImm(ir::Type::f32, 2))),
+                       kind == ForKind::Vectorized ? 8 : 1);
+  };
+  // A vectorized loop of 12 elements is not a multiple of 8 lanes: a hinted scalar loop.
+  auto hinted = twice(ForKind::Vectorized, 12);
+  // An explicit vector loop inside a serial loop of 2: the serial loop is not innermost.
+  const ir::Expr r = ir::var("r");
+  auto nested = ir::forLoop(
+      "r", ir::intImm(0), ir::intImm(2), ForKind::Serial,
+      ir::forLoop("l", ir::intImm(0), ir::intImm(8), ForKind::Vectorized,
+                  ir::store("y", ir::add(ir::mul(r, ir::intImm(8)), l),
+                            ir::mul(ir::load(ir::Type::f32, "x", ir::add(ir::mul(r, ir::intImm(8)), l)),
+                                    ir::floatImm(ir::Type::f32, 2))),
+                  8));
+  struct Row {
+    const char* name;
+    ir::Stmt body;
+    int elements;      // how many of y the function sets to 2 x
+    bool marked;       // ir::Func::explicitCode, as the packed GEMM's lowering sets it
+    bool explicitCode; // compiled with the explicit-code pipeline
+  };
+  // Each body repeated by a serial loop of 300, so that no function is bounded to 256 stores
+  // or fewer (those are `optnone`, compiled without either pipeline).
+  const std::vector<Row> rows = {
+      {"vector", twice(ForKind::Vectorized, 16), 16, true, true},
+      {"rolled", twice(ForKind::Rolled, 16), 16, true, true},
+      {"nested", nested, 16, true, true},
+      {"scalar", twice(ForKind::Serial, 16), 16, true, false},
+      {"hinted", hinted, 12, true, false},
+      {"unmarked", twice(ForKind::Vectorized, 16), 16, false, false},
+  };
+  std::vector<ir::Func> funcs;
+  for (const Row& row : rows)
+    funcs.push_back(func(row.name,
+                         ir::forLoop("rep", ir::intImm(0), ir::intImm(300), ForKind::Serial, row.body),
+                         row.marked));
+  auto code = einjit::runtime::jitCompile(funcs, true);
+  REQUIRE(code->fns.size() == rows.size());
+  CAPTURE(code->llvmIR);
+  std::vector<float> x(16), y(16);
+  for (int i = 0; i < 16; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i) - 5.5f;
+  void* bufs[] = {x.data(), y.data()};
+  for (std::size_t f = 0; f < rows.size(); ++f) {
+    CAPTURE(rows[f].name);
+    CHECK(explicitCode(code->llvmIR, rows[f].name) == rows[f].explicitCode);
+    std::fill(y.begin(), y.end(), -1.0f);
+    std::int32_t status = 0;
+    code->fns[f](bufs, nullptr, 0, 0, &status);
+    CHECK(status == 0);
+    for (int i = 0; i < 16; ++i)
+      CHECK(y[static_cast<std::size_t>(i)] ==
+            (i < rows[f].elements ? 2 * x[static_cast<std::size_t>(i)] : -1.0f));
+  }
+}
+
+TEST_CASE("jit_compile: a loop of one iteration binds its variable (constant and symbolic bounds)") {
+  using ir::ForKind;
+  // for r in 0:2 { for s in (3r + 1):(3r + 1) + 1 { y[s] = x[s] + r } }: y[1] = x[1], y[4] = x[4] + 1.
+  const ir::Expr r = ir::var("r"), s = ir::var("s");
+  const ir::Expr lo = ir::add(ir::mul(r, ir::intImm(3)), ir::intImm(1));
+  auto body = ir::store("y", s, ir::add(ir::load(ir::Type::f32, "x", s), ir::cast(ir::Type::f32, r)));
+  // The same binding with constant bounds (5:6), and a loop of two iterations (7:9) that is not one.
+  const ir::Expr t = ir::var("t");
+  auto constant = ir::forLoop("t", ir::intImm(5), ir::intImm(6), ForKind::Serial,
+                              ir::store("y", t, ir::load(ir::Type::f32, "x", t)));
+  auto two = ir::forLoop("t", ir::intImm(7), ir::intImm(9), ForKind::Serial,
+                         ir::store("y", t, ir::load(ir::Type::f32, "x", t)));
+  std::vector<ir::Func> funcs = {
+      func("symbolic", ir::forLoop("r", ir::intImm(0), ir::intImm(2), ForKind::Serial,
+                                   ir::forLoop("s", lo, ir::add(lo, ir::intImm(1)), ForKind::Serial, body))),
+      func("constant", ir::block({constant, two}))};
+  auto code = einjit::runtime::jitCompile(funcs, false);
+  std::vector<float> x(16), y(16);
+  for (int i = 0; i < 16; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(10 * i);
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  std::fill(y.begin(), y.end(), -1.0f);
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  for (int i = 0; i < 16; ++i)
+    CHECK(y[static_cast<std::size_t>(i)] == (i == 1 ? 10.0f : i == 4 ? 41.0f : -1.0f));
+  std::fill(y.begin(), y.end(), -1.0f);
+  code->fns[1](bufs, nullptr, 0, 0, &status);
+  for (int i = 0; i < 16; ++i)
+    CHECK(y[static_cast<std::size_t>(i)] == (i == 5 || i == 7 || i == 8 ? 10.0f * i : -1.0f));
+  CHECK(status == 0);
+}
+
+TEST_CASE("jit_compile: packed GEMM kernels compile as explicit code, one object per function") {
+  // A 192 x 160 x 200 GEMM and its transposed forms take the packed path (packing functions
+  // and the micro-kernel's function); each is explicit code and the results are the
+  // interpreter's. Its functions compile in parallel (one module each).
+  const char* programs[] = {"C[i,k] := A[i,j] * B[j,k]", "C[i,k] := A[j,i] * B[k,j]"};
+  for (const char* program : programs) {
+    CAPTURE(program);
+    Kernel k = einjit::compile(program, on(Device::cpu(), DType::f32));
+    const bool transposed = std::string(program).find("A[j,i]") != std::string::npos;
+    Tensor A = Tensor::random(transposed ? einjit::Shape{200, 192} : einjit::Shape{192, 200},
+                              DType::f32, 1);
+    Tensor B = Tensor::random(transposed ? einjit::Shape{160, 200} : einjit::Shape{200, 160},
+                              DType::f32, 2);
+    const std::string text = k.explain({A, B}, true);
+    CAPTURE(text);
+    REQUIRE(text.find("packed GEMM") != std::string::npos);
+    std::size_t functions = 0;
+    for (auto at = text.find("\nfunc "); at != std::string::npos; at = text.find("\nfunc ", at + 1)) {
+      const auto open = text.find('(', at);
+      const std::string name = text.substr(at + 6, open - at - 6);
+      CAPTURE(name);
+      CHECK(explicitCode(text, name));
+      ++functions;
+    }
+    CHECK(functions >= 1);
+    Kernel ref = einjit::compile(program, on(Device::reference(), DType::f32));
+    const std::vector<einjit::Arg> args{A, B};
+    checkSame(k.call(args), ref.call(args), assigned(ref), DType::f32);
+  }
+}
+
+#if EINJIT_HAVE_TBB
+TEST_CASE("jit_compile: kernels compiled by the tasks of a oneTBB parallel loop") {
+  // Each task compiles a program of several functions (a packed GEMM: packing and product),
+  // whose compile runs a parallel loop of its own while it holds the cache's lock: that loop
+  // is isolated, so a thread waiting in it never takes another task's compile (which would
+  // wait for the lock it holds). The results are the interpreter's.
+  constexpr int kPrograms = 4;
+  Tensor A = Tensor::random({192, 200}, DType::f32, 1), B = Tensor::random({200, 160}, DType::f32, 2);
+  const std::vector<einjit::Arg> args{A, B};
+  std::vector<std::string> programs;
+  for (int p = 0; p < kPrograms; ++p)
+    programs.push_back("C[i,k] := A[i,j] * B[j,k] * " + std::to_string(1.25 + 0.5 * p));
+  std::vector<Outputs> got(kPrograms);
+  tbb::parallel_for(0, kPrograms, [&](int p) {
+    got[static_cast<std::size_t>(p)] =
+        einjit::compile(programs[static_cast<std::size_t>(p)], on(Device::cpu(), DType::f32)).call(args);
+  });
+  for (int p = 0; p < kPrograms; ++p) {
+    CAPTURE(programs[static_cast<std::size_t>(p)]);
+    Kernel ref = einjit::compile(programs[static_cast<std::size_t>(p)], on(Device::reference(), DType::f32));
+    checkSame(got[static_cast<std::size_t>(p)], ref.call(args), assigned(ref), DType::f32);
+  }
+}
+#endif
