@@ -142,7 +142,8 @@ TEST_CASE("row blocks: which statements run in blocks of rows, and what lives in
     if (row.scratch) CHECK(text.find(row.scratch) != std::string::npos);
     if (row.why) CHECK(text.find(std::string("not in the row blocks of statement")) != std::string::npos);
     if (row.why) CHECK(text.find(row.why) != std::string::npos);
-    compareOutputs(row.program, argsOf(k, in, {}), DType::f64, false);
+    // Contiguous and strided views of the inputs and of a written argument.
+    for (bool strideArgs : {false, true}) compareOutputs(row.program, argsOf(k, in, {}), DType::f64, strideArgs);
   }
 }
 
