@@ -27,13 +27,40 @@ void debugLower(const std::string& step, const std::vector<ir::Func>& funcs, std
   std::fputs(text.c_str(), stderr);
 }
 
+// An element-wise group (schedule/Fusion.h) that row blocks would cut, or that joins
+// statements inside row blocks with others, is dissolved: each statement then runs alone, or
+// in its row block.
+FusionPlan withinRows(FusionPlan fusion, const RowPlan& rows) {
+  for (std::size_t k = 0; k < fusion.first.size(); ++k) {
+    const std::size_t f = fusion.first[k], l = fusion.last[k];
+    bool split = false;
+    for (std::size_t j = f; j <= l; ++j) split |= rows.runOf[j] != rows.runOf[f];
+    if (!split) continue;
+    for (std::size_t j = f; j <= l; ++j) {
+      fusion.first[j] = fusion.last[j] = j;
+      fusion.notes[j].clear();
+    }
+  }
+  return fusion;
+}
+
 } // namespace
 
 auto Lowerer::run() -> LoweredProgram {
-  const FusionPlan fusion = planFusion(p_, b_);
+  const RowPlan rows = planRows(p_, b_, strides_, target_);
+  const FusionPlan fusion = withinRows(planFusion(p_, b_), rows);
   for (std::size_t k = 0; k < p_.stmts.size(); ++k) {
     stmt_ = k;
     const std::size_t before = out_.funcs.size();
+    if (rows.runOf[k] >= 0) {
+      const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k])];
+      rowBlocks(rows, static_cast<std::size_t>(rows.runOf[k]), fusion);
+      debugLower("statements " + std::to_string(k + 1) + "-" + std::to_string(run.last + 1) +
+                     " (" + out_.notes.back() + ")",
+                 out_.funcs, before);
+      k = run.last;
+      continue;
+    }
     if (fusion.fused(k)) {
       fusedStatements(k, fusion.last[k], fusion.notes[k]);
       for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
@@ -42,6 +69,7 @@ auto Lowerer::run() -> LoweredProgram {
       statement(k);
       if (!fusion.notes[k].empty()) out_.notes.back() += "; " + fusion.notes[k];
     }
+    if (!rows.notes[k].empty()) out_.notes.back() += "; " + rows.notes[k];
     debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
                before);
   }
@@ -64,7 +92,7 @@ void Lowerer::statement(std::size_t k) {
     if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
       out_.zeroFill.push_back(st.output);
   if (!sched.run) return;
-  const Ranges ranges = rangesOf(bs);
+  const Ranges ranges = statementRanges(bs);
   const std::string base = "s" + std::to_string(k);
   if (sched.splitChunks > 0) {
     emitSplit(st, bs, sched, ranges, base);
@@ -140,7 +168,7 @@ void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::st
       out_.zeroFill.push_back(sk.output);
   }
   const Scoped<std::size_t> fused(ctx_.fusedThrough, last);
-  const Ranges ranges = rangesOf(bs);
+  const Ranges ranges = statementRanges(bs);
   const std::string base = "s" + std::to_string(first);
   if (target_.gpu)
     emitGpuGeneric(st, bs, ranges, base);

@@ -30,6 +30,9 @@ struct Target {
   // gets at least this many.
   double minParallelWork = 32768;
   bool tile = true; // register tiles for contractions (off: the generic schedule only)
+  // Row blocks (schedule/RowBlocks.h) may keep a run's intermediates in per-task scratch
+  // instead of full tensors (off: Options::keepIntermediates, every tensor written in full).
+  bool rowScratch = true;
   // Data cache sizes per core (L3: shared), for the packed GEMM's blocks (GemmPlan.h).
   std::int64_t l1Bytes = 32 << 10, l2Bytes = 512 << 10, l3Bytes = 8 << 20;
 

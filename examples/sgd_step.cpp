@@ -6,9 +6,14 @@
 #include "Check.h"
 
 int main() {
+  // vn is read by the second statement, so it is an intermediate, not an output: kept so that
+  // the call's results hold it too.
+  einjit::Options keep;
+  keep.keepIntermediates = true;
   auto step = einjit::compile(R"(
     vn[i,j] := mu * v[i,j] + g[i,j] + wd * w[i,j]
-    wn[i,j] := w[i,j] - lr * vn[i,j])");
+    wn[i,j] := w[i,j] - lr * vn[i,j])",
+                              keep);
   const int rows = 7, cols = 5;
   const double mu = 0.9, wd = 1e-4, lr = 0.05;
   auto w = einjit::Tensor::random({rows, cols}, einjit::DType::f32, 1);

@@ -35,7 +35,7 @@ std::unique_ptr<Backend> makeBackend(const Options& options) {
   case Device::Kind::reference: break;
   case Device::Kind::cpu:
 #if EINJIT_HAVE_LLVM
-    return makeCpuBackend();
+    return makeCpuBackend(options.keepIntermediates);
 #else
     return makeInterpreterBackend(
         "this build has no LLVM JIT: the reference interpreter runs the checked program\n");

@@ -49,7 +49,8 @@ public:
 std::unique_ptr<Backend> makeBackend(const Options& options);
 std::unique_ptr<Backend> makeInterpreterBackend(std::string explainText);
 #if EINJIT_HAVE_LLVM
-std::unique_ptr<Backend> makeCpuBackend();
+// keepIntermediates: Options::keepIntermediates (every intermediate written in full).
+std::unique_ptr<Backend> makeCpuBackend(bool keepIntermediates);
 #endif
 #if EINJIT_HAVE_CUDA
 std::unique_ptr<Backend> makeCudaBackend(const Device& device);

@@ -24,9 +24,11 @@ namespace einjit::runtime {
 using namespace einjit::dsl;
 
 std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgram& b,
-                                              codegen::Strides strides, bool keepIR) {
+                                              codegen::Strides strides, bool keepIR,
+                                              bool keepIntermediates) {
   auto prep = std::make_shared<PreparedCpu>();
-  const codegen::Target target = hostTarget();
+  codegen::Target target = hostTarget();
+  target.rowScratch = !keepIntermediates;
   prep->lowered = codegen::lower(p, b, strides, target);
   if (prep->lowered.lateChecks()) {
     bool writesArgument = false;
@@ -164,6 +166,8 @@ void copyElements(const Tensor& dst, const Tensor& src) {
 
 class CpuBackend final : public Backend {
 public:
+  explicit CpuBackend(bool keepIntermediates) : keep_(keepIntermediates) {}
+
   void prepare(const BoundCall& call) const override { prepared(call); }
 
   void run(const BoundCall& call, std::vector<Tensor>& all) const override {
@@ -196,9 +200,9 @@ private:
   std::shared_ptr<const PreparedCpu> prepared(const BoundCall& call, bool keepIR = false) const {
     const Program& p = call.program;
     codegen::Strides strides = stridesOf(call);
-    if (keepIR) return prepareCpu(p, call.bound, strides, true);
+    if (keepIR) return prepareCpu(p, call.bound, strides, true, keep_);
     return memo_.get(bindingSignature(p, call.bound, strides),
-                     [&] { return prepareCpu(p, call.bound, strides); });
+                     [&] { return prepareCpu(p, call.bound, strides, false, keep_); });
   }
 
   // Runs through the JIT. False when a checked access failed: the caller's tensors are as
@@ -228,10 +232,13 @@ private:
   }
 
   mutable PreparedCache memo_; // compiled code per binding
+  bool keep_;                  // Options::keepIntermediates
 };
 
 } // namespace
 
-std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> makeCpuBackend(bool keepIntermediates) {
+  return std::make_unique<CpuBackend>(keepIntermediates);
+}
 
 } // namespace einjit::runtime

@@ -23,7 +23,8 @@ struct PreparedCpu {
 };
 
 std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::BoundProgram& b,
-                                              codegen::Strides strides, bool keepIR = false);
+                                              codegen::Strides strides, bool keepIR = false,
+                                              bool keepIntermediates = false);
 
 // Runs every function in order, with scratch buffers of its own: the hoisted checks, then (when
 // they pass) the zero fills and the rest. Returns the status: 0, or nonzero when a checked

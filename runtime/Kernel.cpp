@@ -52,10 +52,15 @@ const Tensor& Outputs::operator[](std::string_view name) const {
   auto it = all_.find(name);
   if (it == all_.end()) {
     std::string known;
-    for (const auto& [n, t] : all_) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& [n, t] : all_)
+      if (t.defined()) known += (known.empty() ? "" : ", ") + n;
     throw Error("no tensor named '" + std::string(name) + "' was computed (computed: " + known +
                 ")");
   }
+  if (!it->second.defined())
+    throw Error("'" + std::string(name) +
+                "' is an intermediate (a later statement reads it), not an output, and is not "
+                "kept after the call: compile with Options::keepIntermediates = true to read it");
   return it->second;
 }
 
@@ -203,8 +208,16 @@ Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
     names.push_back(p.tensors[static_cast<std::size_t>(id)].name);
   }
   std::map<std::string, Tensor, std::less<>> byName;
+  // An intermediate not kept (Options::keepIntermediates) is named with no tensor, so that
+  // reading it says why.
   for (std::size_t id = 0; id < p.tensors.size(); ++id)
-    if (!p.tensors[id].writtenBy.empty()) byName[p.tensors[id].name] = all[id];
+    if (!p.tensors[id].writtenBy.empty())
+      byName[p.tensors[id].name] =
+          impl.options.keepIntermediates || p.tensors[id].isArgument ||
+                  std::find(p.outputs.begin(), p.outputs.end(), static_cast<int>(id)) !=
+                      p.outputs.end()
+              ? all[id]
+              : Tensor();
   return Outputs(std::move(outs), std::move(names), std::move(byName));
 }
 

@@ -30,6 +30,8 @@ inline einjit::Options on(Device d, DType def = DType::f64) {
   einjit::Options o;
   o.device = d;
   o.defaultDType = def;
+  // The tables compare every assigned tensor, intermediates included.
+  o.keepIntermediates = true;
   return o;
 }
 

@@ -38,8 +38,10 @@ using namespace einjit::test::interp;
 namespace {
 
 // This file tests the reference interpreter: every kernel runs on Device::reference().
+// The tables read intermediates by name too.
 einjit::Kernel compileRef(const std::string& source, einjit::Options opt = {}) {
   opt.device = einjit::Device::reference();
+  opt.keepIntermediates = true;
   return einjit::compile(source, opt);
 }
 

@@ -37,7 +37,9 @@ TEST_CASE("positional and by-name calls agree") {
 }
 
 TEST_CASE("outputs: program outputs in order, every assigned tensor by name") {
-  auto k = einjit::compile("t[i] := x[i] * 2\nu[i] := t[i] + 1\nv[i] := x[i] - 1");
+  einjit::Options keep;
+  keep.keepIntermediates = true;
+  auto k = einjit::compile("t[i] := x[i] * 2\nu[i] := t[i] + 1\nv[i] := x[i] - 1", keep);
   Tensor x = Tensor::fromValues({2}, {1, 2}, DType::f64);
   einjit::Outputs r = k(x);
   REQUIRE(r.size() == 2);
@@ -52,6 +54,20 @@ TEST_CASE("outputs: program outputs in order, every assigned tensor by name") {
   CHECK_THROWS_AS((void)r.take<1>(), einjit::Error);
   CHECK_THROWS_AS((void)r["nope"], einjit::Error);
   CHECK_THROWS_AS((void)r[5], einjit::Error);
+  // Without keepIntermediates an intermediate is not readable, on every device.
+  for (einjit::Device d : {einjit::Device::cpu(), einjit::Device::reference()}) {
+    einjit::Options o;
+    o.device = d;
+    einjit::Outputs q = einjit::compile("t[i] := x[i] * 2\nu[i] := t[i] + 1\nv[i] := x[i] - 1", o)(x);
+    CHECK(values(q["u"]) == std::vector<double>{3, 5});
+    CHECK_THROWS_WITH_AS((void)q["t"],
+                         "'t' is an intermediate (a later statement reads it), not an output, and "
+                         "is not kept after the call: compile with Options::keepIntermediates = "
+                         "true to read it",
+                         einjit::Error);
+    CHECK_THROWS_WITH_AS((void)q["nope"], "no tensor named 'nope' was computed (computed: u, v)",
+                         einjit::Error);
+  }
 }
 
 TEST_CASE("strided and transposed views are read in place") {

@@ -606,7 +606,9 @@ TEST_CASE("range table: a kernel call allocates ':=' outputs with the inferred s
     if (row.error || !row.ints.empty()) continue;
     std::string program = row.program;
     CAPTURE(program);
-    einjit::Kernel k = einjit::compile(row.program);
+    einjit::Options keep; // every assigned tensor's shape is checked
+    keep.keepIntermediates = true;
+    einjit::Kernel k = einjit::compile(row.program, keep);
     const einjit::dsl::Program& p = k.program();
     std::map<std::string, einjit::Tensor> tensors;
     std::uint64_t seed = 1;

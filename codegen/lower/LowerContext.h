@@ -4,6 +4,7 @@
 // extent of its emission through `Scoped`, which restores the previous value on every way out
 // (early returns included), and the shared steps (offset, storeOutput, setRanges, staging,
 // masks) read it. Internal to codegen/ (lower/, gpu/).
+#include "codegen/IR.h"
 #include "dsl/Binding.h"
 
 #include <cstdint>
@@ -19,6 +20,22 @@ struct PhaseSub {
   std::size_t out = 0, red = 0;
   std::int64_t g = 1, rho = 0, a = 0;
   std::int64_t hullLo = 0, hullHi = 0; // h's original hull
+};
+
+// While a statement is lowered inside row blocks (schedule/RowBlocks.h): its row index runs
+// over the block's rows [0, rows) as a local value, the block starting at row `base`; every
+// access adds `base` to it, except an access of a tensor kept in the group's scratch, which is
+// addressed by the local row, in the group's own block of the scratch (`slot`).
+struct RowBlockContext {
+  int var = -1;              // the statement's row index; -1: not in row blocks
+  std::int64_t rows = 0;     // rows of this block (the local range)
+  std::int64_t lo = 0, hi = 0; // the rows of the whole run (what accesses are proven over)
+  ir::Expr base, slot;       // the block's first row; the task group's scratch slot
+  std::vector<std::int64_t> blockElems; // per tensor: elements of its scratch block; 0: none
+  bool scratch(int t) const {
+    return t >= 0 && static_cast<std::size_t>(t) < blockElems.size() &&
+           blockElems[static_cast<std::size_t>(t)] > 0;
+  }
 };
 
 struct LowerContext {
@@ -37,6 +54,8 @@ struct LowerContext {
   // The last statement whose element body follows the current statement's (elementBodies);
   // 0 when none does.
   std::size_t fusedThrough = 0;
+  // --- a statement inside row blocks (schedule/RowBlocks.h) ---
+  RowBlockContext rows;
   // --- a residue phase of a strided gradient (phaseTiles) ---
   std::vector<PhaseSub> phase;
 };

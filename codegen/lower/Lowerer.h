@@ -10,6 +10,7 @@
 #include "codegen/lower/LowerContext.h"
 #include "codegen/lower/LowerTypes.h"
 #include "codegen/schedule/Fusion.h"
+#include "codegen/schedule/RowBlocks.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
@@ -105,7 +106,9 @@ private:
   Expr offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyCheck = nullptr);
 
   // Subscript s as an index (unchecked).
-  Expr subscriptIndex(const Subscript& s);
+  // Subscript s as an index (unchecked). In row blocks, the row index is the block's first row
+  // plus the local row, except for a tensor `t` kept in scratch (RowBlockContext).
+  Expr subscriptIndex(const Subscript& s, int t = -1);
 
   // The value of a gather index tensor as an i64. Integer tensors convert exactly; a
   // floating-point one (an intermediate computed by the program) must hold integers: any other
@@ -156,6 +159,16 @@ private:
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
+  // A statement's box, the row index local to its row block when it is in one.
+  Ranges statementRanges(const BoundStatement& bs) const;
+  // A run of statements in row blocks (schedule/RowBlocks.h, lower/CpuRows.cpp): one parallel
+  // function over task groups of full blocks, then one for the last, partial block.
+  void rowBlocks(const RowPlan& plan, std::size_t run, const FusionPlan& fusion);
+  // The statements of the run, one after another, over one block of `rows` rows starting at
+  // `base`, with scratch slot `slot`: their loop nests, every loop serial.
+  Stmt rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionPlan& fusion,
+                    std::int64_t rows, const Expr& base, const Expr& slot,
+                    const std::vector<std::int64_t>& blockElems);
 
   // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the output),
   // widened before and rounded back after: each element is rounded once, as in the interpreter,

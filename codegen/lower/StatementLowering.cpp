@@ -48,7 +48,7 @@ Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyC
     const Subscript& s = acc.subs[d];
     const std::int64_t e = extentOf(acc.tensor, d);
     const std::int64_t c = b_.eval(p_, s.constant);
-    Expr idx = subscriptIndex(s);
+    Expr idx = subscriptIndex(s, acc.tensor);
     Interval r = interval(s, c);
     const bool proven = (r.known && r.lo >= 0 && r.hi < e) ||
                         (ctx_.trustPlain && s.mode == IndexMode::Plain && !s.gather && e > 0);
@@ -81,13 +81,19 @@ Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyC
     }
     off = ir::add(off, ir::mul(idx, ir::intImm(stride[d])));
   }
+  if (ctx_.rows.scratch(acc.tensor)) // the group's own block of the scratch
+    off = ir::add(off, ir::mul(ctx_.rows.slot,
+                               ir::intImm(ctx_.rows.blockElems[static_cast<std::size_t>(acc.tensor)])));
   return off;
 }
 
-Expr Lowerer::subscriptIndex(const Subscript& s) {
+Expr Lowerer::subscriptIndex(const Subscript& s, int t) {
   Expr idx = ir::intImm(b_.eval(p_, s.constant));
   for (std::size_t v = 0; v < s.coef.size(); ++v)
     if (s.coef[v] != 0) idx = ir::add(idx, ir::mul(ir::intImm(s.coef[v]), varExpr_[v]));
+  const int row = ctx_.rows.var;
+  if (row >= 0 && s.coef[static_cast<std::size_t>(row)] != 0 && !ctx_.rows.scratch(t))
+    idx = ir::add(idx, ir::mul(ir::intImm(s.coef[static_cast<std::size_t>(row)]), ctx_.rows.base));
   if (s.gather) idx = ir::add(idx, gatherIndex(*s.gather));
   return idx;
 }
@@ -151,7 +157,11 @@ Expr Lowerer::value(const CExpr& e, const ReadAs* readAs) {
   auto arg = [&](std::size_t i) { return value(*e.args[i], readAs); };
   switch (e.kind) {
   case CKind::Const: return num(e.value);
-  case CKind::Index: return ir::cast(vt_, varExpr_[static_cast<std::size_t>(e.var)]);
+  case CKind::Index: {
+    Expr v = varExpr_[static_cast<std::size_t>(e.var)];
+    if (e.var == ctx_.rows.var) v = ir::add(v, ctx_.rows.base);
+    return ir::cast(vt_, v);
+  }
   case CKind::Param: return ir::param(vt_, e.param);
   case CKind::Size:
     return num(static_cast<double>(extentOf(e.tensor, static_cast<std::size_t>(e.dim))));
@@ -282,6 +292,9 @@ void Lowerer::setRanges(const Statement& st, const Ranges& r) {
                                                                 : ir::var(st.vars[v].name));
     varRange_.push_back({r[v].second > r[v].first, r[v].first, r[v].second - 1});
   }
+  // In a row block the row index is local; accesses are proven over the run's rows.
+  if (ctx_.rows.var >= 0 && static_cast<std::size_t>(ctx_.rows.var) < varRange_.size())
+    varRange_[static_cast<std::size_t>(ctx_.rows.var)] = {true, ctx_.rows.lo, ctx_.rows.hi - 1};
 }
 
 ir::Func Lowerer::newFunc(const std::string& name) {

@@ -51,6 +51,12 @@ struct Options {
   // beyond it the least recently used is dropped (and compiled again if called again).
   // 0: $EINJIT_KERNEL_VARIANTS, else 64.
   std::size_t maxVariants = 0;
+  // Every assigned tensor stays readable by name from the call's Outputs. Off (the default),
+  // only the outputs and the arguments the program writes are: an intermediate (a tensor a
+  // later statement reads) then need not exist in full, and the CPU computes runs of row
+  // statements in blocks of rows with their intermediates in per-task scratch
+  // (docs/CPU_SCHEDULES.md, "Row blocks").
+  bool keepIntermediates = false;
 };
 
 // The compiled-code caches (docs/RELIABILITY.md): each kernel keeps Options::maxVariants
@@ -109,7 +115,9 @@ public:
       : outputs_(std::move(outputs)), outputNames_(std::move(names)), all_(std::move(all)) {}
   std::size_t size() const { return outputs_.size(); }
   const Tensor& operator[](std::size_t i) const;
-  const Tensor& operator[](std::string_view name) const; // any assigned tensor
+  // An output or a written argument by name; any assigned tensor with
+  // Options::keepIntermediates.
+  const Tensor& operator[](std::string_view name) const;
   const std::vector<std::string>& names() const { return outputNames_; }
   std::vector<Tensor>::const_iterator begin() const { return outputs_.begin(); }
   std::vector<Tensor>::const_iterator end() const { return outputs_.end(); }

@@ -68,6 +68,7 @@ einjit::Options on(Device d) {
   einjit::Options o;
   o.device = d;
   o.defaultDType = DType::f64;
+  o.keepIntermediates = true; // every assigned tensor is compared
   return o;
 }
 

@@ -50,6 +50,7 @@ inline Options optionsFor(Device d) {
   o.device = d;
   o.defaultDType = DType::f64;
   o.maxVariants = 2;
+  o.keepIntermediates = true; // every assigned tensor is compared
   return o;
 }
 

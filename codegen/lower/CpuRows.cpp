@@ -1,0 +1,116 @@
+// Row blocks on the CPU (schedule/RowBlocks.h): the statements of a run, each lowered by its own
+// schedule over one block of rows, one after another inside one parallel loop over task groups
+// of blocks.
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+namespace {
+
+// Every loop serial: a statement's own parallel loop runs inside a block.
+class Serialize : public ir::Mutator {
+public:
+  Stmt mutateFor(const Stmt& self, const ir::For& n) override {
+    Stmt body = mutate(n.body);
+    if (n.forKind != ForKind::Parallel && body == n.body) return self;
+    return ir::forLoop(n.var, n.lo, n.hi,
+                       n.forKind == ForKind::Parallel ? ForKind::Serial : n.forKind, body, n.width);
+  }
+};
+
+} // namespace
+
+auto Lowerer::statementRanges(const BoundStatement& bs) const -> Ranges {
+  Ranges r = rangesOf(bs);
+  if (ctx_.rows.var >= 0) r[static_cast<std::size_t>(ctx_.rows.var)] = {0, ctx_.rows.rows};
+  return r;
+}
+
+Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionPlan& fusion,
+                           std::int64_t rows, const Expr& base, const Expr& slot,
+                           const std::vector<std::int64_t>& blockElems) {
+  std::vector<Stmt> parts;
+  const std::size_t funcs = out_.funcs.size();
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    RowBlockContext rc;
+    rc.var = plan.rowVar[k];
+    rc.rows = rows;
+    rc.lo = run.lo;
+    rc.hi = run.hi;
+    rc.base = base;
+    rc.slot = slot;
+    rc.blockElems = blockElems;
+    const Scoped<RowBlockContext> inRows(ctx_.rows, std::move(rc));
+    stmt_ = k;
+    if (fusion.fused(k)) {
+      fusedStatements(k, fusion.last[k], fusion.notes[k]);
+      for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
+      k = fusion.last[k];
+    } else {
+      statement(k);
+    }
+  }
+  Serialize serial;
+  for (std::size_t f = funcs; f < out_.funcs.size(); ++f)
+    parts.push_back(serial.mutate(out_.funcs[f].body));
+  out_.funcs.resize(funcs);
+  return parts.empty() ? nullptr : ir::block(parts);
+}
+
+void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan& fusion) {
+  const RowRun& run = plan.runs[index];
+  const std::string name = "rows" + std::to_string(run.first);
+  const std::vector<std::string> savedNames = names_;
+  std::vector<std::int64_t> blockElems(p_.tensors.size(), 0);
+  for (int t : run.scratch) {
+    const auto u = static_cast<std::size_t>(t);
+    std::int64_t perRow = 1;
+    const auto& shape = b_.tensors[u].shape;
+    for (std::size_t d = 1; d < shape.size(); ++d) perRow *= shape[d];
+    blockElems[u] = perRow * run.blockRows;
+    names_[u] = name + "." + p_.tensors[u].name;
+    out_.scratch.push_back({names_[u], elemType(t), blockElems[u] * run.groups});
+  }
+  const std::size_t notes = out_.notes.size();
+  const std::int64_t full = run.fullBlocks(), B = run.blockRows, G = run.groups;
+  if (full > 0) {
+    // Group g runs blocks [g * full / G, (g + 1) * full / G), in its own scratch slot g.
+    const std::string g = "rows.g", blk = "rows.b";
+    const Expr base = ir::add(ir::intImm(run.lo), ir::mul(ir::var(blk), ir::intImm(B)));
+    Stmt body = rowBlockBody(plan, run, fusion, B, base, ir::var(g), blockElems);
+    ir::Func f = newFunc(name);
+    if (body) {
+      auto bound = [&](const Expr& at) {
+        return ir::binary(BinOp::FloorDiv, ir::mul(at, ir::intImm(full)), ir::intImm(G));
+      };
+      body = ir::forLoop(blk, bound(ir::var(g)), bound(ir::add(ir::var(g), ir::intImm(1))),
+                         ForKind::Serial, body);
+      f.body = ir::forLoop(g, ir::intImm(0), ir::intImm(G),
+                           G > 1 ? ForKind::Parallel : ForKind::Serial, body);
+      f.parallel = G > 1;
+      f.parallelLo = 0;
+      f.parallelHi = G;
+      f.grain = 1;
+      out_.funcs.push_back(std::move(f));
+    }
+  }
+  if (run.tailRows() > 0) {
+    // The last, partial block, after every group has finished (slot 0 is free again).
+    const Expr base = ir::intImm(run.lo + full * B);
+    Stmt body = rowBlockBody(plan, run, fusion, run.tailRows(), base, ir::intImm(0), blockElems);
+    if (body) {
+      ir::Func f = newFunc(name + "_tail");
+      f.body = body;
+      out_.funcs.push_back(std::move(f));
+    }
+  }
+  // One note per statement (each block's lowering wrote them), with the run's.
+  out_.notes.resize(notes + (run.last - run.first + 1));
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    std::string& note = out_.notes[notes + (k - run.first)];
+    note += (note.empty() ? "" : "; ") + plan.notes[k];
+  }
+  names_ = savedNames;
+}
+
+} // namespace einjit::codegen::lowering

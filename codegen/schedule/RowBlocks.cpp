@@ -1,0 +1,214 @@
+#include "codegen/schedule/RowBlocks.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace einjit::codegen {
+
+namespace {
+
+using dsl::CExpr;
+using dsl::CKind;
+using dsl::Statement;
+using dsl::Subscript;
+
+// Every access of the statement: its left-hand side (write) and every read.
+void eachAccess(const Statement& st, const std::function<void(const CExpr&, bool)>& f) {
+  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
+    if (e.kind == CKind::Read) f(e, false);
+    for (const Subscript& s : e.subs)
+      if (s.gather) walk(*s.gather);
+    for (const dsl::CExprPtr& a : e.args) walk(*a);
+  };
+  f(*st.lhs, true);
+  for (const Subscript& s : st.lhs->subs)
+    if (s.gather) walk(*s.gather);
+  walk(*st.rhs);
+}
+
+// The access's first subscript is exactly index v (coefficient 1, nothing else, plain).
+bool rowSubscript(const dsl::Program& p, const dsl::BoundProgram& b, const CExpr& e, int v) {
+  if (e.subs.empty()) return false;
+  const Subscript& s = e.subs[0];
+  return s.mode == dsl::IndexMode::Plain && !s.gather && s.bareVar() == v &&
+         b.eval(p, s.constant) == 0;
+}
+
+// Why statement k cannot join the run [first, k); empty when it can.
+std::string conflict(const dsl::Program& p, const dsl::BoundProgram& b,
+                     const std::vector<int>& rowVar, std::size_t first, std::size_t k) {
+  std::vector<bool> written(p.tensors.size(), false);
+  for (std::size_t j = first; j <= k; ++j)
+    written[static_cast<std::size_t>(p.stmts[j].output)] = true;
+  std::string why;
+  for (std::size_t j = first; j <= k && why.empty(); ++j)
+    eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+      if (!why.empty() || !written[static_cast<std::size_t>(e.tensor)]) return;
+      if (!rowSubscript(p, b, e, rowVar[j]))
+        why = "statement " + std::to_string(j + 1) + (write ? " writes '" : " reads '") +
+              p.tensors[static_cast<std::size_t>(e.tensor)].name +
+              "' other than at its own row, and the run writes it";
+    });
+  return why;
+}
+
+// Whether tensor t can live in a block-sized scratch of run [first, last] (RowBlocks.h).
+bool scratchable(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+                 std::size_t first, std::size_t last, int t) {
+  const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(t)];
+  if (info.isArgument || info.writtenBy.empty()) return false;
+  if (std::find(p.outputs.begin(), p.outputs.end(), t) != p.outputs.end()) return false;
+  auto inside = [&](std::size_t k) { return k >= first && k <= last; };
+  for (int w : info.writtenBy)
+    if (!inside(static_cast<std::size_t>(w))) return false;
+  for (std::size_t k = 0; k < p.stmts.size(); ++k) {
+    if (inside(k)) continue;
+    bool reads = false;
+    eachAccess(p.stmts[k], [&](const CExpr& e, bool write) { reads |= !write && e.tensor == t; });
+    if (reads) return false;
+  }
+  // The first write defines every element of it (a ':=' over the whole box).
+  const auto w0 = static_cast<std::size_t>(info.writtenBy.front());
+  const Statement& st = p.stmts[w0];
+  const dsl::BoundStatement& bs = b.stmts[w0];
+  const auto& shape = b.tensors[static_cast<std::size_t>(t)].shape;
+  if (st.assign != dsl::Assign::Define || st.lhsVars.size() != shape.size()) return false;
+  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    for (std::size_t e = 0; e < d; ++e)
+      if (st.lhsVars[e] == st.lhsVars[d]) return false;
+    if (bs.dependent[v] || bs.lo[v] != 0 || bs.hi[v] != shape[d]) return false;
+  }
+  // Dense row-major (intermediates are): a block's rows are one contiguous run of elements.
+  const auto& str = strides[static_cast<std::size_t>(t)];
+  std::int64_t want = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (str[d] != want) return false;
+    want *= shape[d];
+  }
+  return true;
+}
+
+} // namespace
+
+std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                            const Strides& strides, const Target& t, std::size_t k, int& rowVar) {
+  const Statement& st = p.stmts[k];
+  const dsl::BoundStatement& bs = b.stmts[k];
+  rowVar = -1;
+  if (st.vars.empty() || st.lhs->subs.empty()) return "no row index";
+  const std::optional<int> v = st.lhs->subs[0].bareVar();
+  if (st.lhs->subs[0].mode != dsl::IndexMode::Plain || st.lhs->subs[0].gather || !v ||
+      b.eval(p, st.lhs->subs[0].constant) != 0 || *v >= st.numOutputVars())
+    return "its first left-hand subscript is not a bare index";
+  const auto u = static_cast<std::size_t>(*v);
+  for (std::size_t d = 1; d < st.lhs->subs.size(); ++d)
+    if (st.lhs->subs[d].coef[u] != 0) return "it writes its row index in another dimension";
+  if (!independentOutputs(st)) return "a scatter, an in-place update or a repeated write";
+  for (std::size_t w = 0; w < st.vars.size(); ++w)
+    if (bs.dependent[w]) return "a range that depends on another index";
+  if (bs.empty || bs.hi[u] <= bs.lo[u]) return "no rows";
+  bool gathers = false;
+  eachAccess(st, [&](const CExpr& e, bool) {
+    for (const Subscript& s : e.subs) gathers = gathers || s.gather;
+  });
+  if (gathers) return "a gathered subscript";
+  const StatementSchedule s = scheduleStatement(p, b, k, strides, t);
+  if (!s.run) return "no element";
+  if (s.splitChunks > 0) return "a split reduction";
+  if (s.gemm) return "the packed GEMM path";
+  // A contraction's tile over two output indices keeps its own loops and threads: its rows
+  // are long reductions, re-read per tile, which row blocks would only cut into more edges.
+  if (s.tileJ >= 0) return "a register tile over two output indices";
+  rowVar = *v;
+  return {};
+}
+
+RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+                 const Target& t) {
+  const std::size_t n = p.stmts.size();
+  RowPlan plan;
+  plan.runOf.assign(n, -1);
+  plan.rowVar.assign(n, -1);
+  plan.notes.assign(n, {});
+  if (t.gpu) return plan;
+  std::vector<bool> member(n, false);
+  for (std::size_t k = 0; k < n; ++k)
+    member[k] = notRowStatement(p, b, strides, t, k, plan.rowVar[k]).empty();
+  auto rows = [&](std::size_t k) {
+    const auto v = static_cast<std::size_t>(plan.rowVar[k]);
+    return std::pair{b.stmts[k].lo[v], b.stmts[k].hi[v]};
+  };
+  std::size_t k = 0;
+  while (k < n) {
+    if (!member[k]) {
+      ++k;
+      continue;
+    }
+    std::size_t last = k;
+    while (last + 1 < n && member[last + 1]) {
+      std::string why;
+      if (rows(last + 1) != rows(k)) why = "other rows";
+      if (why.empty()) why = conflict(p, b, plan.rowVar, k, last + 1);
+      if (!why.empty()) {
+        plan.notes[last + 1] = "not in the row blocks of " +
+                               (last == k ? "statement " + std::to_string(k + 1)
+                                          : "statements " + std::to_string(k + 1) + "-" +
+                                                std::to_string(last + 1)) +
+                               ": " + why;
+        break;
+      }
+      ++last;
+    }
+    if (last == k) {
+      ++k;
+      continue;
+    }
+    RowRun run;
+    run.first = k;
+    run.last = last;
+    std::tie(run.lo, run.hi) = rows(k);
+    // The bytes of one row of every tensor touched only by rows.
+    std::vector<int> byRows(p.tensors.size(), 0); // 0 untouched, 1 by rows, -1 otherwise
+    for (std::size_t j = k; j <= last; ++j)
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
+        int& s = byRows[static_cast<std::size_t>(e.tensor)];
+        if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
+      });
+    std::int64_t rowBytes = 0;
+    for (std::size_t id = 0; id < p.tensors.size(); ++id) {
+      if (byRows[id] != 1) continue;
+      const auto& bt = b.tensors[id];
+      auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
+      for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
+      rowBytes += perRow;
+      if (t.rowScratch && scratchable(p, b, strides, k, last, static_cast<int>(id)))
+        run.scratch.push_back(static_cast<int>(id));
+    }
+    const std::int64_t fit = t.l2Bytes / 2 / std::max<std::int64_t>(rowBytes, 1);
+    // Enough blocks for every group of every thread where the rows allow it.
+    const std::int64_t share =
+        (run.hi - run.lo) / (kRowGroupsPerThread * std::max(t.threads, 1));
+    run.blockRows = std::clamp(std::min(fit, share) / kRowAlign * kRowAlign, kRowAlign, kMaxBlockRows);
+    run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, kRowGroupsPerThread * std::max(t.threads, 1));
+    const int index = static_cast<int>(plan.runs.size());
+    std::string scratchNames;
+    for (int id : run.scratch)
+      scratchNames += (scratchNames.empty() ? "" : ",") + p.tensors[static_cast<std::size_t>(id)].name;
+    for (std::size_t j = k; j <= last; ++j) {
+      plan.runOf[j] = index;
+      std::string note = "row blocks of statements " + std::to_string(k + 1) + "-" +
+                         std::to_string(last + 1) + " (" + std::to_string(run.blockRows) +
+                         " rows of " + p.stmts[j].vars[static_cast<std::size_t>(plan.rowVar[j])].name +
+                         ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
+      if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
+      note += ")";
+      plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
+    }
+    plan.runs.push_back(std::move(run));
+    k = last + 1;
+  }
+  return plan;
+}
+
+} // namespace einjit::codegen

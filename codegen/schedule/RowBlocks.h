@@ -1,0 +1,76 @@
+#pragma once
+// Row blocks (CPU): a run of consecutive statements that all write rows of one index — the
+// first left-hand subscript of each is a bare output index with the same range, the *row* —
+// runs as one parallel loop over blocks of rows; inside a block the statements run one after
+// another, each over the block's rows only, so that a row written by one statement is read by
+// the next while it is still in L1/L2 (a softmax gradient is ten such statements, each a full
+// pass over the rows when run alone).
+//
+// Program order runs every row of statement A before any row of a later statement B; a block
+// runs rows [r0, r1) of A, then of B, then the next block. That gives the same result exactly
+// when a tensor that a statement of the run writes is touched, by every statement of the run
+// (reads and writes), only in the row being computed: its first subscript is exactly the
+// statement's row index (coefficient 1, no other index, no constant, plain). Then the rows of
+// one block touch only their own rows of those tensors, and blocks may run in any order and
+// on any thread. Tensors the run only reads are read anywhere (x[i+1] is fine). A member must
+// update its elements independently (no scatter, one write per element, no read of its own
+// output: an in-place statement ends a run), have no range that depends on another index, no
+// gathered subscript, and keep the box schedule with at most a row of outputs per tile (no split
+// reduction, no packed GEMM, no contraction's register tile over two output indices).
+//
+// A tensor the run writes that is no output of the program, no argument, is written and read
+// only by statements of the run, and whose first write is a ':=' covering it, needs no memory
+// of full size: it lives in a block-sized scratch per task group (the softmax gradient's
+// m, e, z, de, dz, dm and first_m), which is what removes the traffic.
+//
+// The decision is a value made from the bound program, the call's strides and the Target before
+// lowering; `einjit explain` prints it with each statement's schedule.
+#include "codegen/Schedule.h"
+#include "codegen/Target.h"
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace einjit::codegen {
+
+// Rows per block: the rows' bytes of every tensor the run touches by rows fill about half of
+// L2 (the other half for what the hardware keeps of the tensors read in full, such as a
+// layernorm's gain), a multiple of kRowAlign (the register tiles' row counts divide it, so a
+// full block has no row edge), between kRowAlign and kMaxBlockRows.
+inline constexpr std::int64_t kRowAlign = 8;
+inline constexpr std::int64_t kMaxBlockRows = 512;
+// Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
+inline constexpr std::int64_t kRowGroupsPerThread = 4;
+
+struct RowRun {
+  std::size_t first = 0, last = 0; // statements
+  std::int64_t lo = 0, hi = 0;     // the rows
+  std::int64_t blockRows = 0;      // rows per block
+  std::int64_t groups = 1;         // task groups (the parallel loop's extent)
+  // Tensors kept in a block-sized scratch per group (see above), ascending ids.
+  std::vector<int> scratch;
+  std::int64_t fullBlocks() const { return (hi - lo) / blockRows; }
+  std::int64_t tailRows() const { return (hi - lo) % blockRows; }
+};
+
+struct RowPlan {
+  std::vector<RowRun> runs;
+  std::vector<int> runOf;  // per statement: its run in `runs`, or -1
+  std::vector<int> rowVar; // per statement in a run: the index variable of its rows
+  // Per statement: the decision in words for `einjit explain` (empty outside runs, and for a
+  // statement that could not join the run before it only because it is not a row statement).
+  std::vector<std::string> notes;
+};
+
+// Why statement k cannot be a member of a run (empty when it can); `rowVar` receives its row.
+std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                            const Strides& strides, const Target& t, std::size_t k, int& rowVar);
+
+// Runs of two statements or more. CPU targets only (a GPU target gets no run).
+RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+                 const Target& t);
+
+} // namespace einjit::codegen

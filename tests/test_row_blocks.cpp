@@ -1,0 +1,238 @@
+// Row blocks (codegen/schedule/RowBlocks.h): which consecutive statements run as one loop over
+// blocks of rows and which tensors live in per-task scratch, as `explain` prints it (including
+// the runs that must not form); and the blocked programs on the CPU JIT against the reference
+// interpreter with the default options (intermediates in scratch): softmax, layernorm and their
+// gradients, row counts that leave a partial last block or fit in one block, strided views of
+// inputs and of written arguments, f32 and f64, one and two threads (bit for bit the same).
+#include "Compare.h"
+
+#include "einjit/einjit.h"
+
+#include <doctest/doctest.h>
+#ifdef EINJIT_HAVE_TBB
+#include <tbb/global_control.h>
+#endif
+
+#include <string>
+#include <vector>
+
+using namespace einjit::test;
+
+namespace {
+
+const char* kSoftmax =
+    "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]";
+const char* kLayernorm = "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\n"
+                         "var[i] := d[i,j]^2 / size(x,1)\n"
+                         "y[i,j] := d[i,j] / sqrt(var[i] + eps) * g[j] + b[j]";
+
+// The CPU with the default options: intermediates that are no output may live in scratch.
+einjit::Options cpu(DType dt) {
+  einjit::Options o;
+  o.device = Device::cpu();
+  o.defaultDType = dt;
+  return o;
+}
+
+struct RunRow {
+  const char* program;
+  std::map<std::string, Shape> shapes;
+  // Per statement: the 1-based first statement of its run, 0 when in none.
+  std::vector<int> run;
+  const char* scratch = nullptr; // the run's scratch list as explain prints it ("" none)
+  const char* why = nullptr;     // part of a "not in the row blocks" note
+};
+
+std::vector<RunRow> runRows() {
+  const Shape x = {67, 300};
+  return {
+      {kSoftmax, {{"x", x}}, {1, 1, 1, 1}, "scratch: m,e,z)"},
+      // an intermediate read at the next row, or transposed: the run ends before the reader
+      {"s[i] := x[i,j]\ny[i,j] := x[i,j] - s[pad(i+1)]", {{"x", x}}, {0, 0}, nullptr,
+       "statement 2 reads 's' other than at its own row"},
+      {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[j,i] * s[i]", {{"x", {40, 40}}},
+       {1, 1, 0}, "no scratch)", "statement 3 reads 'e' other than at its own row"},
+      // a reduction over the row index (a column sum: its row would be j, it reads e at i; its
+      // register tile over j keeps it out of any run first)
+      {"e[i,j] := exp(x[i,j])\nc[j] := e[i,j]", {{"x", {40, 40}}}, {0, 0}},
+      {"e[i,j] := exp(x[i,j])\nc[j] := e[i,j]", {{"x", {40, 30}}}, {0, 0}},
+      // ... and one without a tile (the row index in a product with itself): the same
+      {"e[i,j] := exp(x[i,j])\nc[j] := e[i,j] * e[i,i]", {{"x", {40, 40}}}, {0, 0}},
+      // rows read elsewhere from a tensor the run only reads: fine
+      {"s[i] := x[i,j]\ny[i,j] := x[pad(i+1),j] - s[i]", {{"x", x}}, {1, 1}, "scratch: s)"},
+      // an in-place statement is no row statement; what remains is no run
+      {"s[i] := x[i,j]\nx[i,j] = x[i,j] - s[i]", {{"x", x}}, {0, 0}},
+      // different row ranges
+      {"s[i] := x[i,j]\nt[k] := w[k,j]", {{"x", x}, {"w", {66, 300}}}, {0, 0}, nullptr,
+       "other rows"},
+      // an output that a later statement of the run reads (written again after) and a written
+      // argument read in the run: both in full, nothing in scratch
+      {"y[i,j] := x[i,j] * 2\ns[i] := y[i,j]\ny[i,j] += s[i]", {{"x", x}}, {1, 1, 1},
+       "scratch: s)"},
+      {"w[i,j] = x[i,j] * 2\ns[i] := w[i,j] * x[i,j]", {{"x", x}, {"w", x}}, {1, 1},
+       "no scratch)"},
+  };
+}
+
+std::string noteOf(const std::string& text, std::size_t k) {
+  const std::string head = "# statement " + std::to_string(k) + ": ";
+  const auto at = text.find(head);
+  REQUIRE(at != std::string::npos);
+  return text.substr(at + head.size(), text.find('\n', at) - at - head.size());
+}
+
+// The 1-based first statement of each statement's run (0: none), read off the notes.
+std::vector<int> runsOf(const std::string& text, std::size_t statements) {
+  std::vector<int> r;
+  for (std::size_t k = 1; k <= statements; ++k) {
+    const std::string note = noteOf(text, k);
+    const std::string in = "; row blocks of statements ";
+    const auto f = note.find(in);
+    r.push_back(f == std::string::npos ? 0 : std::stoi(note.substr(f + in.size())));
+  }
+  return r;
+}
+
+std::vector<Arg> argsOf(const Kernel& k, const std::map<std::string, Tensor>& tensors,
+                        const std::map<std::string, double>& scalars) {
+  std::vector<Arg> a;
+  for (const auto& t : k.tensorArguments()) a.emplace_back(tensors.at(t));
+  for (const auto& s : k.scalarArguments()) a.emplace_back(scalars.at(s));
+  return a;
+}
+
+// The program on the CPU (default options) and on the interpreter: every output, and every
+// argument the program writes, compared. Arguments are copied (strided views when asked);
+// returns the CPU's outputs.
+Outputs compareOutputs(const std::string& program, const std::vector<Arg>& args, DType dt,
+                       bool strideArgs) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dt));
+  Kernel jit = einjit::compile(program, cpu(dt));
+  std::vector<Arg> a1, a2;
+  for (const Arg& a : args) {
+    if (!a.isTensor()) {
+      a1.push_back(a);
+      a2.push_back(a);
+      continue;
+    }
+    Tensor t = converted(a.tensor(), dt);
+    a1.push_back(t.clone());
+    a2.push_back(strideArgs ? strided(t) : t.clone());
+  }
+  Outputs r = ref.call(a1);
+  Outputs j = jit.call(a2);
+  std::vector<std::string> names = r.names();
+  for (const auto& t : jit.program().tensors)
+    if (t.isArgument && !t.writtenBy.empty()) names.push_back(t.name);
+  REQUIRE(!names.empty());
+  checkSame(j, r, names, dt);
+  return j;
+}
+
+} // namespace
+
+TEST_CASE("row blocks: which statements run in blocks of rows, and what lives in scratch") {
+  for (const RunRow& row : runRows()) {
+    CAPTURE(std::string(row.program));
+    Kernel k = einjit::compile(row.program, cpu(DType::f32));
+    auto in = randomArgs(k.program(), row.shapes, DType::f32, 3);
+    const std::string text = k.explain(argsOf(k, in, {}));
+    CAPTURE(text);
+    CHECK(runsOf(text, k.program().stmts.size()) == row.run);
+    if (row.scratch) CHECK(text.find(row.scratch) != std::string::npos);
+    if (row.why) CHECK(text.find(std::string("not in the row blocks of statement")) != std::string::npos);
+    if (row.why) CHECK(text.find(row.why) != std::string::npos);
+    // Contiguous and strided views of the inputs and of a written argument.
+    for (bool strideArgs : {false, true}) compareOutputs(row.program, argsOf(k, in, {}), DType::f64, strideArgs);
+  }
+}
+
+TEST_CASE("row blocks: the softmax gradient is one run, its intermediates in scratch") {
+  Kernel fwd = einjit::compile(kSoftmax, cpu(DType::f32));
+  Kernel back = einjit::compile(fwd.gradient().source(), cpu(DType::f32));
+  std::map<std::string, Tensor> in{{"x", Tensor::random({1001, 1024}, DType::f32, 1)},
+                                   {"dy", Tensor::random({1001, 1024}, DType::f32, 2)}};
+  const std::string text = back.explain(argsOf(back, in, {}));
+  CAPTURE(text);
+  std::vector<int> all(back.program().stmts.size(), 1);
+  CHECK(runsOf(text, all.size()) == all);
+  CHECK(text.find("scratch: m,e,z,de,dz,dm,first_m)") != std::string::npos);
+  // One parallel function over the task groups of full blocks and one for the partial block.
+  CHECK(text.find("func rows0(") != std::string::npos);
+  CHECK(text.find("func rows0_tail(") != std::string::npos);
+}
+
+TEST_CASE("row blocks: softmax and layernorm, forward and gradient, against the interpreter") {
+  // Rows: fewer than one block, a partial last block, many blocks; rows shorter than a vector,
+  // odd, several vectors and a tail.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {
+      {5, 3}, {67, 300}, {300, 77}, {1001, 33}};
+  for (const char* program : {kSoftmax, kLayernorm})
+    for (auto [rows, cols] : sizes)
+      for (DType dt : {DType::f64, DType::f32})
+        for (int threads : {1, 2}) {
+          INFO(program << "\n" << rows << " x " << cols << (dt == DType::f32 ? ", f32" : ", f64")
+                       << ", " << threads << " thread(s)");
+#ifdef EINJIT_HAVE_TBB
+          tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                                    static_cast<std::size_t>(threads));
+#endif
+          const bool ln = program == kLayernorm;
+          std::map<std::string, Shape> shapes{{"x", {rows, cols}}};
+          if (ln) shapes["g"] = shapes["b"] = {cols};
+          const std::map<std::string, double> scalars =
+              ln ? std::map<std::string, double>{{"eps", 1e-5}} : std::map<std::string, double>{};
+          Kernel fwd = einjit::compile(program, on(Device::reference(), dt));
+          Kernel back = fwd.gradient();
+          auto in = randomArgs(fwd.program(), shapes, dt, 9);
+          for (bool strideArgs : {false, true}) {
+            CAPTURE(strideArgs);
+            compareOutputs(program, argsOf(fwd, in, scalars), dt, strideArgs);
+            in["dy"] = Tensor::random({rows, cols}, dt, 10);
+            compareOutputs(back.source(), argsOf(back, in, scalars), dt, strideArgs);
+          }
+        }
+}
+
+TEST_CASE("row blocks: results do not depend on the thread count (bit for bit)") {
+  Kernel fwd = einjit::compile(kLayernorm, cpu(DType::f32));
+  Kernel back = einjit::compile(fwd.gradient().source(), cpu(DType::f32));
+  std::map<std::string, Tensor> in{{"x", Tensor::random({517, 96}, DType::f32, 1)},
+                                   {"dy", Tensor::random({517, 96}, DType::f32, 2)},
+                                   {"g", Tensor::random({96}, DType::f32, 3)},
+                                   {"b", Tensor::random({96}, DType::f32, 4)}};
+  std::vector<std::vector<double>> got;
+  for (int threads : {1, 2}) {
+#ifdef EINJIT_HAVE_TBB
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(threads));
+#endif
+    Outputs o = back.call(argsOf(back, in, {{"eps", 1e-5}}));
+    got.push_back(o["dx"].toVector());
+  }
+  REQUIRE(got[0].size() == 517u * 96u);
+  CHECK(got[0] == got[1]);
+}
+
+TEST_CASE("row blocks: an intermediate kept in scratch is not readable unless kept") {
+  std::map<std::string, Tensor> in{{"x", Tensor::random({67, 300}, DType::f32, 1)}};
+  Kernel k = einjit::compile(kSoftmax, cpu(DType::f32));
+  Outputs o = k.call(in);
+  CHECK(o.names() == std::vector<std::string>{"y"});
+  CHECK_THROWS_WITH_AS(o["e"],
+                       "'e' is an intermediate (a later statement reads it), not an output, and "
+                       "is not kept after the call: compile with Options::keepIntermediates = "
+                       "true to read it",
+                       einjit::Error);
+  // With keepIntermediates the run still runs in blocks, every tensor written in full.
+  einjit::Options keep = cpu(DType::f32);
+  keep.keepIntermediates = true;
+  Kernel kept = einjit::compile(kSoftmax, keep);
+  const std::string text = kept.explain({in.at("x")});
+  CHECK(text.find("; row blocks of statements 1-4") != std::string::npos);
+  CHECK(text.find("no scratch)") != std::string::npos);
+  Outputs full = kept.call(in);
+  Kernel ref = einjit::compile(kSoftmax, on(Device::reference(), DType::f32));
+  Outputs r = ref.call(in);
+  checkSame(full, r, {"m", "e", "z", "y"}, DType::f32);
+}
