@@ -105,8 +105,7 @@ int fastestDim(const std::vector<std::int64_t>& shape, const std::vector<std::in
   int best = -1;
   for (std::size_t d = 0; d < shape.size(); ++d)
     if (shape[d] >= 2 && strides[d] != 0 &&
-        (best < 0 ||
-         std::abs(strides[d]) < std::abs(strides[static_cast<std::size_t>(best)])))
+        (best < 0 || std::abs(strides[d]) < std::abs(strides[static_cast<std::size_t>(best)])))
       best = static_cast<int>(d);
   return best;
 }
@@ -304,7 +303,8 @@ std::optional<GpuRelayoutPlan> relayoutPlan(const Program& p, const BoundProgram
     for (const CExpr* x : factors) {
       const int d = channelDim(*x, v);
       if (d < 0 || fastestDim(f.shape(x->tensor), f.stridesOf(x->tensor)) == d) continue;
-      add(x, denseStrides(f, x->tensor, [d](std::size_t e) { return e != static_cast<std::size_t>(d); }));
+      add(x, denseStrides(f, x->tensor,
+                          [d](std::size_t e) { return e != static_cast<std::size_t>(d); }));
     }
     if (plan.inputs.empty()) return std::nullopt;
     plan.kLast = c;
@@ -313,7 +313,8 @@ std::optional<GpuRelayoutPlan> relayoutPlan(const Program& p, const BoundProgram
   // The output's copy starts from its values unless ':=' writes all of it.
   plan.outputIn = !(st.assign == Assign::Define && outputCovered);
   for (const GpuRelayoutCopy& m : plan.inputs)
-    plan.tensors += (plan.tensors.empty() ? "" : ", ") + p.tensors[static_cast<std::size_t>(m.tensor)].name;
+    plan.tensors +=
+        (plan.tensors.empty() ? "" : ", ") + p.tensors[static_cast<std::size_t>(m.tensor)].name;
   if (plan.output)
     plan.tensors += (plan.tensors.empty() ? "" : ", ") +
                     p.tensors[static_cast<std::size_t>(plan.output->tensor)].name;

@@ -124,8 +124,7 @@ int fastestDim(const std::vector<std::int64_t>& shape, const std::vector<std::in
 //   tile runs c last (kLast). Other reduction indices may have dependent ranges (an input
 //   gradient's filter taps, masked in the tile).
 std::optional<GpuRelayoutPlan> relayoutPlan(const dsl::Program& p, const dsl::BoundProgram& b,
-                                            const dsl::Statement& st,
-                                            const dsl::BoundStatement& bs,
+                                            const dsl::Statement& st, const dsl::BoundStatement& bs,
                                             const Strides& strides, bool outputCovered);
 
 // Slices a tile keeps in shared memory: 2 when an operand is staged through registers (one
