@@ -1,11 +1,19 @@
 // The GPU tile decisions (codegen/schedule/GpuTileSchedule.h) as tables: extents and a Target
 // in, the decision out, each expected value worked out by hand from the rule (comments show
-// the arithmetic). And the printer of the tile's schedule value (codegen/schedule/GpuTile.h),
+// the arithmetic); the layout copies around a tile from a program, its shapes and its layouts.
+// And the printer of the tile's schedule value (codegen/schedule/GpuTile.h),
 // the only writer of a tile's `einjit explain` note, for the shapes the generated-code goldens
 // do not reach (a core/border split on the GPU), and of the GPU statements without a tile.
 #include "codegen/schedule/GpuTileSchedule.h"
 
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
 #include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
 
 using namespace einjit::codegen;
 namespace gs = einjit::codegen::gpuschedule;
@@ -194,7 +202,9 @@ TEST_CASE("GPU tile notes") {
   g.splits = 4;
   g.perSplit = 10;
   w.phases = GpuPhasesPlan{4, "u = 2q + r, h = q + m", true};
-  w.relayout = GpuRelayoutPlan{"x, k", "c"};
+  w.relayout = GpuRelayoutPlan{};
+  w.relayout->tensors = "x, k";
+  w.relayout->channel = "c";
   CHECK(describe(w) ==
         "4 residue phases (u = 2q + r, h = q + m), each: GPU tensor cores (wgmma m64n256k16 bf16, "
         "sm_90a, f32 accumulators, 128-byte swizzled operands): tile 128x256 over (i) x (j), 2 "
@@ -204,6 +214,127 @@ TEST_CASE("GPU tile notes") {
         "16 bytes at a time, split-K: 4 ranges of 10 slices, partials added in order; the phases "
         "in one launch; x, k copied first to layouts with c fastest, the reduction run with c "
         "last (whole 16-byte vectors)");
+}
+
+TEST_CASE("layout copies around a tile") {
+  using Copies = std::map<std::string, std::vector<std::int64_t>>; // tensor -> its copy's strides
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes; // per argument (first appearance), row-major
+    einjit::DType dtype;
+    bool outputCovered;
+    bool copies; // any copy at all
+    Copies inputs;
+    std::string output; // "": none
+    std::vector<std::int64_t> outputStrides;
+    bool outputIn;
+    std::string tensors, channel; // the printed names; channel "" when batch-outermost
+  };
+  const Row rows[] = {
+      // b is a batch index (every factor and the output use it) and A, C have it fastest: both
+      // copied batch-outermost, the others in stride order. A[65,40,3]: b outermost (65*40),
+      // then i (40), j (1). C[65,70,3]: b (65*70), i (70), k (1). B[3,70,40] is fast along j.
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+       {{65, 40, 3}, {3, 70, 40}},
+       einjit::DType::f32,
+       true,
+       true,
+       {{"A", {40, 1, 2600}}},
+       "C",
+       {70, 1, 4550},
+       false, // ':=' covers C: its copy starts empty
+       "A, C",
+       ""},
+      // '+=' reads C: its copy is filled first.
+      {"C[i,k,b] += A[i,j,b] * B[b,k,j]",
+       {{65, 70, 3}, {65, 40, 3}, {3, 70, 40}}, // C is read: the first argument
+       einjit::DType::f32,
+       true,
+       true,
+       {{"A", {40, 1, 2600}}},
+       "C",
+       {70, 1, 4550},
+       true,
+       "A, C",
+       ""},
+      // The batch index already outermost: no copies.
+      {"C[b,i,k] := A[b,i,j] * B[b,j,k]",
+       {{3, 70, 33}, {3, 33, 90}},
+       einjit::DType::f32,
+       true,
+       false,
+       {},
+       "",
+       {},
+       false,
+       "",
+       ""},
+      // bf16 convolution: x is contiguous along (a,b) for b's 3 values only (< 8), c has 64
+      // values: x[4,64,20,20] and k[64,64,3,3] copied with c fastest, the rest in their order:
+      // x: c 1, w 64, h 64*20, n 64*20*20; k: c 1, b 64, a 64*3, o 64*9.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{4, 64, 20, 20}, {64, 64, 3, 3}},
+       einjit::DType::bf16,
+       true,
+       true,
+       {{"x", {25600, 1, 1280, 64}}, {"k", {576, 1, 192, 64}}},
+       "",
+       {},
+       false,
+       "x, k",
+       "c"},
+      // f32 tiles keep a convolution's inputs.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{4, 64, 20, 20}, {64, 64, 3, 3}},
+       einjit::DType::f32,
+       true,
+       false,
+       {},
+       "",
+       {},
+       false,
+       "",
+       ""},
+  };
+  for (const Row& r : rows) {
+    const std::string program = r.program;
+    CAPTURE(program);
+    CAPTURE(static_cast<int>(r.dtype));
+    const einjit::dsl::Program p = einjit::dsl::check(r.program);
+    REQUIRE(p.arguments.size() == r.shapes.size());
+    std::vector<einjit::dsl::ArgSpec> args;
+    for (const auto& s : r.shapes) args.push_back({r.dtype, s});
+    const einjit::dsl::BoundProgram b = einjit::dsl::bind(p, args, {}, r.dtype);
+    Strides strides(p.tensors.size());
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+      const auto& shape = b.tensors[t].shape;
+      strides[t].assign(shape.size(), 1);
+      for (std::size_t d = shape.size(); d-- > 1;) strides[t][d - 1] = strides[t][d] * shape[d];
+    }
+    const std::optional<GpuRelayoutPlan> plan =
+        gs::relayoutPlan(p, b, p.stmts[0], b.stmts[0], strides, r.outputCovered);
+    REQUIRE(plan.has_value() == r.copies);
+    if (!plan) continue;
+    auto name = [&](int t) { return p.tensors[static_cast<std::size_t>(t)].name; };
+    Copies inputs;
+    for (const GpuRelayoutCopy& c : plan->inputs) inputs[name(c.tensor)] = c.strides;
+    CHECK(inputs == r.inputs);
+    CHECK(plan->inputs.size() == r.inputs.size()); // each tensor once
+    REQUIRE(plan->output.has_value() == !r.output.empty());
+    if (plan->output) {
+      CHECK(name(plan->output->tensor) == r.output);
+      CHECK(plan->output->strides == r.outputStrides);
+      CHECK(plan->outputIn == r.outputIn);
+    }
+    CHECK(plan->tensors == r.tensors);
+    CHECK(plan->channel == r.channel);
+    // The channel is the reduction index the tile runs last.
+    if (r.channel.empty())
+      CHECK(plan->kLast == -1);
+    else
+      CHECK((plan->kLast >= p.stmts[0].numOutputVars() &&
+             p.stmts[0].vars[static_cast<std::size_t>(plan->kLast)].name == r.channel));
+  }
 }
 
 TEST_CASE("relayout copy tile") {

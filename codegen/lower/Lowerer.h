@@ -195,40 +195,7 @@ private:
   using TileEmission = std::function<GpuTileSchedule()>;
   using TilePlanner = std::function<TileEmission()>;
 
-  // --- batch-fast tensors on the GPU ---------------------------------------------------------
-  // A contraction tile computes one batch element per block. When a tensor's unit stride lies on a
-  // batch index (one the output and every factor use: C[i,k,b] := A[i,j,b] * B[b,k,j]), each
-  // 32-byte sector a block reads or writes holds one useful element and L2 moves the tensor once
-  // per batch element (the bf16 permuted batched product ran far behind PyTorch, which copies).
-  // Such tensors are copied once into a scratch buffer with the batch indices outermost (a
-  // shared-memory transpose, coalesced on both sides), the tile reads that copy; an output is
-  // computed in its copy and transposed back (copied in first unless ':=' covers it). Any layout
-  // computes the same values: only the sectors moved change. The output indices of a product that
-  // every factor uses, with at least two values.
-  std::vector<bool> batchIndices(const Statement& st, const Ranges& r) const;
-
-  // The dimension with the smallest nonzero stride among those with two elements or more
-  // (-1: none).
-  static int fastestDim(const std::vector<std::int64_t>& shape,
-                        const std::vector<std::int64_t>& str);
-
-  // Whether subscript d of access a moves with batch indices only (and with one at least).
-  static bool batchSubscript(const CExpr& a, std::size_t d, const std::vector<bool>& batch);
-
-  // Whether access a's tensor has its fastest dimension on a batch subscript and another one
-  // (of two elements or more) on a non-batch subscript, and no broadcast dimension (its copy
-  // would be larger than the tensor).
-  bool batchFast(const CExpr& a, const std::vector<bool>& batch) const;
-
-  // Dense strides for tensor t: its dimensions ordered by outer(d) (true first), then by
-  // their strides (the fastest of each part stays fastest).
-  std::vector<std::int64_t> denseStrides(int t,
-                                         const std::function<bool(std::size_t)>& outer) const;
-  // Batch dimensions of access a outermost.
-  std::vector<std::int64_t> batchOuter(const CExpr& a, const std::vector<bool>& batch) const;
-  // Dimension `last` fastest.
-  std::vector<std::int64_t> withFastest(int t, std::size_t last) const;
-
+  // --- layout copies around a GPU tile (the decision: gpuschedule::relayoutPlan) ---------------
   std::int64_t elementsOf(int t) const;
 
   // A GPU function copying tensor t from buffer `from` (strides fs) to buffer `to` (strides ts):
@@ -239,38 +206,12 @@ private:
                     const std::string& to, const std::vector<std::int64_t>& ts,
                     const std::string& name);
 
-  // Channel-fast inputs (bf16 tensor-core tiles): a convolution's input read through a window
-  // (x[n,c,h+a,w+b]) is contiguous along 3 elements of its reduction (c,a,b) in NCHW, so it is
-  // staged through registers 2 bytes at a time; with the channel fastest (NHWC) and the reduction
-  // run as (a,b,c), a slice is whole 16-byte vectors along c. A reduction index c qualifies when no
-  // output index has a dependent range, c's is not dependent, its extent is at least 16 and a
-  // multiple of 8, both factors are plain reads using c alone in one subscript, and a factor with a
-  // window subscript (two indices of two values or more) reads fewer than 8 elements contiguously
-  // along the reduction (a forward convolution: 3; a stride-2 weight gradient, whose c is the image
-  // index n: 1; a stride-1 weight gradient reads 12-54 along (h,w) and measured slower copied).
-  // Factors whose c dimension is not already their fastest are copied with it fastest (the others
-  // in their order); ctx_.kLast asks the tile to run c last. This measured faster for the bf16
-  // forward convolutions and the stride-2 weight gradient; f32 tiles keep their inputs (an NHWC
-  // input measured faster for some convolutions and slower for others). Reduction indices with
-  // dependent ranges (a solved input gradient's filter taps, masked in the tile) qualify too, the
-  // channel not being one of them: dy[n,o,u-a,v-b] and k[o,c,a,b] copied with o fastest, the masked
-  // operand's 16-byte copies zero-filled outside its ranges (a vector lies in one tap), residue
-  // phases sharing the copies; faster for the bf16 input gradients.
-  int channelIndex(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                   const std::vector<const CExpr*>& factors) const;
-  // The dimension of read f that index v alone subscripts (plain, coefficient 1); -1 when f does
-  // not use v; -2 when it uses v otherwise (or in several subscripts).
-  static int channelDim(const CExpr& f, std::size_t v);
-  // A tensor the tile reads (or writes) from a scratch copy in another layout.
-  struct Relaid {
-    const CExpr* access;
-    std::vector<std::int64_t> strides;
-  };
-
-  // Lowers statement st by `plan` (a GPU tile, or residue phases of tiles) over re-laid-out
-  // copies of some of its tensors: batch-fast tensors (and output) batch-outermost, or a
-  // convolution's inputs channel-fast (see above). `plan` decides over the copies' layouts
-  // first; nothing (and nothing emitted) when no copy applies or `plan` does not.
+  // Lowers statement st by `plan` (a GPU tile, or residue phases of tiles) over the copies in
+  // other layouts that gpuschedule::relayoutPlan chose (batch-fast tensors and output
+  // batch-outermost, or a convolution's inputs channel-fast, the channel run last through
+  // ctx_.kLast): the tensors' accesses are redirected to the copies (names_, strides_,
+  // aligned_) and `plan` decides over their layouts first; nothing (and nothing emitted) when
+  // no copy applies or `plan` does not.
   std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
                                                const StatementSchedule& sched, const Ranges& r,
                                                const std::string& base, const TilePlanner& plan);

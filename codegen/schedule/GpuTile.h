@@ -44,9 +44,20 @@ struct GpuTilePlan {
   std::int64_t splits = 1, perSplit = 0;
 };
 
-// The layout copies around a tile (relayoutTiled).
+// A tensor that a tile reads (or writes) from a scratch copy in another layout.
+struct GpuRelayoutCopy {
+  int tensor = -1;                   // its id
+  std::vector<std::int64_t> strides; // the copy's layout
+};
+
+// The layout copies around a tile, decided by gpuschedule::relayoutPlan and carried out by
+// gpu/Relayout (relayoutTiled), which emits exactly these copies or none.
 struct GpuRelayoutPlan {
-  std::string tensors; // "a, b"
+  std::vector<GpuRelayoutCopy> inputs;   // factors copied before the tile (each tensor once)
+  std::optional<GpuRelayoutCopy> output; // the output, computed in its copy and copied back
+  bool outputIn = false;                 // the output's copy is filled from it first
+  int kLast = -1;                        // the reduction index the tile runs last, or -1
+  std::string tensors;                   // "a, b": the copied tensors, inputs then output
   std::string channel; // "": batch-outermost layouts; else the index run fastest and last
 };
 

@@ -1,8 +1,12 @@
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
 
 namespace einjit::codegen::gpuschedule {
+
+using namespace einjit::dsl;
 
 bool worthTile(std::int64_t extI, std::int64_t extJ, std::int64_t extK, bool phase) {
   if (extK < 8) return false;
@@ -95,6 +99,226 @@ int pipelineStages(const Target& t, bool allAsync, std::int64_t stageBytes) {
   if (!allAsync) return 2;
   return static_cast<int>(
       std::clamp<std::int64_t>(t.gpuPipelineShared / std::max<std::int64_t>(stageBytes, 1), 2, 4));
+}
+
+int fastestDim(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
+  int best = -1;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] >= 2 && strides[d] != 0 &&
+        (best < 0 || std::abs(strides[d]) < std::abs(strides[static_cast<std::size_t>(best)])))
+      best = static_cast<int>(d);
+  return best;
+}
+
+namespace {
+
+// The statement's facts the layout-copy decisions read.
+struct RelayoutFacts {
+  const Program& p;
+  const BoundProgram& b;
+  const Statement& st;
+  const BoundStatement& bs;
+  const Strides& strides;
+  std::int64_t extent(std::size_t v) const { return bs.hi[v] - bs.lo[v]; }
+  const std::vector<std::int64_t>& shape(int t) const {
+    return b.tensors[static_cast<std::size_t>(t)].shape;
+  }
+  const std::vector<std::int64_t>& stridesOf(int t) const {
+    return strides[static_cast<std::size_t>(t)];
+  }
+};
+
+void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
+  if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
+    flattenProduct(*e.args[0], out);
+    flattenProduct(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
+void usedVars(const CExpr& e, std::vector<bool>& used) {
+  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
+  for (const Subscript& sub : e.subs) {
+    for (std::size_t v = 0; v < sub.coef.size(); ++v)
+      if (sub.coef[v] != 0) used[v] = true;
+    if (sub.gather) usedVars(*sub.gather, used);
+  }
+  for (const auto& a : e.args) usedVars(*a, used);
+}
+
+// The batch indices of a '+' product: output indices of two values or more that every factor
+// uses.
+std::vector<bool> batchIndices(const RelayoutFacts& f, const std::vector<const CExpr*>& factors) {
+  const Statement& st = f.st;
+  std::vector<bool> batch(st.vars.size(), false);
+  if (st.reduce != Reduce::Add || st.lhsVars.empty() || factors.size() < 2) return batch;
+  for (int lv : st.lhsVars) {
+    const auto v = static_cast<std::size_t>(lv);
+    if (f.extent(v) < 2) continue;
+    bool all = true;
+    for (const CExpr* x : factors) {
+      std::vector<bool> used(st.vars.size(), false);
+      usedVars(*x, used);
+      all = all && used[v];
+    }
+    batch[v] = all;
+  }
+  return batch;
+}
+
+// Whether subscript d of access a moves with batch indices only (and with one at least).
+bool batchSubscript(const CExpr& a, std::size_t d, const std::vector<bool>& batch) {
+  const Subscript& s = a.subs[d];
+  if (s.gather || s.mode != IndexMode::Plain) return false;
+  bool any = false;
+  for (std::size_t v = 0; v < s.coef.size(); ++v) {
+    if (s.coef[v] == 0) continue;
+    if (!batch[v]) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Whether access a's tensor has its fastest dimension on a batch subscript and another one (of
+// two elements or more) on a non-batch subscript, and no broadcast dimension.
+bool batchFast(const RelayoutFacts& f, const CExpr& a, const std::vector<bool>& batch) {
+  const auto& shape = f.shape(a.tensor);
+  const auto& str = f.stridesOf(a.tensor);
+  bool other = false;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] >= 2 && str[d] == 0) return false;
+    other = other || (shape[d] >= 2 && !batchSubscript(a, d, batch));
+  }
+  const int d = fastestDim(shape, str);
+  if (!other) return false;
+  return d >= 0 && batchSubscript(a, static_cast<std::size_t>(d), batch);
+}
+
+// Dense strides for tensor t: its dimensions ordered by outer(d) (true first), then by their
+// strides (the fastest of each part stays fastest).
+std::vector<std::int64_t> denseStrides(const RelayoutFacts& f, int t,
+                                       const std::function<bool(std::size_t)>& outer) {
+  const auto& shape = f.shape(t);
+  const auto& old = f.stridesOf(t);
+  std::vector<std::size_t> order(shape.size());
+  for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (outer(x) != outer(y)) return outer(x);
+    return std::abs(old[x]) > std::abs(old[y]);
+  });
+  std::vector<std::int64_t> str(shape.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t q = order.size(); q-- > 0;) {
+    str[order[q]] = step;
+    step *= std::max<std::int64_t>(shape[order[q]], 1);
+  }
+  return str;
+}
+
+// The dimension of read x that index v alone subscripts (plain, coefficient 1); -1 when x does
+// not use v; -2 when it uses v otherwise (or in several subscripts).
+int channelDim(const CExpr& x, std::size_t v) {
+  int dim = -1;
+  for (std::size_t d = 0; d < x.subs.size(); ++d) {
+    const Subscript& sub = x.subs[d];
+    if (sub.gather) return -2;
+    if (sub.coef[v] == 0) continue;
+    if (dim >= 0 || sub.coef[v] != 1 || sub.mode != IndexMode::Plain) return -2;
+    for (std::size_t u = 0; u < sub.coef.size(); ++u)
+      if (u != v && sub.coef[u] != 0) return -2;
+    dim = static_cast<int>(d);
+  }
+  return dim;
+}
+
+// The channel index of a bf16 convolution (see relayoutPlan), or -1.
+int channelIndex(const RelayoutFacts& f, const std::vector<const CExpr*>& factors) {
+  const Statement& st = f.st;
+  if (f.b.dtype != DType::bf16 || st.reduce != Reduce::Add || factors.size() != 2) return -1;
+  const auto nOut = static_cast<std::size_t>(st.numOutputVars());
+  for (std::size_t v = 0; v < nOut; ++v)
+    if (f.bs.dependent[v]) return -1;
+  // Some windowed factor reads less than a 16-byte vector contiguously along the reduction
+  // (its run: the last moving reduction index with unit stride, extended while each earlier
+  // one moves by the extent of those after it).
+  bool shortRun = false;
+  for (const CExpr* x : factors) {
+    if (x->kind != CKind::Read || x->tensor == st.output) return -1;
+    bool window = false;
+    for (const Subscript& sub : x->subs) {
+      int moving = 0;
+      for (std::size_t v = 0; v < sub.coef.size(); ++v)
+        moving += sub.coef[v] != 0 && f.extent(v) >= 2;
+      window = window || moving >= 2;
+    }
+    if (!window) continue;
+    const auto& str = f.stridesOf(x->tensor);
+    std::int64_t run = 1;
+    for (std::size_t v = st.vars.size(); v-- > nOut;) {
+      if (f.extent(v) < 2) continue;
+      std::int64_t coef = 0;
+      for (std::size_t d = 0; d < x->subs.size(); ++d) coef += x->subs[d].coef[v] * str[d];
+      if (coef != run) break;
+      run *= f.extent(v);
+    }
+    shortRun = shortRun || run < 8;
+  }
+  if (!shortRun) return -1;
+  for (std::size_t v = nOut; v < st.vars.size(); ++v) {
+    if (f.bs.dependent[v] || f.extent(v) < 16 || f.extent(v) % 8 != 0) continue;
+    bool ok = true;
+    for (const CExpr* x : factors) ok = ok && channelDim(*x, v) != -2;
+    if (ok) return static_cast<int>(v);
+  }
+  return -1;
+}
+
+} // namespace
+
+std::optional<GpuRelayoutPlan> relayoutPlan(const Program& p, const BoundProgram& b,
+                                            const Statement& st, const BoundStatement& bs,
+                                            const Strides& strides, bool outputCovered) {
+  const RelayoutFacts f{p, b, st, bs, strides};
+  std::vector<const CExpr*> factors;
+  flattenProduct(*st.rhs, factors);
+  GpuRelayoutPlan plan;
+  auto add = [&](const CExpr* x, std::vector<std::int64_t> str) {
+    for (const GpuRelayoutCopy& m : plan.inputs)
+      if (m.tensor == x->tensor) return;
+    plan.inputs.push_back({x->tensor, std::move(str)});
+  };
+  const std::vector<bool> batch = batchIndices(f, factors);
+  auto batchOuter = [&](const CExpr& a) {
+    return denseStrides(f, a.tensor, [&](std::size_t d) { return batchSubscript(a, d, batch); });
+  };
+  for (const CExpr* x : factors)
+    if (x->kind == CKind::Read && x->tensor != st.output && batchFast(f, *x, batch))
+      add(x, batchOuter(*x));
+  if (batchFast(f, *st.lhs, batch)) plan.output = GpuRelayoutCopy{st.output, batchOuter(*st.lhs)};
+  if (plan.inputs.empty() && !plan.output) {
+    const int c = channelIndex(f, factors);
+    if (c < 0) return std::nullopt;
+    const auto v = static_cast<std::size_t>(c);
+    for (const CExpr* x : factors) {
+      const int d = channelDim(*x, v);
+      if (d < 0 || fastestDim(f.shape(x->tensor), f.stridesOf(x->tensor)) == d) continue;
+      add(x, denseStrides(f, x->tensor,
+                          [d](std::size_t e) { return e != static_cast<std::size_t>(d); }));
+    }
+    if (plan.inputs.empty()) return std::nullopt;
+    plan.kLast = c;
+    plan.channel = st.vars[v].name;
+  }
+  // The output's copy starts from its values unless ':=' writes all of it.
+  plan.outputIn = !(st.assign == Assign::Define && outputCovered);
+  for (const GpuRelayoutCopy& m : plan.inputs)
+    plan.tensors +=
+        (plan.tensors.empty() ? "" : ", ") + p.tensors[static_cast<std::size_t>(m.tensor)].name;
+  if (plan.output)
+    plan.tensors += (plan.tensors.empty() ? "" : ", ") +
+                    p.tensors[static_cast<std::size_t>(plan.output->tensor)].name;
+  return plan;
 }
 
 } // namespace einjit::codegen::gpuschedule

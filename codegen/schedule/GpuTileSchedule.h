@@ -1,11 +1,16 @@
 #pragma once
 // The decisions of a GPU contraction tile, as functions of the statement's extents and the
 // Target: when a tile is worth it, its family and shape, its cells per thread, split-K, the
-// pipeline depth. The gpu/ emitters ask these and carry out the answer (schedule/GpuTile.h is
-// the value they return); the reasons, with the measurements behind them, are in
-// docs/GPU_SCHEDULES.md and bench/RESULTS.md.
+// pipeline depth, the layout copies around it. The gpu/ emitters ask these and carry out the
+// answer (schedule/GpuTile.h is the value they return); the reasons, with the measurements
+// behind them, are in docs/GPU_SCHEDULES.md and bench/RESULTS.md.
+#include "codegen/Schedule.h"
 #include "codegen/Target.h"
 #include "codegen/schedule/GpuTile.h"
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <optional>
 
 namespace einjit::codegen::gpuschedule {
 
@@ -88,6 +93,39 @@ struct RelayoutTile {
   std::int64_t TS = 0, TD = 0;
 };
 RelayoutTile relayoutTile(std::int64_t extS, std::int64_t extD);
+
+// The dimension with the smallest nonzero stride among those of two elements or more (-1:
+// none).
+int fastestDim(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides);
+
+// The layout copies a GPU tile of statement `st` runs over (docs/GPU_SCHEDULES.md, "Layout
+// copies"), or nothing; the tile itself is decided afterwards, over the copies' layouts, and
+// the copies are emitted only if it applies.
+// - Batch-fast tensors: a tile computes one value of the batch indices (output indices that
+//   every factor uses, of two values or more) per block, so a tensor whose unit stride lies on
+//   one (C[i,k,b] := A[i,j,b] * B[b,k,j]: A and C) gives a block one useful element per 32-byte
+//   sector and L2 moves it once per batch value. A factor or output whose fastest dimension is
+//   on a batch-only subscript, with another dimension on a non-batch one and no broadcast
+//   dimension (its copy would be larger than the tensor), is copied with the batch dimensions
+//   outermost (the others in their stride order); the output is computed in its copy and copied
+//   back, its copy filled from it first unless ':=' covers it (`outputCovered`: the left-hand
+//   side writes every element of the output).
+// - Channel-fast inputs (bf16 only, when no tensor is batch-fast): a convolution's input read
+//   through a window (x[n,c,h+a,w+b]) is contiguous along 3 elements of its reduction (c,a,b)
+//   in NCHW, so it is staged through registers 2 bytes at a time; with the channel fastest
+//   (NHWC) and the reduction run as (a,b,c), a slice is whole 16-byte vectors along c. A
+//   reduction index c qualifies when no output index has a dependent range, c's is not
+//   dependent, its extent is at least 16 and a multiple of 8, both factors are plain reads
+//   using c alone in one subscript, and a factor with a window subscript (two indices of two
+//   values or more) reads fewer than 8 elements contiguously along the reduction (a forward
+//   convolution: 3; a stride-2 weight gradient, whose c is the image index n: 1; a stride-1
+//   weight gradient reads 12-54 along (h,w) and keeps its layout). Factors whose c dimension is
+//   not already their fastest are copied with it fastest (the others in their order) and the
+//   tile runs c last (kLast). Other reduction indices may have dependent ranges (an input
+//   gradient's filter taps, masked in the tile).
+std::optional<GpuRelayoutPlan> relayoutPlan(const dsl::Program& p, const dsl::BoundProgram& b,
+                                            const dsl::Statement& st, const dsl::BoundStatement& bs,
+                                            const Strides& strides, bool outputCovered);
 
 // Slices a tile keeps in shared memory: 2 when an operand is staged through registers (one
 // slice ahead); with every operand copied asynchronously, as many of `stageBytes` as
