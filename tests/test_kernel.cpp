@@ -54,11 +54,16 @@ TEST_CASE("outputs: program outputs in order, every assigned tensor by name") {
   CHECK_THROWS_AS((void)r.take<1>(), einjit::Error);
   CHECK_THROWS_AS((void)r["nope"], einjit::Error);
   CHECK_THROWS_AS((void)r[5], einjit::Error);
-  // Without keepIntermediates an intermediate is not readable, on every device.
+  // By default every assigned tensor is readable by name (the language's rule); without
+  // keepIntermediates an intermediate is not, on every device.
   for (einjit::Device d : {einjit::Device::cpu(), einjit::Device::reference()}) {
     einjit::Options o;
     o.device = d;
-    einjit::Outputs q = einjit::compile("t[i] := x[i] * 2\nu[i] := t[i] + 1\nv[i] := x[i] - 1", o)(x);
+    const char* three = "t[i] := x[i] * 2\nu[i] := t[i] + 1\nv[i] := x[i] - 1";
+    einjit::Outputs all = einjit::compile(three, o)(x);
+    CHECK(values(all["t"]) == std::vector<double>{2, 4});
+    o.keepIntermediates = false;
+    einjit::Outputs q = einjit::compile(three, o)(x);
     CHECK(values(q["u"]) == std::vector<double>{3, 5});
     CHECK_THROWS_WITH_AS((void)q["t"],
                          "'t' is an intermediate (a later statement reads it), not an output, and "
@@ -68,6 +73,13 @@ TEST_CASE("outputs: program outputs in order, every assigned tensor by name") {
     CHECK_THROWS_WITH_AS((void)q["nope"], "no tensor named 'nope' was computed (computed: u, v)",
                          einjit::Error);
   }
+  // A gradient kernel inherits the setting.
+  einjit::Kernel sq = einjit::compile("t[i] := x[i] * x[i]\ny := t[i]");
+  CHECK(sq.options().keepIntermediates);
+  CHECK(sq.gradient().options().keepIntermediates);
+  einjit::Options lean;
+  lean.keepIntermediates = false;
+  CHECK_FALSE(einjit::compile("t[i] := x[i] * x[i]\ny := t[i]", lean).gradient().options().keepIntermediates);
 }
 
 TEST_CASE("strided and transposed views are read in place") {

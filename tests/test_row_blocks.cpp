@@ -26,11 +26,13 @@ const char* kLayernorm = "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\
                          "var[i] := d[i,j]^2 / size(x,1)\n"
                          "y[i,j] := d[i,j] / sqrt(var[i] + eps) * g[j] + b[j]";
 
-// The CPU with the default options: intermediates that are no output may live in scratch.
+// The CPU with intermediates not kept (as a gradient kernel has them): those that are no
+// output may live in scratch.
 einjit::Options cpu(DType dt) {
   einjit::Options o;
   o.device = Device::cpu();
   o.defaultDType = dt;
+  o.keepIntermediates = false;
   return o;
 }
 

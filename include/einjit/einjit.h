@@ -51,12 +51,13 @@ struct Options {
   // beyond it the least recently used is dropped (and compiled again if called again).
   // 0: $EINJIT_KERNEL_VARIANTS, else 64.
   std::size_t maxVariants = 0;
-  // Every assigned tensor stays readable by name from the call's Outputs. Off (the default),
-  // only the outputs and the arguments the program writes are: an intermediate (a tensor a
-  // later statement reads) then need not exist in full, and the CPU computes runs of row
-  // statements in blocks of rows with their intermediates in per-task scratch
-  // (docs/CPU_SCHEDULES.md, "Row blocks").
-  bool keepIntermediates = false;
+  // Every assigned tensor stays readable by name from the call's Outputs (the language's rule:
+  // docs/LANGUAGE.md). Off, only the outputs and the arguments the program writes are: an
+  // intermediate (a tensor a later statement reads) then need not exist in full, and the CPU
+  // computes runs of row statements in blocks of rows with their intermediates in per-task
+  // scratch (docs/CPU_SCHEDULES.md, "Row blocks"): set it off on a layer whose intermediates
+  // are not read. Kernel::gradient() inherits it.
+  bool keepIntermediates = true;
 };
 
 // The compiled-code caches (docs/RELIABILITY.md): each kernel keeps Options::maxVariants
