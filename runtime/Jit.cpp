@@ -145,9 +145,9 @@ using CodeCache = CompileCache<CompiledCode>;
 // propagation: less code to generate), and the serial loops around a micro-kernel unrolled
 // where LLVM's unroller finds it pays.
 constexpr const char* kExplicitPipeline =
-    "always-inline,function(sroa,early-cse<memssa>,instcombine,simplifycfg,sccp,"
+    "always-inline,function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,sccp,"
     "correlated-propagation,simplifycfg,loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,"
-    "instcombine,simplifycfg)";
+    "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 bool explicitCode(const llvm::Module& m) {
   bool any = false;

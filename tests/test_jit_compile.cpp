@@ -237,3 +237,23 @@ TEST_CASE("jit_compile: kernels compiled by the tasks of a oneTBB parallel loop"
   }
 }
 #endif
+
+// The short pipeline's instcombine runs without LLVM's fixpoint check: with it, one iteration
+// that left work for a second aborted the process ("Instruction Combining did not reach a
+// fixpoint"), as the one-thread plan of this weight gradient did. The plan is one thread's
+// where the process has one CPU: ctest also runs this case under `taskset -c 0`.
+TEST_CASE("jit_compile: the short pipeline never aborts on instcombine's fixpoint check") {
+  einjit::Kernel conv = einjit::compile("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]");
+  einjit::Kernel wgrad = conv.gradient({"k"});
+  Tensor x = Tensor::random({8, 64, 56, 56}, DType::f32, 1);
+  Tensor dy = Tensor::random({8, 64, 54, 54}, DType::f32, 2);
+  Tensor k = Tensor::random({64, 64, 3, 3}, DType::f32, 3); // its shape sets dk's
+  Tensor dk = wgrad.call({{"x", x}, {"dy", dy}, {"k", k}})[std::size_t{0}];
+  // One element worked out directly: dk[o,c,a,b] = sum over n,h,w of dy[n,o,h,w] x[n,c,h+a,w+b].
+  double want = 0;
+  for (std::int64_t n = 0; n < 8; ++n)
+    for (std::int64_t h = 0; h < 54; ++h)
+      for (std::int64_t w = 0; w < 54; ++w)
+        want += dy.get({n, 3, h, w}) * x.get({n, 5, h + 1, w + 2});
+  CHECK(dk.get({3, 5, 1, 2}) == doctest::Approx(want).epsilon(1e-4));
+}
