@@ -80,6 +80,16 @@ bool sameExpr(const CExpr& a, const CExpr& b) {
   return true;
 }
 
+void usedVars(const CExpr& e, std::vector<bool>& used) {
+  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
+  for (const Subscript& sub : e.subs) {
+    for (std::size_t v = 0; v < sub.coef.size(); ++v)
+      if (sub.coef[v] != 0) used[v] = true;
+    if (sub.gather) usedVars(*sub.gather, used);
+  }
+  for (const auto& a : e.args) usedVars(*a, used);
+}
+
 int Statement::numOutputVars() const {
   int n = 0;
   for (const IndexVar& v : vars) n += v.isOutput ? 1 : 0;

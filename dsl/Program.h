@@ -70,6 +70,9 @@ struct CExpr {
 // Structural equality (the same operators, reads with the same subscripts, the same constants).
 bool sameExpr(const CExpr& a, const CExpr& b);
 
+// Marks in `used` the index variables e reads (as values, in subscripts, through gathers).
+void usedVars(const CExpr& e, std::vector<bool>& used);
+
 struct TensorInfo {
   std::string name;
   int rank = -1; // -1: only used in size(), any rank is accepted

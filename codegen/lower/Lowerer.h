@@ -392,7 +392,6 @@ private:
 
   static void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out);
 
-  static void usedVars(const CExpr& e, std::vector<bool>& used);
 
   // Whether some read of e has unit stride along index v.
   bool unitAlong(const CExpr& e, std::size_t v) const;

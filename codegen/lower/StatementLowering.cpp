@@ -388,16 +388,6 @@ void Lowerer::flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
   }
 }
 
-void Lowerer::usedVars(const CExpr& e, std::vector<bool>& used) {
-  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
-  for (const Subscript& sub : e.subs) {
-    for (std::size_t v = 0; v < sub.coef.size(); ++v)
-      if (sub.coef[v] != 0) used[v] = true;
-    if (sub.gather) usedVars(*sub.gather, used);
-  }
-  for (const auto& a : e.args) usedVars(*a, used);
-}
-
 bool Lowerer::unitAlong(const CExpr& e, std::size_t v) const {
   if (e.kind == CKind::Read && !e.subs.empty()) {
     std::int64_t c = 0;

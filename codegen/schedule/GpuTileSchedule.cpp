@@ -137,16 +137,6 @@ void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
   }
 }
 
-void usedVars(const CExpr& e, std::vector<bool>& used) {
-  if (e.kind == CKind::Index) used[static_cast<std::size_t>(e.var)] = true;
-  for (const Subscript& sub : e.subs) {
-    for (std::size_t v = 0; v < sub.coef.size(); ++v)
-      if (sub.coef[v] != 0) used[v] = true;
-    if (sub.gather) usedVars(*sub.gather, used);
-  }
-  for (const auto& a : e.args) usedVars(*a, used);
-}
-
 // The batch indices of a '+' product: output indices of two values or more that every factor
 // uses.
 std::vector<bool> batchIndices(const RelayoutFacts& f, const std::vector<const CExpr*>& factors) {
