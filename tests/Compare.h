@@ -110,11 +110,19 @@ inline Tensor converted(const Tensor& t, DType to) {
   return t.to(to);
 }
 
-// Runs a program on both devices with the same (copied) arguments and compares.
-inline void compareCall(const std::string& program, const std::vector<Arg>& args, DType dtype,
-                        bool strideArgs, Device device = Device::cpu()) {
-  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
-  Kernel jit = einjit::compile(program, on(device, dtype));
+// A kernel's arguments in its order: tensors by name, then scalars by name.
+inline std::vector<Arg> argsOf(const Kernel& k, const std::map<std::string, Tensor>& tensors,
+                               const std::map<std::string, double>& scalars) {
+  std::vector<Arg> a;
+  for (const auto& t : k.tensorArguments()) a.emplace_back(tensors.at(t));
+  for (const auto& s : k.scalarArguments()) a.emplace_back(scalars.at(s));
+  return a;
+}
+
+// Two independent copies of `args` converted to dtype: one for the reference, one for the
+// device under test (strided views when asked). Scalars are passed as they are.
+inline std::pair<std::vector<Arg>, std::vector<Arg>> copiedArgs(const std::vector<Arg>& args,
+                                                                DType dtype, bool strideArgs) {
   std::vector<Arg> a1, a2;
   for (const Arg& a : args) {
     if (!a.isTensor()) {
@@ -126,6 +134,15 @@ inline void compareCall(const std::string& program, const std::vector<Arg>& args
     a1.push_back(t.clone());
     a2.push_back(strideArgs ? strided(t) : t.clone());
   }
+  return {std::move(a1), std::move(a2)};
+}
+
+// Runs a program on both devices with the same (copied) arguments and compares.
+inline void compareCall(const std::string& program, const std::vector<Arg>& args, DType dtype,
+                        bool strideArgs, Device device = Device::cpu()) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dtype));
+  Kernel jit = einjit::compile(program, on(device, dtype));
+  auto [a1, a2] = copiedArgs(args, dtype, strideArgs);
   Outputs r = ref.call(a1);
   Outputs j = jit.call(a2);
   checkSame(j, r, assigned(ref), dtype);

@@ -22,6 +22,7 @@ using einjit::DType;
 using einjit::Kernel;
 using einjit::Shape;
 using einjit::Tensor;
+using einjit::test::argsOf;
 
 namespace {
 
@@ -86,14 +87,6 @@ std::vector<int> groupsOf(const std::string& text, std::size_t statements) {
                                        : std::stoi(note.substr(f + into.size())));
   }
   return g;
-}
-
-std::vector<Arg> argsOf(const Kernel& k, const std::map<std::string, Tensor>& tensors,
-                        const std::map<std::string, double>& scalars) {
-  std::vector<Arg> a;
-  for (const auto& t : k.tensorArguments()) a.emplace_back(tensors.at(t));
-  for (const auto& s : k.scalarArguments()) a.emplace_back(scalars.at(s));
-  return a;
 }
 
 } // namespace

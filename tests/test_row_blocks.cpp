@@ -95,14 +95,6 @@ std::vector<int> runsOf(const std::string& text, std::size_t statements) {
   return r;
 }
 
-std::vector<Arg> argsOf(const Kernel& k, const std::map<std::string, Tensor>& tensors,
-                        const std::map<std::string, double>& scalars) {
-  std::vector<Arg> a;
-  for (const auto& t : k.tensorArguments()) a.emplace_back(tensors.at(t));
-  for (const auto& s : k.scalarArguments()) a.emplace_back(scalars.at(s));
-  return a;
-}
-
 // The program on the CPU (default options) and on the interpreter: every output, and every
 // argument the program writes, compared. Arguments are copied (strided views when asked);
 // returns the CPU's outputs.
@@ -110,17 +102,7 @@ Outputs compareOutputs(const std::string& program, const std::vector<Arg>& args,
                        bool strideArgs) {
   Kernel ref = einjit::compile(program, on(Device::reference(), dt));
   Kernel jit = einjit::compile(program, cpu(dt));
-  std::vector<Arg> a1, a2;
-  for (const Arg& a : args) {
-    if (!a.isTensor()) {
-      a1.push_back(a);
-      a2.push_back(a);
-      continue;
-    }
-    Tensor t = converted(a.tensor(), dt);
-    a1.push_back(t.clone());
-    a2.push_back(strideArgs ? strided(t) : t.clone());
-  }
+  auto [a1, a2] = copiedArgs(args, dt, strideArgs);
   Outputs r = ref.call(a1);
   Outputs j = jit.call(a2);
   std::vector<std::string> names = r.names();
