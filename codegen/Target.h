@@ -21,6 +21,9 @@ struct SplitPolicy {
 struct Target {
   // --- CPU -----------------------------------------------------------------------------------
   int vectorBytes = 32; // widest vector register (64 for AVX-512)
+  // Independent FMA chains that keep the FMA pipes busy: latency x pipes (4 x 2 on AMD Zen 3
+  // and 4 and on Intel cores since Skylake).
+  int fmaChains = 8;
   int threads = 1;      // worker threads available
   // A vector gather's cost in contiguous vector loads. Gathers whose lanes are a power-of-two
   // stride apart fall in one L1 set; on AMD Zen 4 such a 16-lane gather costs about 13 loads,

@@ -234,6 +234,20 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
 // repeated reads, a scale that is not a power of two, padding (zero outside, as the read
 // gives), and forms that stay off the path (an input gradient's dependent tap ranges: a
 // packed zero is no zero term of such a summand).
+const char* const kThreeTiles = "y[i,j] := (w[k,i] - x[k,j]) * (P[i,j] + Q[i,j] * R[i,j])";
+
+// A micro-kernel with fewer accumulator chains than the FMA pipes keep busy (Target::fmaChains)
+// adds terms into two accumulator sets in turn; the element-wise table checks the values.
+TEST_CASE("gemm: a tile short of FMA chains takes two accumulator sets") {
+  Kernel jit = einjit::compile(kThreeTiles);
+  std::vector<Arg> args;
+  for (const Shape& sh : std::vector<Shape>{{131, 64}, {131, 61}, {64, 61}, {64, 61}, {64, 61}})
+    args.push_back(Tensor::random(sh, DType::f32, 3));
+  const std::string text = jit.explain(args);
+  CHECK(text.find("packed contraction") != std::string::npos);
+  CHECK(text.find("(2 accumulator sets)") != std::string::npos);
+}
+
 TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gradient") {
   struct SummandRow {
     const char* program;
@@ -254,6 +268,11 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
        {{"x", {2, 8, 13, 19}}, {"k", {18, 8, 3, 3}}},
        1,
        1},
+      // Three tile reads leave room for a few accumulators only: two sets along the reduction
+      // (an odd reduction extent, so the block's last term goes to the first set alone).
+      {kThreeTiles, {{"w", {131, 64}}, {"x", {131, 61}}, {"P", {64, 61}}, {"Q", {64, 61}}, {"R", {64, 61}}},
+       1,
+       3},
   };
   for (const SummandRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {

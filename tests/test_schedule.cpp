@@ -110,7 +110,9 @@ const ScheduleRow kRows[] = {
     // whole; with 2 threads 8 tasks (chunks of M or N), the groups a multiple of the threads.
     // An element-wise summand of two operands (GemmOperands): the distance layer, and its
     // weight gradient, whose read of output indices only (w) keeps a tile beside the
-    // accumulators (AVX2: 5 x 8; AVX-512: 6 x 32) and whose factor 2 is taken out of the sum.
+    // accumulators and whose factor 2 is taken out of the sum. AVX2 has room for 5 x 8 only,
+    // 5 FMA chains: two accumulator sets along the reduction make it 4 x 8 with 8 chains;
+    // AVX-512's 6 x 32 has 12 chains and one set.
     {"y[i,j] := (w[k,i] - x[k,j]) ^ 2",
      {{784, 1024}, {784, 4096}},
      DType::f32,
@@ -126,8 +128,8 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by 2): M k, N i, K j, batch -; "
-     "micro-kernel 5x8, MC 125 KC 512 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
-     "parallel groups"},
+     "micro-kernel 4x8 (2 accumulator sets), MC 128 KC 512 NC 256; A packed whole, B packed "
+     "whole; 8 tasks in 8 parallel groups"},
     {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))",
      {{1024, 4096}, {784, 1024}, {784, 4096}},
      DType::f32,
@@ -294,8 +296,8 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by -2): M k, N j, K i, batch -; "
-     "micro-kernel 5x8, MC 125 KC 512 NC 512; A packed whole, B packed per block; 8 tasks in 8 "
-     "parallel groups"},
+     "micro-kernel 4x8 (2 accumulator sets), MC 128 KC 512 NC 512; A packed whole, B packed per "
+     "block; 8 tasks in 8 parallel groups"},
     // The same on a smaller shape (below the packed path's size): the register tile, x[k,j]
     // loaded once per tile, so k can be the tile's rows and dy's vectors serve 8 of them.
     {"dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j]))",

@@ -491,8 +491,26 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       };
       term = value(*g.summand, &fromSlivers);
     }
-    Stmt update = tile(ir::store(acc, cell, ir::add(a, term)));
-    update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, update);
+    // The reduction over the KC block; with several accumulator sets, term p goes to set
+    // p mod kSets (the block's remainder to set 0) and the sets are added at its end.
+    const int sets = g.kSets;
+    auto setName = [&](int set) { return set == 0 ? acc : acc + std::to_string(set); };
+    auto addTerm = [&](int set) {
+      return tile(ir::store(setName(set), cell, ir::add(ir::load(vt_, setName(set), cell), term)));
+    };
+    Stmt update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, addTerm(0));
+    if (sets > 1) {
+      const std::string pu = "gemm.pu";
+      std::vector<Stmt> round, steps;
+      for (int u = 0; u < sets; ++u)
+        round.push_back(let(pv, ir::add(ir::mul(var(pu), imm(sets)), imm(u)), addTerm(u)));
+      const Expr rounds = ir::binary(BinOp::Div, kcLen, imm(sets));
+      steps.push_back(ir::forLoop(pu, imm(0), rounds, ForKind::Serial, ir::block(std::move(round))));
+      steps.push_back(ir::forLoop(pv, ir::mul(rounds, imm(sets)), kcLen, ForKind::Serial, addTerm(0)));
+      for (int u = 1; u < sets; ++u)
+        steps.push_back(tile(ir::store(acc, cell, ir::add(a, ir::load(vt_, setName(u), cell)))));
+      update = ir::block(std::move(steps));
+    }
     // The tile into the output: stored by the first KC block of a ':=', added by the others.
     Expr inside;
     bool dropped = false;
@@ -527,10 +545,11 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                            store, part);
     }
     std::vector<Stmt> steps = std::move(loadTiles);
-    steps.push_back(tile(ir::store(acc, cell, num(0))));
+    for (int u = 0; u < sets; ++u) steps.push_back(tile(ir::store(setName(u), cell, num(0))));
     steps.push_back(update);
     steps.push_back(store);
-    Stmt kernel = ir::allocate(acc, vt_, MR * nr, ir::block(std::move(steps)));
+    Stmt kernel = ir::block(std::move(steps));
+    for (int u = sets; u-- > 0;) kernel = ir::allocate(setName(u), vt_, MR * nr, kernel);
     for (std::size_t c = tileReads.size(); c-- > 0;)
       kernel = ir::allocate(tileBuf(c), vt_, MR * nr, kernel);
     return ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),

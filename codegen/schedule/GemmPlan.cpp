@@ -208,13 +208,22 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
   // Reads of output indices only (GemmOperands::tile) keep a tile of values each beside the
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
-  // registers (AVX2: 6 x 8 with one such read; 6 x 16 would spill the accumulators).
+  // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
+  int kSets = 1;
   if (!ops->tile.empty()) {
     const int per = static_cast<int>(ops->tile.size()) + 1;
     int vectors = 2;
     if ((registers - vectors - 4) / (per * vectors) < 4) vectors = 1;
     mrWanted = std::max(1, (registers - vectors - 4) / (per * vectors));
     nrWanted = vectors * width;
+    // Fewer independent accumulator chains than the FMA pipes keep in flight: the tile waits
+    // on the FMA latency. A second accumulator set along the reduction doubles the chains for
+    // a smaller tile (AVX2, one tile read: 4 x 8 with two sets, 8 chains, against 5 x 8 with 5).
+    const int mrSets = (registers - vectors - 3) / ((per + 1) * vectors);
+    if (mrWanted * vectors < t.fmaChains && 2 * mrSets > mrWanted) {
+      kSets = 2;
+      mrWanted = mrSets;
+    }
   }
 
   // Output indices read by one factor only are its side; by both, batch; by neither: no plan.
@@ -271,6 +280,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.width = width;
   g.nr = nrWanted;
   g.mr = mrWanted;
+  g.kSets = kSets;
   for (int v = 0; v < nOut; ++v)
     if (v != g.m && v != g.n) g.batch.push_back(v);
   for (int v = nOut; v < n; ++v) g.k.push_back(v);
@@ -412,7 +422,9 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
                       (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
   g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " +
           names(st, g.k) + ", batch " + names(st, g.batch) + "; micro-kernel " +
-          std::to_string(g.mr) + "x" + std::to_string(g.nr) + ", MC " + std::to_string(g.mc) +
+          std::to_string(g.mr) + "x" + std::to_string(g.nr) +
+          (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
+          ", MC " + std::to_string(g.mc) +
           " KC " + std::to_string(g.kc) + " NC " + std::to_string(g.nc) + "; A packed " +
           packing(0) + ", B packed " + packing(1) + "; " +
           (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +

@@ -63,6 +63,10 @@ struct GemmPlan {
   std::array<std::vector<int>, 2> reads, masks;
   std::array<bool, 2> whole{true, true};
   int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
+  // Accumulator sets along the reduction: consecutive terms go to `kSets` MR x NR sets in turn,
+  // added together after the block. A tile too small for the FMA pipes' latency (the element-
+  // wise summands whose local tiles take registers) gets more independent chains this way.
+  int kSets = 1;
   // KC blocks of the reduction: k[0..kSplit) take one value per block, k[kSplit] kChunk values,
   // the indices after it their whole ranges; kc = kChunk x (their extents), kBlocks blocks.
   int kSplit = 0;
