@@ -66,8 +66,24 @@ auto Lowerer::run() -> LoweredProgram {
       for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
       k = fusion.last[k];
     } else {
-      statement(k);
+      // An epilogue takes the statements after a packed GEMM before row blocks do, where the
+      // row run is exactly its element-wise group and keeps nothing in scratch.
+      bool alone = target_.gpu || k + 1 >= p_.stmts.size();
+      if (!alone && rows.runOf[k + 1] >= 0) {
+        const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k + 1])];
+        alone = run.first != k + 1 || run.last != fusion.last[k + 1] || !run.scratch.empty();
+      }
+      const std::size_t last = statement(k, alone ? k : planEpilogue(p_, b_, k, fusion));
       if (!fusion.notes[k].empty()) out_.notes.back() += "; " + fusion.notes[k];
+      if (last > k) {
+        out_.notes.back() += "; epilogue: statement" +
+                             (last > k + 1 ? "s " + std::to_string(k + 2) + "-" : std::string(" ")) +
+                             std::to_string(last + 1) + " in its tile stores";
+        for (std::size_t j = k + 1; j <= last; ++j)
+          out_.notes.push_back("in statement " + std::to_string(k + 1) +
+                               "'s tile stores (an epilogue)");
+        k = last;
+      }
     }
     if (!rows.notes[k].empty()) out_.notes.back() += "; " + rows.notes[k];
     debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
@@ -83,7 +99,7 @@ auto Lowerer::run() -> LoweredProgram {
   return std::move(out_);
 }
 
-void Lowerer::statement(std::size_t k) {
+std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
   const Statement& st = p_.stmts[k];
   const BoundStatement& bs = b_.stmts[k];
   StatementSchedule sched = scheduleStatement(p_, b_, k, strides_, target_);
@@ -91,12 +107,12 @@ void Lowerer::statement(std::size_t k) {
   if (st.assign == Assign::Define && !coversOutput(st, bs, sched))
     if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
       out_.zeroFill.push_back(st.output);
-  if (!sched.run) return;
+  if (!sched.run) return k;
   const Ranges ranges = statementRanges(bs);
   const std::string base = "s" + std::to_string(k);
   if (sched.splitChunks > 0) {
     emitSplit(st, bs, sched, ranges, base);
-    return;
+    return k;
   }
   if (target_.gpu) {
     const TilePlanner tiled = [&] { return plannedTile(st, bs, ranges, base); };
@@ -140,15 +156,26 @@ void Lowerer::statement(std::size_t k) {
       out_.notes.back() = describe(one);
       emitGeneric(st, bs, sched, ranges, base);
     }
-    return;
+    return k;
   }
   if (sched.gemm) {
+    if (epilogue > k) {
+      // Every element of a member's output is written in a tile store.
+      for (std::size_t j = k + 1; j <= epilogue; ++j) {
+        const Statement& sj = p_.stmts[j];
+        if (sj.assign == Assign::Define && !coversOutput(sj, b_.stmts[j], sched) &&
+            std::find(out_.zeroFill.begin(), out_.zeroFill.end(), sj.output) == out_.zeroFill.end())
+          out_.zeroFill.push_back(sj.output);
+      }
+    }
+    const Scoped<std::size_t> tail(ctx_.epilogueThrough, std::max(epilogue, k));
     emitGemm(st, bs, sched, ranges, base);
-    return;
+    return std::max(epilogue, k);
   }
-  if (emitGemmPhases(st, bs, ranges, base)) return;
-  if (coreSplit(k, st, bs, ranges, base)) return;
+  if (emitGemmPhases(st, bs, ranges, base)) return k;
+  if (coreSplit(k, st, bs, ranges, base)) return k;
   emitBox(st, bs, sched, ranges, base);
+  return k;
 }
 
 void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::string& note) {

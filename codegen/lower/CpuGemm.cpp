@@ -522,8 +522,23 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       const Expr v = g.scale != 1 ? ir::mul(sum, num(g.scale)) : sum;
       Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
       Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
-      return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
-                                         : add;
+      Stmt stored = st.assign == Assign::Define
+                        ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
+                        : add;
+      if (ctx_.epilogueThrough <= stmt_) return stored;
+      // The epilogue (schedule/Fusion.h): once the last KC block has completed the tile, the
+      // element-wise statements after this one, each element's in program order, reading the
+      // tile back from the output while it is in cache.
+      const std::size_t self = stmt_;
+      std::vector<Stmt> members;
+      for (std::size_t j = self + 1; j <= ctx_.epilogueThrough; ++j) {
+        stmt_ = j;
+        if (Stmt e = storeOutput(p_.stmts[j], value(*p_.stmts[j].rhs))) members.push_back(e);
+      }
+      stmt_ = self;
+      if (members.empty()) return stored;
+      return ir::block({stored, ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(g.kBlocks - 1)),
+                                           cells(ir::block(std::move(members))))});
     };
     // A tile whose elements are stored one by one (inside the output), from a copy of the
     // accumulators (indexed by loop variables, it leaves the accumulators themselves in

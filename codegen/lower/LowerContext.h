@@ -54,6 +54,10 @@ struct LowerContext {
   // The last statement whose element body follows the current statement's (elementBodies);
   // 0 when none does.
   std::size_t fusedThrough = 0;
+  // --- a packed GEMM's epilogue (schedule/Fusion.h, planEpilogue) ---
+  // The last element-wise statement after the current one that its tile stores also run; 0
+  // when none does.
+  std::size_t epilogueThrough = 0;
   // --- a statement inside row blocks (schedule/RowBlocks.h) ---
   RowBlockContext rows;
   // --- a residue phase of a strided gradient (phaseTiles) ---

@@ -155,7 +155,10 @@ private:
   // A statement's box: each index's range (its hull where it depends on other indices).
   static Ranges rangesOf(const BoundStatement& bs);
 
-  void statement(std::size_t k);
+  // Statement k by its schedule; with `epilogue` > k, the element-wise statements k+1..epilogue
+  // in its packed GEMM's tile stores when it takes that path. Returns the last statement it
+  // lowered (k, or `epilogue`).
+  std::size_t statement(std::size_t k, std::size_t epilogue = 0);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);

@@ -2,6 +2,8 @@
 
 #include "dsl/InPlace.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 
 namespace einjit::codegen {
@@ -48,12 +50,19 @@ std::string notElementwise(const dsl::Program& p, const dsl::BoundProgram& b, st
   return {};
 }
 
-// The two accesses reach the same element at every point of the shared iteration space.
+// The two accesses reach the same element at every point of the shared iteration space (the
+// indices the two statements share, position by position; an index only one of them has must
+// not appear).
 bool sameElement(const dsl::Program& p, const dsl::BoundProgram& b, const CExpr& x, const CExpr& y) {
   if (x.subs.size() != y.subs.size()) return false;
+  auto sameCoef = [](const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v) {
+    for (std::size_t i = 0; i < std::max(u.size(), v.size()); ++i)
+      if ((i < u.size() ? u[i] : 0) != (i < v.size() ? v[i] : 0)) return false;
+    return true;
+  };
   for (std::size_t d = 0; d < x.subs.size(); ++d) {
     const Subscript &s = x.subs[d], &t = y.subs[d];
-    if (s.gather || t.gather || s.mode != t.mode || s.coef != t.coef ||
+    if (s.gather || t.gather || s.mode != t.mode || !sameCoef(s.coef, t.coef) ||
         b.eval(p, s.constant) != b.eval(p, t.constant))
       return false;
   }
@@ -125,6 +134,32 @@ FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b) {
     plan.notes[k] = plan.notes[k].empty() ? note : plan.notes[k] + "; " + note;
   }
   return plan;
+}
+
+std::size_t planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
+                         const FusionPlan& fusion) {
+  const std::size_t first = k + 1;
+  if (first >= p.stmts.size() || fusion.first[first] != first) return k;
+  const Statement& st = p.stmts[k];
+  const dsl::BoundStatement& bs = b.stmts[k];
+  const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
+  if (st.assign != dsl::Assign::Define || st.scatter || nOut == 0 || st.vars.size() == nOut)
+    return k;
+  for (const Subscript& s : st.lhs->subs)
+    if (s.gather || s.mode != dsl::IndexMode::Plain) return k;
+  const std::size_t last = fusion.last[first];
+  for (std::size_t j = first; j <= last; ++j) {
+    const Statement& sj = p.stmts[j];
+    const dsl::BoundStatement& bj = b.stmts[j];
+    if (!notElementwise(p, b, j).empty() || sj.vars.size() != nOut) return k;
+    for (std::size_t v = 0; v < nOut; ++v)
+      if (bj.lo[v] != bs.lo[v] || bj.hi[v] != bs.hi[v] || bs.dependent[v]) return k;
+    if (!conflict(p, b, j, k).empty()) return k;
+    bool readsMember = sj.output == st.output && !sameElement(p, b, *sj.lhs, *st.lhs);
+    eachRead(st, [&](const CExpr& e) { readsMember = readsMember || e.tensor == sj.output; });
+    if (readsMember) return k;
+  }
+  return last;
 }
 
 } // namespace einjit::codegen

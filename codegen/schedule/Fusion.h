@@ -38,4 +38,16 @@ struct FusionPlan {
 
 FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b);
 
+// A packed GEMM's epilogue (CPU): the element-wise statements right after a contraction that
+// run in its tile stores, on each tile of the output while it is in cache, instead of in a
+// pass of their own over the whole output (`y[i,j] := relu(t[i,j] + b[i])` after
+// `t[i,j] := w[k,i] * x[k,j]`). Statement k + 1 and the element-wise group it starts
+// (FusionPlan) qualify when each runs over statement k's output indices with their ranges,
+// position by position, reads what statement k writes only at the element it writes, and
+// writes nothing statement k reads; statement k is a `:=` reduction with plain subscripts on
+// its left. Whether statement k takes the packed path is the lowering's to say (it runs the
+// epilogue only there). Returns the epilogue's last statement; k when there is none.
+std::size_t planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
+                         const FusionPlan& fusion);
+
 } // namespace einjit::codegen
