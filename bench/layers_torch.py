@@ -12,24 +12,14 @@ with bench_cpu round by round.
 """
 import argparse
 import json
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
+from torch_timing import timed
+
 IN, OUT, BATCH = 784, 1024, 4096
 N, C, O, H = 8, 64, 64, 56
-
-
-def timed(fn, reps):
-    fn()  # warm-up: allocations, first-call dispatch
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def rnd(*shape):

@@ -8,22 +8,12 @@ calls). bench/run_rows.sh alternates it with bench_rows; summarize_rows.py reads
 """
 import argparse
 import json
-import statistics
-import time
 
 import torch
 
+from torch_timing import timed
+
 SHAPES = [(4096, 1024), (1024, 4096)]
-
-
-def timed(fn, reps):
-    fn()  # warm-up: allocations, first-call dispatch
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def cases(rows, cols, dtype):
