@@ -47,7 +47,7 @@ FusionPlan withinRows(FusionPlan fusion, const RowPlan& rows) {
 } // namespace
 
 auto Lowerer::run() -> LoweredProgram {
-  const RowPlan rows = planRows(p_, b_, strides_, target_);
+  const RowPlan rows = planRows(p_, b_, ctx_.buffers.strides, target_);
   const FusionPlan fusion = withinRows(planFusion(p_, b_), rows);
   for (std::size_t k = 0; k < p_.stmts.size(); ++k) {
     stmt_ = k;
@@ -76,9 +76,10 @@ auto Lowerer::run() -> LoweredProgram {
       const std::size_t last = statement(k, alone ? k : planEpilogue(p_, b_, k, fusion));
       if (!fusion.notes[k].empty()) out_.notes.back() += "; " + fusion.notes[k];
       if (last > k) {
-        out_.notes.back() += "; epilogue: statement" +
-                             (last > k + 1 ? "s " + std::to_string(k + 2) + "-" : std::string(" ")) +
-                             std::to_string(last + 1) + " in its tile stores";
+        out_.notes.back() +=
+            "; epilogue: statement" +
+            (last > k + 1 ? "s " + std::to_string(k + 2) + "-" : std::string(" ")) +
+            std::to_string(last + 1) + " in its tile stores";
         for (std::size_t j = k + 1; j <= last; ++j)
           out_.notes.push_back("in statement " + std::to_string(k + 1) +
                                "'s tile stores (an epilogue)");
@@ -102,7 +103,7 @@ auto Lowerer::run() -> LoweredProgram {
 std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
   const Statement& st = p_.stmts[k];
   const BoundStatement& bs = b_.stmts[k];
-  StatementSchedule sched = scheduleStatement(p_, b_, k, strides_, target_);
+  StatementSchedule sched = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
   out_.notes.push_back(sched.why);
   if (st.assign == Assign::Define && !coversOutput(st, bs, sched))
     if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
@@ -183,7 +184,7 @@ void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::st
   const BoundStatement& bs = b_.stmts[first];
   // Element-wise: no reduction, so no split, tile or GEMM; the first statement's loop order,
   // vector loop and threads serve the group.
-  StatementSchedule sched = scheduleStatement(p_, b_, first, strides_, target_);
+  StatementSchedule sched = scheduleStatement(p_, b_, first, ctx_.buffers.strides, target_);
   sched.splitChunks = 0;
   sched.tileI = sched.tileJ = sched.dotVar = -1;
   sched.gemm.reset();

@@ -147,25 +147,32 @@ TEST_CASE("fusion: element-wise statements after a packed GEMM run in its tile s
       // Linear + bias; with an activation and a second member reading the first's output and
       // the product's; in place on the product's output
       {"t[i,j] := w[k,i] * x[k,j]; y[i,j] := t[i,j] + b[i]",
-       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}}, 2},
+       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}},
+       2},
       {"t[i,j] := w[k,i] * x[k,j]; y[i,j] := t[i,j] + b[i]; z[i,j] := relu(y[i,j]) * t[i,j]",
-       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}}, 3},
+       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}},
+       3},
       {"t[i,j] := w[k,i] * x[k,j]; t[i,j] = relu(t[i,j] + b[i])",
-       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}}, 2},
+       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}},
+       2},
       // several KC blocks (a long reduction), a batch index
       {"t[n,i,j] := w[n,k,i] * x[n,k,j]; y[n,i,j] := exp(t[n,i,j] / 64) * b[i]",
-       {{"w", {2, 1500, 29}}, {"x", {2, 1500, 35}}, {"b", {29}}}, 2},
+       {{"w", {2, 1500, 29}}, {"x", {2, 1500, 35}}, {"b", {29}}},
+       2},
       // a convolution with bias and ReLU
       {"t[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]; y[n,o,h,w] := relu(t[n,o,h,w] + bias[o])",
-       {{"x", {2, 16, 13, 19}}, {"k", {18, 16, 3, 3}}, {"bias", {18}}}, 2},
+       {{"x", {2, 16, 13, 19}}, {"k", {18, 16, 3, 3}}, {"bias", {18}}},
+       2},
       // not an epilogue: a neighbour of the product's element, a write of what the product
       // reads, a reduction, other ranges
       {"t[i,j] := w[k,i] * x[k,j]; y[i,j] := t[i,j+1] + b[i] where j in 0:76",
-       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}}, 0},
+       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}},
+       0},
       {"t[i,j] := A[i,k] * B[k,j]; A[i,j] = t[i,j] * 2", {{"A", {100, 100}}, {"B", {100, 100}}}, 0},
       {"t[i,j] := w[k,i] * x[k,j]; s[i] := t[i,j]", {{"w", {150, 61}}, {"x", {150, 77}}}, 0},
       {"t[i,j] := w[k,i] * x[k,j]; y[i,j] := t[i,j] + b[i] where i in 0:60",
-       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}}, 0},
+       {{"w", {150, 61}}, {"x", {150, 77}}, {"b", {61}}},
+       0},
   };
   for (const EpilogueRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {
@@ -181,8 +188,7 @@ TEST_CASE("fusion: element-wise statements after a packed GEMM run in its tile s
       CHECK(some == (row.last > 0));
       if (row.last > 0)
         CHECK(text.find("# statement " + std::to_string(row.last) +
-                        ": in statement 1's tile stores (an epilogue)") !=
-              std::string::npos);
+                        ": in statement 1's tile stores (an epilogue)") != std::string::npos);
       for (bool strided : {false, true}) einjit::test::compareCall(row.program, args, dt, strided);
     }
 }

@@ -257,7 +257,10 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
   // Each statement above the packed path's size floor (kGemmMinFlops: 10^6 flops).
   const std::vector<SummandRow> table = {
       {"y[i,j] := (w[k,i] - x[k,j]) ^ 2", {{"w", {150, 64}}, {"x", {150, 61}}}, 1, 2},
-      {"y[i,j] := (w[k,i] - x[k,j]) * (w[k,i] - x[k,j])", {{"w", {129, 50}}, {"x", {129, 83}}}, 1, 2},
+      {"y[i,j] := (w[k,i] - x[k,j]) * (w[k,i] - x[k,j])",
+       {{"w", {129, 50}}, {"x", {129, 83}}},
+       1,
+       2},
       {"y[i,j] := 3 * exp(-(w[i,k] - x[j,k]) ^ 2 / 8)", {{"w", {50, 141}}, {"x", {77, 141}}}, 1, 2},
       {"y[i,j] := A[i,k] * B[k,j] * 0.5 * S[i,j]",
        {{"A", {63, 140}}, {"B", {140, 75}}, {"S", {63, 75}}},
@@ -270,7 +273,8 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
        1},
       // Three tile reads leave room for a few accumulators only: two sets along the reduction
       // (an odd reduction extent, so the block's last term goes to the first set alone).
-      {kThreeTiles, {{"w", {131, 64}}, {"x", {131, 61}}, {"P", {64, 61}}, {"Q", {64, 61}}, {"R", {64, 61}}},
+      {kThreeTiles,
+       {{"w", {131, 64}}, {"x", {131, 61}}, {"P", {64, 61}}, {"Q", {64, 61}}, {"R", {64, 61}}},
        1,
        3},
   };

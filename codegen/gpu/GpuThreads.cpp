@@ -7,7 +7,8 @@ std::string Lowerer::beginWideScatter(const Statement& st, const BoundStatement&
                                       const Ranges& r, const std::string& base) {
   const auto t = static_cast<std::size_t>(st.output);
   const std::string wide = base + ".wide";
-  out_.scratch.push_back({wide, Type::f32, spanElements(b_.tensors[t].shape, strides_[t])});
+  out_.scratch.push_back(
+      {wide, Type::f32, spanElements(b_.tensors[t].shape, ctx_.buffers.strides[t])});
   eachTouched(st, bs, r, base + "_widen", [&](const Expr& off) {
     return ir::store(wide, off,
                      ir::cast(Type::f32, ir::load(Type::bf16, bufferName(st.output), off)));
@@ -41,7 +42,7 @@ void Lowerer::eachTouched(const Statement& st, const BoundStatement& bs, const R
 void Lowerer::eachElement(int t, const std::string& name,
                           const std::function<Stmt(const Expr&)>& body) {
   const auto& shape = b_.tensors[static_cast<std::size_t>(t)].shape;
-  const auto& str = strides_[static_cast<std::size_t>(t)];
+  const auto& str = ctx_.buffers.strides[static_cast<std::size_t>(t)];
   std::int64_t count = 1;
   for (std::int64_t e : shape) count *= e;
   if (count == 0) return;
@@ -76,7 +77,7 @@ void Lowerer::eachOutputPoint(const Statement& st, const BoundStatement& bs, con
   setRanges(st, r);
   ir::Func f = newFunc(name);
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
-  const auto& os = strides_[static_cast<std::size_t>(st.output)];
+  const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(st.output)];
   std::size_t fast = nOut ? nOut - 1 : 0;
   for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
     for (std::size_t v = 0; v < nOut; ++v)

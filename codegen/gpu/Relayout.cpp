@@ -89,16 +89,9 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
                             const std::string& base, const TilePlanner& plan)
     -> std::optional<GpuTileSchedule> {
   std::optional<GpuRelayoutPlan> relaid =
-      gpuschedule::relayoutPlan(p_, b_, st, bs, strides_, coversOutput(st, bs, sched));
+      gpuschedule::relayoutPlan(p_, b_, st, bs, ctx_.buffers.strides, coversOutput(st, bs, sched));
   if (!relaid) return std::nullopt;
-  const Strides savedStrides = strides_;
-  const Aligned16 savedAligned = aligned_;
-  const std::vector<std::string> savedNames = names_;
-  auto restore = [&] {
-    strides_ = savedStrides;
-    aligned_ = savedAligned;
-    names_ = savedNames;
-  };
+  const BufferMap original = ctx_.buffers;
   // Tensor m's accesses go to its copy; with `emitCopy`, the copy's scratch buffer and (copyIn)
   // the function that fills it are emitted first.
   auto redirect = [&](const GpuRelayoutCopy& m, bool emitCopy, bool copyIn) {
@@ -107,36 +100,38 @@ auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
     if (emitCopy) {
       out_.scratch.push_back({buf, elemType(m.tensor), elementsOf(m.tensor)});
       if (copyIn)
-        relayoutCopy(m.tensor, names_[t], strides_[t], buf, m.strides,
+        relayoutCopy(m.tensor, ctx_.buffers.names[t], ctx_.buffers.strides[t], buf, m.strides,
                      base + "_relayout_" + p_.tensors[t].name);
     }
-    names_[t] = buf;
-    strides_[t] = m.strides;
-    aligned_[t] = true; // a scratch allocation of its own
+    ctx_.buffers.names[t] = buf;
+    ctx_.buffers.strides[t] = m.strides;
+    ctx_.buffers.aligned[t] = true; // a scratch allocation of its own
   };
   // The tile is decided over the copies' layouts before anything is emitted.
   TileEmission emit;
   {
+    const Scoped<BufferMap> copies(ctx_.buffers, original);
     for (const GpuRelayoutCopy& m : relaid->inputs) redirect(m, false, true);
     if (relaid->output) redirect(*relaid->output, false, relaid->outputIn);
     const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
     emit = plan();
-    restore();
   }
   if (!emit) return std::nullopt;
-  for (const GpuRelayoutCopy& m : relaid->inputs) redirect(m, true, true);
-  if (relaid->output) redirect(*relaid->output, true, relaid->outputIn);
   GpuTileSchedule tile;
   {
-    const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
-    tile = emit();
+    const Scoped<BufferMap> copies(ctx_.buffers, original);
+    for (const GpuRelayoutCopy& m : relaid->inputs) redirect(m, true, true);
+    if (relaid->output) redirect(*relaid->output, true, relaid->outputIn);
+    {
+      const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
+      tile = emit();
+    }
+    if (relaid->output) {
+      const auto t = static_cast<std::size_t>(st.output);
+      relayoutCopy(st.output, ctx_.buffers.names[t], ctx_.buffers.strides[t], original.names[t],
+                   original.strides[t], base + "_relayout_back");
+    }
   }
-  if (relaid->output) {
-    const auto t = static_cast<std::size_t>(st.output);
-    relayoutCopy(st.output, names_[t], strides_[t], savedNames[t], savedStrides[t],
-                 base + "_relayout_back");
-  }
-  restore();
   tile.relayout = std::move(relaid);
   return tile;
 }

@@ -28,7 +28,7 @@ auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ra
   // The column index: of the output indices some factors use and others do not (batch
   // indices, used by every factor, cannot separate them), the one with the smallest stride
   // in the output (coalesced stores when it is 1).
-  const auto& os = strides_[static_cast<std::size_t>(st.output)];
+  const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(st.output)];
   int fast = -1;
   std::int64_t fastStride = 0;
   std::vector<std::vector<bool>> uses(factors.size(), std::vector<bool>(n, false));

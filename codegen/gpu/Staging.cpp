@@ -298,9 +298,10 @@ int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<s
   if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
   const CExpr& f = *fs[0];
   const auto t = static_cast<std::size_t>(f.tensor);
-  if (t >= aligned_.size() || !aligned_[t] || elemType(f.tensor) != elem) return 0;
+  if (t >= ctx_.buffers.aligned.size() || !ctx_.buffers.aligned[t] || elemType(f.tensor) != elem)
+    return 0;
   const std::int64_t vec = 16 / typeBytes(elem);
-  const auto& stv = strides_[t];
+  const auto& stv = ctx_.buffers.strides[t];
   std::vector<std::int64_t> coef(r.size(), 0);
   std::int64_t first = 0;
   for (std::size_t d = 0; d < f.subs.size(); ++d) {
@@ -346,14 +347,14 @@ bool Lowerer::separableRead(const std::vector<const CExpr*>& fs) const {
     const Subscript& sub = f.subs[d];
     if (sub.gather) return false;
     if (!subscriptInBounds(f, d)) return false;
-    span += (extentOf(f.tensor, d) - 1) * std::abs(strides_[t][d]);
+    span += (extentOf(f.tensor, d) - 1) * std::abs(ctx_.buffers.strides[t][d]);
   }
   return span < (std::int64_t{1} << 31);
 }
 
 Expr Lowerer::offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const {
   Expr off = ir::intImm(0);
-  const auto& stride = strides_[static_cast<std::size_t>(f.tensor)];
+  const auto& stride = ctx_.buffers.strides[static_cast<std::size_t>(f.tensor)];
   for (std::size_t d = 0; d < f.subs.size(); ++d) {
     const Subscript& sub = f.subs[d];
     Expr idx = ir::intImm(constants ? b_.eval(p_, sub.constant) : 0);

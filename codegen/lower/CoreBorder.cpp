@@ -67,11 +67,11 @@ bool Lowerer::coreSplit(std::size_t k, const Statement& st, const BoundStatement
   dsl::BoundProgram b2 = b_;
   auto& cs = b2.stmts[k];
   cs = boxOf(bs, core);
-  StatementSchedule coreSched = scheduleStatement(p_, b2, k, strides_, target_);
+  StatementSchedule coreSched = scheduleStatement(p_, b2, k, ctx_.buffers.strides, target_);
   if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
   out_.notes.back() = "core/border split; core: " + coreSched.why;
   emitBox(st, cs, coreSched, core, base + "_core");
-  StatementSchedule generic = scheduleStatement(p_, b_, k, strides_, target_);
+  StatementSchedule generic = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
   generic.tileI = generic.tileJ = generic.dotVar = -1;
   forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
     emitGeneric(st, bs, generic, part, name);

@@ -296,7 +296,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                : put;
     };
     std::int64_t unit = 0;
-    const auto& os = strides_[static_cast<std::size_t>(op.tensor)];
+    const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
     for (std::size_t d = 0; d < op.subs.size(); ++d) unit += op.subs[d].coef[side] * os[d];
     if (unit >= 1 && unit <= kNearLanes) {
       // Contiguous along the lanes, or nearly (a stride-2 convolution's window): the reduction
@@ -505,8 +505,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       for (int u = 0; u < sets; ++u)
         round.push_back(let(pv, ir::add(ir::mul(var(pu), imm(sets)), imm(u)), addTerm(u)));
       const Expr rounds = ir::binary(BinOp::Div, kcLen, imm(sets));
-      steps.push_back(ir::forLoop(pu, imm(0), rounds, ForKind::Serial, ir::block(std::move(round))));
-      steps.push_back(ir::forLoop(pv, ir::mul(rounds, imm(sets)), kcLen, ForKind::Serial, addTerm(0)));
+      steps.push_back(
+          ir::forLoop(pu, imm(0), rounds, ForKind::Serial, ir::block(std::move(round))));
+      steps.push_back(
+          ir::forLoop(pv, ir::mul(rounds, imm(sets)), kcLen, ForKind::Serial, addTerm(0)));
       for (int u = 1; u < sets; ++u)
         steps.push_back(tile(ir::store(acc, cell, ir::add(a, ir::load(vt_, setName(u), cell)))));
       update = ir::block(std::move(steps));

@@ -175,7 +175,7 @@ bool Lowerer::emitGemmPhases(const Statement& st, const BoundStatement& bs, cons
       pc.bs.lo[x.red] = lo;
       pc.bs.hi[x.red] = hi;
     }
-    pc.sched.gemm = planGemm(pc.st, pc.bs, b_.dtype, strides_, target_, 0);
+    pc.sched.gemm = planGemm(pc.st, pc.bs, b_.dtype, ctx_.buffers.strides, target_, 0);
     if (!pc.sched.gemm) return false;
     double f = 2;
     for (std::size_t v = 0; v < n; ++v) f *= static_cast<double>(pc.bs.hi[v] - pc.bs.lo[v]);

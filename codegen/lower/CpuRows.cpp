@@ -60,7 +60,8 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
 void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan& fusion) {
   const RowRun& run = plan.runs[index];
   const std::string name = "rows" + std::to_string(run.first);
-  const std::vector<std::string> savedNames = names_;
+  // The run's scratch tensors are addressed in the task group's block of the scratch.
+  const Scoped<BufferMap> redirected(ctx_.buffers, ctx_.buffers);
   std::vector<std::int64_t> blockElems(p_.tensors.size(), 0);
   for (int t : run.scratch) {
     const auto u = static_cast<std::size_t>(t);
@@ -68,8 +69,8 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     const auto& shape = b_.tensors[u].shape;
     for (std::size_t d = 1; d < shape.size(); ++d) perRow *= shape[d];
     blockElems[u] = perRow * run.blockRows;
-    names_[u] = name + "." + p_.tensors[u].name;
-    out_.scratch.push_back({names_[u], elemType(t), blockElems[u] * run.groups});
+    ctx_.buffers.names[u] = name + "." + p_.tensors[u].name;
+    out_.scratch.push_back({ctx_.buffers.names[u], elemType(t), blockElems[u] * run.groups});
   }
   const std::size_t notes = out_.notes.size();
   const std::int64_t full = run.fullBlocks(), B = run.blockRows, G = run.groups;
@@ -110,7 +111,6 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     std::string& note = out_.notes[notes + (k - run.first)];
     note += (note.empty() ? "" : "; ") + plan.notes[k];
   }
-  names_ = savedNames;
 }
 
 } // namespace einjit::codegen::lowering

@@ -38,7 +38,17 @@ struct RowBlockContext {
   }
 };
 
+// Where each tensor's accesses go, per tensor id: the buffer, its strides and whether it is
+// 16-byte aligned. Row blocks redirect a run's scratch tensors to per-task blocks, the GPU's
+// layout copies the tensors they copy, for the extent of their emission (Scoped).
+struct BufferMap {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::int64_t>> strides;
+  std::vector<bool> aligned;
+};
+
 struct LowerContext {
+  BufferMap buffers;
   // --- an atomic scatter (atomicScatter) ---
   bool atomic = false; // storeOutput adds atomically
   std::string wide;    // ... into this f32 copy of a bf16 output (beginWideScatter)

@@ -50,9 +50,11 @@ class Lowerer {
 public:
   Lowerer(const Program& p, const BoundProgram& b, const Strides& s, const Target& t,
           const Aligned16& a)
-      : p_(p), b_(b), strides_(s), target_(t), aligned_(a), vt_(irType(computeDType(b.dtype))) {
-    for (const auto& tensor : p.tensors) names_.push_back(tensor.name);
-    aligned_.resize(p.tensors.size(), false);
+      : p_(p), b_(b), target_(t), vt_(irType(computeDType(b.dtype))) {
+    for (const auto& tensor : p.tensors) ctx_.buffers.names.push_back(tensor.name);
+    ctx_.buffers.strides = s;
+    ctx_.buffers.aligned = a;
+    ctx_.buffers.aligned.resize(p.tensors.size(), false);
   }
 
   LoweredProgram run();
@@ -60,12 +62,7 @@ public:
 private:
   const Program& p_;
   const BoundProgram& b_;
-  // Per tensor id: the buffer its accesses go to, its strides and alignment; a statement may
-  // redirect a tensor to a re-laid-out scratch copy for its lowering (relayoutTiled).
-  Strides strides_;
   const Target& target_;
-  Aligned16 aligned_;
-  std::vector<std::string> names_;
   Type vt_;
   LoweredProgram out_;
   bool checked_ = false;
@@ -212,8 +209,8 @@ private:
   // Lowers statement st by `plan` (a GPU tile, or residue phases of tiles) over the copies in
   // other layouts that gpuschedule::relayoutPlan chose (batch-fast tensors and output
   // batch-outermost, or a convolution's inputs channel-fast, the channel run last through
-  // ctx_.kLast): the tensors' accesses are redirected to the copies (names_, strides_,
-  // aligned_) and `plan` decides over their layouts first; nothing (and nothing emitted) when
+  // ctx_.kLast): the tensors' accesses are redirected to the copies (ctx_.buffers) and `plan`
+  // decides over their layouts first; nothing (and nothing emitted) when
   // no copy applies or `plan` does not.
   std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
                                                const StatementSchedule& sched, const Ranges& r,

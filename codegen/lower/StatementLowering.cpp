@@ -4,7 +4,9 @@
 
 namespace einjit::codegen::lowering {
 
-const std::string& Lowerer::bufferName(int t) const { return names_[static_cast<std::size_t>(t)]; }
+const std::string& Lowerer::bufferName(int t) const {
+  return ctx_.buffers.names[static_cast<std::size_t>(t)];
+}
 
 Type Lowerer::elemType(int t) const {
   return irType(b_.tensors[static_cast<std::size_t>(t)].dtype);
@@ -43,7 +45,7 @@ bool Lowerer::subscriptInBounds(const CExpr& e, std::size_t d) const {
 
 Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyCheck) {
   Expr off = ir::intImm(0);
-  const auto& stride = strides_[static_cast<std::size_t>(acc.tensor)];
+  const auto& stride = ctx_.buffers.strides[static_cast<std::size_t>(acc.tensor)];
   for (std::size_t d = 0; d < acc.subs.size(); ++d) {
     const Subscript& s = acc.subs[d];
     const std::int64_t e = extentOf(acc.tensor, d);
@@ -391,7 +393,7 @@ void Lowerer::flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
 bool Lowerer::unitAlong(const CExpr& e, std::size_t v) const {
   if (e.kind == CKind::Read && !e.subs.empty()) {
     std::int64_t c = 0;
-    const auto& stv = strides_[static_cast<std::size_t>(e.tensor)];
+    const auto& stv = ctx_.buffers.strides[static_cast<std::size_t>(e.tensor)];
     bool affine = true;
     for (std::size_t d = 0; d < e.subs.size(); ++d) {
       if (e.subs[d].coef[v] == 0) continue;

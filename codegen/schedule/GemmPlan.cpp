@@ -420,13 +420,12 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
       g.product ? "packed GEMM"
                 : "packed contraction (element-wise summand" +
                       (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
-  g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " +
-          names(st, g.k) + ", batch " + names(st, g.batch) + "; micro-kernel " +
-          std::to_string(g.mr) + "x" + std::to_string(g.nr) +
+  g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " + names(st, g.k) +
+          ", batch " + names(st, g.batch) + "; micro-kernel " + std::to_string(g.mr) + "x" +
+          std::to_string(g.nr) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
-          ", MC " + std::to_string(g.mc) +
-          " KC " + std::to_string(g.kc) + " NC " + std::to_string(g.nc) + "; A packed " +
-          packing(0) + ", B packed " + packing(1) + "; " +
+          ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
+          std::to_string(g.nc) + "; A packed " + packing(0) + ", B packed " + packing(1) + "; " +
           (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +
                             " parallel groups"
                       : std::string("one thread"));
