@@ -73,20 +73,18 @@ auto Lowerer::run() -> LoweredProgram {
         const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k + 1])];
         alone = run.first != k + 1 || run.last != fusion.last[k + 1] || !run.scratch.empty();
       }
-      const std::size_t last = statement(k, alone ? k : planEpilogue(p_, b_, k, fusion));
+      const EpiloguePlan epilogue =
+          alone ? EpiloguePlan{k, {}, {}} : planEpilogue(p_, b_, k, fusion);
+      const std::size_t last = statement(k, epilogue.last);
       if (!fusion.notes[k].empty()) out_.notes.back() += "; " + fusion.notes[k];
       if (last > k) {
-        out_.notes.back() +=
-            "; epilogue: statement" +
-            (last > k + 1 ? "s " + std::to_string(k + 2) + "-" : std::string(" ")) +
-            std::to_string(last + 1) + " in its tile stores";
-        for (std::size_t j = k + 1; j <= last; ++j)
-          out_.notes.push_back("in statement " + std::to_string(k + 1) +
-                               "'s tile stores (an epilogue)");
+        out_.notes.back() += "; " + epilogue.note;
+        for (std::size_t j = k + 1; j <= last; ++j) out_.notes.push_back(epilogue.memberNote);
         k = last;
       }
     }
-    if (!rows.notes[k].empty()) out_.notes.back() += "; " + rows.notes[k];
+    // (A row run that yielded to an epilogue says nothing.)
+    if (!rows.notes[k].empty() && rows.runOf[k] < 0) out_.notes.back() += "; " + rows.notes[k];
     debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
                before);
   }

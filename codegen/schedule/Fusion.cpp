@@ -136,30 +136,37 @@ FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b) {
   return plan;
 }
 
-std::size_t planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
-                         const FusionPlan& fusion) {
+EpiloguePlan planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
+                          const FusionPlan& fusion) {
+  const EpiloguePlan none{k, {}, {}};
   const std::size_t first = k + 1;
-  if (first >= p.stmts.size() || fusion.first[first] != first) return k;
+  if (first >= p.stmts.size() || fusion.first[first] != first) return none;
   const Statement& st = p.stmts[k];
   const dsl::BoundStatement& bs = b.stmts[k];
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());
   if (st.assign != dsl::Assign::Define || st.scatter || nOut == 0 || st.vars.size() == nOut)
-    return k;
+    return none;
   for (const Subscript& s : st.lhs->subs)
-    if (s.gather || s.mode != dsl::IndexMode::Plain) return k;
+    if (s.gather || s.mode != dsl::IndexMode::Plain) return none;
   const std::size_t last = fusion.last[first];
   for (std::size_t j = first; j <= last; ++j) {
     const Statement& sj = p.stmts[j];
     const dsl::BoundStatement& bj = b.stmts[j];
-    if (!notElementwise(p, b, j).empty() || sj.vars.size() != nOut) return k;
+    if (!notElementwise(p, b, j).empty() || sj.vars.size() != nOut) return none;
     for (std::size_t v = 0; v < nOut; ++v)
-      if (bj.lo[v] != bs.lo[v] || bj.hi[v] != bs.hi[v] || bs.dependent[v]) return k;
-    if (!conflict(p, b, j, k).empty()) return k;
+      if (bj.lo[v] != bs.lo[v] || bj.hi[v] != bs.hi[v] || bs.dependent[v]) return none;
+    if (!conflict(p, b, j, k).empty()) return none;
     bool readsMember = sj.output == st.output && !sameElement(p, b, *sj.lhs, *st.lhs);
     eachRead(st, [&](const CExpr& e) { readsMember = readsMember || e.tensor == sj.output; });
-    if (readsMember) return k;
+    if (readsMember) return none;
   }
-  return last;
+  EpiloguePlan e;
+  e.last = last;
+  e.note = "epilogue: statement" +
+           (last > first ? "s " + std::to_string(first + 1) + "-" : std::string(" ")) +
+           std::to_string(last + 1) + " in its tile stores";
+  e.memberNote = "in statement " + std::to_string(k + 1) + "'s tile stores (an epilogue)";
+  return e;
 }
 
 } // namespace einjit::codegen

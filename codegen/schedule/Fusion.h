@@ -46,8 +46,13 @@ FusionPlan planFusion(const dsl::Program& p, const dsl::BoundProgram& b);
 // position by position, reads what statement k writes only at the element it writes, and
 // writes nothing statement k reads; statement k is a `:=` reduction with plain subscripts on
 // its left. Whether statement k takes the packed path is the lowering's to say (it runs the
-// epilogue only there). Returns the epilogue's last statement; k when there is none.
-std::size_t planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
-                         const FusionPlan& fusion);
+// epilogue only there).
+struct EpiloguePlan {
+  std::size_t last = 0;   // the epilogue's last statement; k when there is none
+  std::string note;       // for `einjit explain`: appended to statement k's note
+  std::string memberNote; // ... and each member's note
+};
+EpiloguePlan planEpilogue(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
+                          const FusionPlan& fusion);
 
 } // namespace einjit::codegen
