@@ -477,6 +477,33 @@ TEST_CASE("run --input reads .npy files and --save writes the outputs as .npy") 
   CHECK(!std::filesystem::exists(dir / "failed"));
 }
 
+// An optimizer-style program writes its arguments in place; m is read by a later statement,
+// so it is no program output, but run prints, saves and checks it too, and --check runs the
+// interpreter on the inputs as they were before the JIT's call (not on the JIT's results).
+TEST_CASE("run prints, saves and checks the arguments an in-place program writes") {
+  TempDir dir;
+  writeBytes(dir / "m.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{2, 4, 6})));
+  writeBytes(dir / "g.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{1, 1, 1})));
+  writeBytes(dir / "p.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{10, 10, 10})));
+  const std::string program = "'m[i] = m[i] * 0.5 + g[i]; p[i] = p[i] - m[i]'";
+  const std::string inputs = " --input m=" + (dir / "m.npy") + " --input g=" +
+                             (dir / "g.npy") + " --input p=" + (dir / "p.npy");
+  // m = [2, 3, 4], p = [8, 7, 6], worked out by hand.
+  Result r = runCli("run " + program + inputs + " --save " + (dir / "out") + " --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "p: shape 3 f32 sum=21 "));
+  CHECK(has(r.out, "m: shape 3 f32 sum=9 "));
+  CHECK(has(r.out, "over 6 element(s)")); // p and m
+  CHECK(has(r.out, "check: PASS"));
+  CHECK(einjit::cli::readNpy(dir / "out/m.npy").toVector() == std::vector<double>{2, 3, 4});
+  CHECK(einjit::cli::readNpy(dir / "out/p.npy").toVector() == std::vector<double>{8, 7, 6});
+  // The input files are not written.
+  CHECK(einjit::cli::readNpy(dir / "m.npy").toVector() == std::vector<double>{2, 4, 6});
+}
+
 TEST_CASE(".npy files round-trip every dtype and shape") {
   TempDir dir;
   const std::vector<einjit::DType> dtypes = {einjit::DType::f32, einjit::DType::f64,
