@@ -35,10 +35,9 @@ int main() {
           want.push_back(std::max(t, 0.0));
         }
   example::expectClose("conv + bias + relu", y, want);
-  example::expectGradient("conv + bias + relu", source,
-                          {{"x", {batch, in, size, size}},
-                           {"k", {out, in, taps, taps}},
-                           {"bias", {out}}});
+  example::expectGradient(
+      "conv + bias + relu", source,
+      {{"x", {batch, in, size, size}}, {"k", {out, in, taps, taps}}, {"bias", {out}}});
 
   // Mistakes are errors with a caret under the offending part of the program.
   auto wrong = einjit::Tensor::random({out, in + 2, taps, taps}, einjit::DType::f32, 2);

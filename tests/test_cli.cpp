@@ -313,7 +313,7 @@ TEST_CASE("run --check and gradcheck fail on NaN and say when they compared noth
 TEST_CASE("--help lists every command and flag; CMD --help works for every command") {
   Result h = runCli("--help");
   CHECK(h.status == 0);
-  const std::vector<std::string> commands = {"check", "run",  "grad", "gradcheck", "explain",
+  const std::vector<std::string> commands = {"check", "run",  "grad",  "gradcheck", "explain",
                                              "bench", "demo", "cache", "help"};
   const std::vector<std::string> flags = {
       "--shape", "--input", "--scalar", "--seed", "--dtype", "--device", "--check", "--save",
@@ -541,8 +541,8 @@ TEST_CASE("run prints, saves and checks the arguments an in-place program writes
   writeBytes(dir / "p.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
                                 raw(std::vector<float>{10, 10, 10})));
   const std::string program = "'m[i] = m[i] * 0.5 + g[i]; p[i] = p[i] - m[i]'";
-  const std::string inputs = " --input m=" + (dir / "m.npy") + " --input g=" +
-                             (dir / "g.npy") + " --input p=" + (dir / "p.npy");
+  const std::string inputs = " --input m=" + (dir / "m.npy") + " --input g=" + (dir / "g.npy") +
+                             " --input p=" + (dir / "p.npy");
   // m = [2, 3, 4], p = [8, 7, 6], worked out by hand.
   Result r = runCli("run " + program + inputs + " --save " + (dir / "out") + " --check");
   CHECK(r.status == 0);
