@@ -19,6 +19,9 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace einjit::cli {
 
@@ -157,33 +160,55 @@ int check(const Words& words, std::ostream& out, std::ostream&) {
   return 0;
 }
 
+namespace {
+// What run prints, saves and checks: the program's outputs, then the arguments it writes
+// with '='/'+=' that are not among them (an optimizer step's m and v, read by later statements).
+std::vector<std::pair<std::string, Tensor>> results(const dsl::Program& prog, const Outputs& res) {
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (std::size_t i = 0; i < res.size(); ++i) all.emplace_back(res.names()[i], res[i]);
+  for (const dsl::TensorInfo& t : prog.tensors) {
+    if (!t.isArgument || t.writtenBy.empty()) continue;
+    const auto& names = res.names();
+    if (std::find(names.begin(), names.end(), t.name) == names.end())
+      all.emplace_back(t.name, res[std::string_view(t.name)]);
+  }
+  return all;
+}
+} // namespace
+
 int run(const Words& words, std::ostream& out, std::ostream&) {
   Arguments args = parseArguments(words);
   Options opt = args.options();
   Kernel k = compile(args.program, opt);
   Inputs in = makeInputs(k.program(), args);
+  // '=' and '+=' write their arguments in place: the reference run of --check starts from
+  // copies of the inputs as they were before this call.
+  Inputs before = in;
+  if (args.check)
+    for (Tensor& t : before.tensors) t = t.clone();
   Outputs res = k.call(in.positional());
-  for (std::size_t i = 0; i < res.size(); ++i)
-    out << res.names()[i] << ": shape " << res[i].shapeString() << ' ' << dtypeName(res[i].dtype())
-        << ' ' << checksum(res[i]) << '\n';
+  const auto shown = results(k.program(), res);
+  for (const auto& [name, t] : shown)
+    out << name << ": shape " << t.shapeString() << ' ' << dtypeName(t.dtype()) << ' '
+        << checksum(t) << '\n';
   if (!args.saveDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(args.saveDir, ec);
     if (ec)
       throw Error("--save " + args.saveDir + ": cannot create the directory (" + ec.message() +
                   ")");
-    for (std::size_t i = 0; i < res.size(); ++i) {
-      std::string path = (std::filesystem::path(args.saveDir) / (res.names()[i] + ".npy")).string();
-      writeNpy(path, res[i]);
+    for (const auto& [name, t] : shown) {
+      std::string path = (std::filesystem::path(args.saveDir) / (name + ".npy")).string();
+      writeNpy(path, t);
       out << "saved " << path << '\n';
     }
   }
   if (!args.check) return 0;
   // The same inputs through the reference interpreter.
   opt.device = Device::reference();
-  Outputs ref = compile(args.program, opt).call(in.positional());
+  Outputs ref = compile(args.program, opt).call(before.positional());
   Comparison all;
-  for (std::size_t i = 0; i < res.size(); ++i) all.add(compare(res[i], ref[i]));
+  for (const auto& [name, t] : shown) all.add(compare(t, ref[std::string_view(name)]));
   const double tol = toleranceFor(in.dtype);
   char buf[300];
   std::snprintf(buf, sizeof buf,

@@ -21,7 +21,7 @@ const FlagHelp kFlags[] = {
     {"--dtype f32|f64|bf16", "dtype of the random tensors (default f32, or an --input file's)"},
     {"--device reference|cpu|cuda[:N]", "the interpreter, the CPU JIT (default) or GPU N"},
     {"--check", "compare with the float64 interpreter (status 1 on a difference)"},
-    {"--save DIR", "write each output to DIR/NAME.npy"},
+    {"--save DIR", "write each output (and written argument) to DIR/NAME.npy"},
     {"--wrt x,w", "the inputs to differentiate (default: every floating-point one)"},
     {"--cuda", "the generated CUDA C (no GPU needed); same as --device cuda"},
     {"--ir", "also the loop-nest IR"},

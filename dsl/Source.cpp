@@ -56,8 +56,10 @@ void renderSnippet(std::ostringstream& os, const Source& src, SourceRange range)
   std::string number = std::to_string(lc.line);
   std::string gutter(number.size() < 4 ? 4 - number.size() : 0, ' ');
   os << gutter << number << " | " << before;
-  // Tabs are shown as single spaces so the caret lines up.
-  for (char c : line.substr(from, to - from)) os << (c == '\t' ? ' ' : c);
+  // Tabs and other control bytes are shown as single spaces, so that the caret lines up and
+  // an embedded NUL does not end the message where what() is read as a C string.
+  for (char c : line.substr(from, to - from))
+    os << (static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
   os << after << '\n' << std::string(gutter.size() + number.size(), ' ') << " | ";
   os << std::string(before.size() + (col > from ? col - from : 0), ' ') << '^';
   std::size_t len = range.end > range.begin ? range.end - range.begin : 1;

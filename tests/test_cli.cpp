@@ -313,8 +313,8 @@ TEST_CASE("run --check and gradcheck fail on NaN and say when they compared noth
 TEST_CASE("--help lists every command and flag; CMD --help works for every command") {
   Result h = runCli("--help");
   CHECK(h.status == 0);
-  const std::vector<std::string> commands = {"check",   "run",   "grad", "gradcheck",
-                                             "explain", "bench", "demo", "help"};
+  const std::vector<std::string> commands = {"check", "run",  "grad",  "gradcheck", "explain",
+                                             "bench", "demo", "cache", "help"};
   const std::vector<std::string> flags = {
       "--shape", "--input", "--scalar", "--seed", "--dtype", "--device", "--check", "--save",
       "--wrt",   "--cuda",  "--ir",     "--llvm", "--grad",  "--reps",   "--help",  "bf16"};
@@ -334,6 +334,58 @@ TEST_CASE("--help lists every command and flag; CMD --help works for every comma
   CHECK(has(runCli("run --help").out, "--save DIR"));
   CHECK(!has(runCli("grad --help").out, "--reps"));
   CHECK(runCli("help frobnicate").status == 2);
+}
+
+// The README's command-line examples, pasted as written: every line of the first sh block of
+// "The command-line tool" (continuation lines joined, comments dropped) runs with status 0.
+TEST_CASE("the README's command-line examples run as written") {
+  std::ifstream in(std::string(EINJIT_TEST_DIR) + "/../README.md");
+  REQUIRE(in.good());
+  std::vector<std::string> commands;
+  std::string line, pending;
+  bool section = false, block = false;
+  while (std::getline(in, line)) {
+    if (!section) {
+      section = line == "## The command-line tool";
+      continue;
+    }
+    if (!block) {
+      block = line == "```sh";
+      continue;
+    }
+    if (line == "```") break;
+    // A comment starts at a '#' outside single quotes.
+    bool quoted = false;
+    std::size_t end = line.size();
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\'') quoted = !quoted;
+      if (line[i] == '#' && !quoted) {
+        end = i;
+        break;
+      }
+    }
+    line = line.substr(0, end);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (!line.empty() && line.back() == '\\') {
+      pending += line.substr(0, line.size() - 1);
+      continue;
+    }
+    line = pending + line;
+    pending.clear();
+    if (!line.empty()) commands.push_back(line);
+  }
+  REQUIRE(commands.size() >= 12);
+  // Its own disk cache: 'einjit cache clear' must not empty the one other tests share.
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("einjit-readme-" + std::to_string(getpid()));
+  for (const std::string& c : commands) {
+    CAPTURE(c);
+    REQUIRE(c.rfind("einjit ", 0) == 0);
+    Result r = runCli(c.substr(7), "EINJIT_CACHE_DIR=" + cache.string() + " ");
+    CHECK(r.status == 0);
+    CHECK(!r.out.empty());
+  }
+  std::filesystem::remove_all(cache);
 }
 
 TEST_CASE("numeric flags are validated") {
@@ -475,6 +527,33 @@ TEST_CASE("run --input reads .npy files and --save writes the outputs as .npy") 
   CHECK(b.status == 1);
   CHECK(has(b.out, "gather index 3 is out of bounds for 'E' (extent 3)"));
   CHECK(!std::filesystem::exists(dir / "failed"));
+}
+
+// An optimizer-style program writes its arguments in place; m is read by a later statement,
+// so it is no program output, but run prints, saves and checks it too, and --check runs the
+// interpreter on the inputs as they were before the JIT's call (not on the JIT's results).
+TEST_CASE("run prints, saves and checks the arguments an in-place program writes") {
+  TempDir dir;
+  writeBytes(dir / "m.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{2, 4, 6})));
+  writeBytes(dir / "g.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{1, 1, 1})));
+  writeBytes(dir / "p.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                                raw(std::vector<float>{10, 10, 10})));
+  const std::string program = "'m[i] = m[i] * 0.5 + g[i]; p[i] = p[i] - m[i]'";
+  const std::string inputs = " --input m=" + (dir / "m.npy") + " --input g=" + (dir / "g.npy") +
+                             " --input p=" + (dir / "p.npy");
+  // m = [2, 3, 4], p = [8, 7, 6], worked out by hand.
+  Result r = runCli("run " + program + inputs + " --save " + (dir / "out") + " --check");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "p: shape 3 f32 sum=21 "));
+  CHECK(has(r.out, "m: shape 3 f32 sum=9 "));
+  CHECK(has(r.out, "over 6 element(s)")); // p and m
+  CHECK(has(r.out, "check: PASS"));
+  CHECK(einjit::cli::readNpy(dir / "out/m.npy").toVector() == std::vector<double>{2, 3, 4});
+  CHECK(einjit::cli::readNpy(dir / "out/p.npy").toVector() == std::vector<double>{8, 7, 6});
+  // The input files are not written.
+  CHECK(einjit::cli::readNpy(dir / "m.npy").toVector() == std::vector<double>{2, 4, 6});
 }
 
 TEST_CASE(".npy files round-trip every dtype and shape") {

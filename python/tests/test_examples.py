@@ -1,6 +1,8 @@
-"""The training example (examples/python/train_digits.py) in the test suite: the full einjit
-run reaches its accuracy, and its first steps follow plain PyTorch's losses (same
-initialisation, same batches), which checks the einjit gradients and SGD step end to end."""
+"""The Python examples in the test suite. The training example (examples/python/train_digits.py):
+the full einjit run reaches its accuracy, and its first steps follow plain PyTorch's losses
+(same initialisation, same batches), which checks the einjit gradients and SGD step end to end.
+The layer examples (examples/python/layers.py): each layer from NumPy and from PyTorch against
+NumPy's and PyTorch's own results and gradients."""
 import importlib.util
 import os
 import pathlib
@@ -8,11 +10,11 @@ import pathlib
 import numpy as np
 import pytest
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "train_digits.py"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("train_digits", EXAMPLE)
+def load_example(name="train_digits"):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -99,3 +101,14 @@ def test_einjit_training_on_cuda_follows_pytorch_on_cuda():
     mine = example.train_einjit(data, epochs=1, device="cuda")
     theirs = example.train_torch(data, epochs=1, device="cuda")
     np.testing.assert_allclose(mine["losses"], theirs["losses"], rtol=1e-3)
+
+
+def test_layer_examples_from_numpy():
+    checks = load_example("layers").check_numpy()
+    assert checks.failures == 0
+
+
+def test_layer_examples_from_pytorch():
+    pytest.importorskip("torch")
+    checks = load_example("layers").check_torch()
+    assert checks.failures == 0

@@ -1,11 +1,12 @@
 #pragma once
 // Random well-typed einjit programs for the differential tester (tests/diff/test_differential.cpp):
 // contractions, shifts, strides and dilations, pad/clamp/wrap, gathers through index tensors,
-// (max)/(min)/(*) reductions, smooth elementwise functions, and chains of statements that read
-// earlier results. Every program is built in bounds by construction: a plain subscript's
-// tensor extent is the largest value it takes plus one; pad/clamp/wrap subscripts read tensors
-// of any extent. A program is a structure (statements, terms, factors) rather than text so
-// that a disagreement can be reduced by deleting parts of it (reduce() below).
+// (max)/(min)/(*) reductions, smooth elementwise functions, chains of statements that read
+// earlier results, and in-place updates of an argument by the last result. Every program is
+// built in bounds by construction: a plain subscript's tensor extent is the largest value it
+// takes plus one; pad/clamp/wrap subscripts read tensors of any extent. A program is a structure
+// (statements, terms, factors) rather than text so that a disagreement can be reduced by deleting
+// parts of it (reduce() below).
 #include "einjit/einjit.h"
 
 #include <algorithm>
@@ -39,7 +40,8 @@ struct GStatement {
   std::vector<std::string> whereVars; // given a 'where' range
   std::string reduce;                 // "", "(max) ", "(min) ", "(*) "
   std::vector<Term> terms;
-  std::string reads; // the earlier statement's output it reads, if any
+  std::string reads;         // the earlier statement's output it reads, if any
+  std::string assign = ":="; // '=' and '+=': the output is an argument written in place
 };
 
 struct GenProgram {
@@ -56,7 +58,7 @@ struct GenProgram {
         for (std::size_t i = 0; i < st.outVars.size(); ++i) s += (i ? "," : "") + st.outVars[i];
         s += "]";
       }
-      s += " := ";
+      s += " " + st.assign + " ";
       for (std::size_t t = 0; t < st.terms.size(); ++t) {
         const Term& term = st.terms[t];
         std::string coef = term.coef == 1 ? "" : std::to_string(term.coef).substr(0, 4) + " * ";
@@ -65,8 +67,8 @@ struct GenProgram {
           s += (f ? " * " : "") + term.factors[f].text;
       }
       for (std::size_t w = 0; w < st.whereVars.size(); ++w)
-        s += (w ? ", " : " where ") + st.whereVars[w] + " in 0:" +
-             std::to_string(st.extent.at(st.whereVars[w]));
+        s += (w ? ", " : " where ") + st.whereVars[w] +
+             " in 0:" + std::to_string(st.extent.at(st.whereVars[w]));
     }
     return s;
   }
@@ -74,10 +76,12 @@ struct GenProgram {
   // The shapes of the inputs the program reads (calls reject unknown names only when read).
   std::map<std::string, Shape> usedShapes() const {
     std::map<std::string, Shape> m;
-    for (const GStatement& st : stmts)
+    for (const GStatement& st : stmts) {
+      if (st.assign != ":=") m[st.output] = shapes.at(st.output);
       for (const Term& t : st.terms)
         for (const Factor& f : t.factors)
           for (const std::string& in : f.inputs) m[in] = shapes.at(in);
+    }
     return m;
   }
 };
@@ -92,6 +96,8 @@ public:
     inputs_ = 0;
     int n = 1 + pick(3) + (pick(4) == 0 ? 1 : 0);
     for (int s = 0; s < n; ++s) p.stmts.push_back(statement(s, n));
+    // Drawn after the statements, so the programs without it are those of earlier runs.
+    if (chance(20)) p.stmts.push_back(inPlace(p.stmts.back()));
     return p;
   }
 
@@ -117,7 +123,8 @@ private:
       std::string mag = (k == 1 || k == -1) ? v : std::to_string(k < 0 ? -k : k) + v;
       s += k < 0 ? "-" + mag : (s.empty() ? "" : "+") + mag;
     }
-    if (c != 0 || s.empty()) s += (c < 0 ? "-" : (s.empty() ? "" : "+")) + std::to_string(c < 0 ? -c : c);
+    if (c != 0 || s.empty())
+      s += (c < 0 ? "-" : (s.empty() ? "" : "+")) + std::to_string(c < 0 ? -c : c);
     return s;
   }
 
@@ -125,7 +132,8 @@ private:
   // (returns its extent), or pad/clamp/wrap of any affine form (extent chosen freely).
   std::string subscript(const GStatement& st, std::int64_t& extent, std::string& bare,
                         std::vector<std::string>& used) {
-    const std::string& v = st.vars[static_cast<std::size_t>(pick(static_cast<int>(st.vars.size())))];
+    const std::string& v =
+        st.vars[static_cast<std::size_t>(pick(static_cast<int>(st.vars.size())))];
     used.push_back(v);
     int kind = pick(10);
     if (kind < 4) {
@@ -197,6 +205,60 @@ private:
     f.inputs = {name};
     f.bareText = name + "[" + subs + "]";
     return f;
+  }
+
+  // An argument u updated in place by the last result (docs/LANGUAGE.md "In-place
+  // statements"): u[v] = c*u[v] + y[v] and u[v] += f(y[v]) run in place; u[v] = u[pad(v0+1),
+  // ...] + y[v] reads another element of u, so it reads a snapshot. Each is linear in the old
+  // u, so the gradient with respect to the other inputs needs none of the overwritten values.
+  GStatement inPlace(const GStatement& last) {
+    GStatement st;
+    st.output = "u";
+    st.outVars = last.outVars;
+    st.vars = last.outVars;
+    st.reads = last.output;
+    Shape shape;
+    std::string subs;
+    for (const std::string& v : last.outVars) {
+      st.extent[v] = last.extent.at(v);
+      shape.push_back(st.extent[v]);
+      subs += (subs.empty() ? "" : ",") + v;
+    }
+    p_->shapes["u"] = shape;
+    auto access = [&](const std::string& name, const std::string& sub) {
+      return sub.empty() ? name : name + "[" + sub + "]";
+    };
+    Factor y;
+    y.bareText = y.text = access(last.output, subs);
+    y.varsBare = y.varsUsed = last.outVars;
+    Factor self;
+    self.inputs = {"u"};
+    self.bareText = self.text = access("u", subs);
+    self.varsBare = self.varsUsed = last.outVars;
+    int form = pick(3);
+    if (form == 2 && !last.outVars.empty()) {
+      std::string shifted = "pad(" + last.outVars[0] + "+1)";
+      for (std::size_t d = 1; d < last.outVars.size(); ++d) shifted += "," + last.outVars[d];
+      self.bareText = self.text = "u[" + shifted + "]";
+      self.varsBare.erase(self.varsBare.begin());
+    } else if (form == 2) {
+      form = 0;
+    }
+    Term first;
+    first.factors = {y};
+    st.terms = {first};
+    if (form == 1) {
+      st.assign = "+=";
+      st.terms[0].factors[0].text = "tanh(" + y.bareText + ")";
+      st.terms[0].factors[0].plainFn = true;
+    } else {
+      st.assign = "=";
+      Term old;
+      old.coef = form == 2 ? 1 : chance(50) ? 0.5 : -1.5;
+      old.factors = {self};
+      st.terms.push_back(old);
+    }
+    return st;
   }
 
   GStatement statement(int s, int n) {

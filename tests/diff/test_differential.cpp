@@ -56,7 +56,7 @@ std::string shapesText(const std::map<std::string, Shape>& shapes) {
 }
 
 struct Counts {
-  int programs = 0, rejected = 0, forward = 0, gradients = 0, cuda = 0;
+  int programs = 0, rejected = 0, forward = 0, gradients = 0, cuda = 0, inPlace = 0;
 };
 
 struct Verdict {
@@ -174,8 +174,10 @@ void runPrograms(std::int64_t first, std::int64_t count) {
     einjit::diff::Generator gen(programSeed(seed, n));
     GenProgram g = gen.program();
     const std::string text = g.text();
-    if (only >= 0) MESSAGE("program " << n << ":\n" << text << "\nshapes " << shapesText(g.usedShapes()));
+    if (only >= 0)
+      MESSAGE("program " << n << ":\n" << text << "\nshapes " << shapesText(g.usedShapes()));
     ++c.programs;
+    if (g.stmts.back().assign != ":=") ++c.inPlace;
     Verdict v;
     try {
       v = judge(text, g.usedShapes(), programSeed(seed, n), n % 10 == 0, &c);
@@ -196,12 +198,13 @@ void runPrograms(std::int64_t first, std::int64_t count) {
         return true;
       }
     });
-    FAIL_CHECK("seed " << seed << ", program " << n << " disagrees: " << v.failure
-                       << "\nprogram:\n" << text << "\nreduced to:\n" << small.text()
-                       << "\nshapes: " << shapesText(small.usedShapes()));
+    FAIL_CHECK("seed " << seed << ", program " << n << " disagrees: " << v.failure << "\nprogram:\n"
+                       << text << "\nreduced to:\n"
+                       << small.text() << "\nshapes: " << shapesText(small.usedShapes()));
   }
   MESSAGE("differential, seed " << seed << ", programs [" << first << ", " << first + count
-                                << "): " << c.programs << " generated, " << c.forward
+                                << "): " << c.programs << " generated (" << c.inPlace
+                                << " ending in an in-place update), " << c.forward
                                 << " forward compared, " << c.gradients
                                 << " gradients checked on both devices, " << c.cuda
                                 << " compiled by NVRTC, " << c.rejected << " rejected");
