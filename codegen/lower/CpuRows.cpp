@@ -32,6 +32,7 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
   std::vector<Stmt> parts;
   const std::size_t funcs = out_.funcs.size();
   for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (!run.member(k)) continue; // deferred: after the run (rowBlocks)
     RowBlockContext rc;
     rc.var = plan.rowVar[k];
     rc.rows = rows;
@@ -104,13 +105,33 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
       out_.funcs.push_back(std::move(f));
     }
   }
-  // One note per statement (each block's lowering wrote them), with the run's.
-  out_.notes.resize(notes + (run.last - run.first + 1));
-  for (std::size_t k = run.first; k <= run.last; ++k) {
-    std::string& note = out_.notes[notes + (k - run.first)];
-    note += (note.empty() ? "" : "; ") + plan.notes[k];
-  }
+  // One note per member (each block's lowering wrote them), with the run's.
+  const std::size_t members = run.last - run.first + 1 - run.deferred.size();
+  out_.notes.resize(notes + members);
+  std::vector<std::string> memberNotes(out_.notes.begin() + static_cast<std::ptrdiff_t>(notes),
+                                       out_.notes.end());
+  out_.notes.resize(notes);
   names_ = savedNames;
+  // The deferred statements, in their order, each by its own schedule (fusion groups with
+  // them were dissolved: Lower.cpp).
+  std::vector<std::string> deferredNotes;
+  for (std::size_t k : run.deferred) {
+    stmt_ = k;
+    statement(k);
+    deferredNotes.push_back(out_.notes.back() + "; " + plan.notes[k]);
+    out_.notes.pop_back();
+  }
+  // The notes in statement order.
+  std::size_t m = 0, d = 0;
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (!run.member(k)) {
+      out_.notes.push_back(deferredNotes[d++]);
+      continue;
+    }
+    std::string note = memberNotes[m++];
+    note += (note.empty() ? "" : "; ") + plan.notes[k];
+    out_.notes.push_back(note);
+  }
 }
 
 } // namespace einjit::codegen::lowering
