@@ -28,8 +28,8 @@ void debugLower(const std::string& step, const std::vector<ir::Func>& funcs, std
 }
 
 // An element-wise group (schedule/Fusion.h) that row blocks would cut, that joins
-// statements inside row blocks with others, or that holds a statement a run defers, is dissolved: each statement then runs alone, or
-// in its row block.
+// statements inside row blocks with others, or that holds a statement a run defers, is dissolved:
+// each statement then runs alone, or in its row block.
 FusionPlan withinRows(FusionPlan fusion, const RowPlan& rows) {
   for (std::size_t k = 0; k < fusion.first.size(); ++k) {
     const std::size_t f = fusion.first[k], l = fusion.last[k];

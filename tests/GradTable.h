@@ -117,7 +117,8 @@ inline const std::vector<GradRow> kGradRows = {
     // Element-wise calls whose derivative is a function of their value: the gradient reads the
     // stored value (t, s, r, c, u) instead of calling the function again ...
     {"t[i] := tanh(x[i] * w[i])\ns[i] := sigmoid(x[i] - w[i])\nr[i] := sqrt(x[i] * x[i] + 1)\n"
-     "c[i] := cbrt(x[i] + 3)\nu[i,j] := exp(x[i] - w[j])\ny[i] := t[i] * s[i] + r[i] * c[i] + u[i,j]",
+     "c[i] := cbrt(x[i] + 3)\nu[i,j] := exp(x[i] - w[j])\ny[i] := t[i] * s[i] + r[i] * c[i] + "
+     "u[i,j]",
      {{"x", {4}}, {"w", {4}}}},
     // ... but not where the tensor holds something else at the end: a second writer, a sum.
     {"e[i] := exp(x[i])\ne[i] += x[i]\ny[i] := e[i] * e[i]", {{"x", {5}}}},

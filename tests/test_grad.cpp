@@ -274,11 +274,12 @@ TEST_CASE("gradients: the simplifier folds constants, powers and equal terms") {
 
 TEST_CASE("gradients: exp, tanh, sigmoid, sqrt read the value their ':=' statement stored") {
   auto text = [](const char* prog) {
-    return einjit::dsl::printProgram(einjit::grad::differentiate(einjit::dsl::check(prog), {}).program);
+    return einjit::dsl::printProgram(
+        einjit::grad::differentiate(einjit::dsl::check(prog), {}).program);
   };
   // Softmax: exp(x - m) once, in the recomputed forward; its derivative is e.
-  const std::string softmax = text(
-      "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]");
+  const std::string softmax = text("(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := "
+                                   "e[i,j]\ny[i,j] := e[i,j] / z[i]");
   CAPTURE(softmax);
   CHECK(softmax.find("dx[i, j] := de[i, j] * e[i, j]") != std::string::npos);
   CHECK(softmax.find("dm[i] := de[i, j] * -e[i, j]") != std::string::npos);

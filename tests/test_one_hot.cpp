@@ -82,18 +82,19 @@ TEST_CASE("one-hot sums: which statements, and each against the interpreter bit 
       Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
       // Selectors: inside, at both ends, just outside, not an integer, NaN, infinite, huge.
       const std::int64_t nf = row.fByRow ? R : C, span = row.fByRow ? C : R;
-      std::vector<double> f = {0, static_cast<double>(span - 1), 2, -1, static_cast<double>(span),
-                               2.5, nan, inf, 1e30};
+      std::vector<double> f = {
+          0, static_cast<double>(span - 1), 2, -1, static_cast<double>(span), 2.5, nan, inf, 1e30};
       f.resize(static_cast<std::size_t>(nf), 1);
       const std::int64_t nd = row.dByRow ? R : C;
       std::vector<double> d = {1.5, -2, inf, nan, -inf, 3, 4, 0.25, 7};
       d.resize(static_cast<std::size_t>(nd), 1);
-      std::map<std::string, Tensor> in{{"x", Tensor::random({R, C, 2}, dt, 3)},
-                                       // small integers: the contraction is exact
-                                       {"w", Tensor::randomInt({3, R}, -3, 4, DType::i64, 4).to(dt)},
-                                       {"v", Tensor::randomInt({3, C}, -3, 4, DType::i64, 5).to(dt)},
-                                       {"f", Tensor::fromValues({nf}, f, dt)},
-                                       {"d", Tensor::fromValues({nd}, d, dt)}};
+      std::map<std::string, Tensor> in{
+          {"x", Tensor::random({R, C, 2}, dt, 3)},
+          // small integers: the contraction is exact
+          {"w", Tensor::randomInt({3, R}, -3, 4, DType::i64, 4).to(dt)},
+          {"v", Tensor::randomInt({3, C}, -3, 4, DType::i64, 5).to(dt)},
+          {"f", Tensor::fromValues({nf}, f, dt)},
+          {"d", Tensor::fromValues({nd}, d, dt)}};
       const std::vector<Arg> args = argsOf(jit, in, {});
       const std::string text = jit.explain(args);
       CAPTURE(text);
@@ -104,7 +105,8 @@ TEST_CASE("one-hot sums: which statements, and each against the interpreter bit 
   }
 }
 
-TEST_CASE("one-hot sums: the softmax gradient's (max) path, with many ties, against the interpreter") {
+TEST_CASE(
+    "one-hot sums: the softmax gradient's (max) path, with many ties, against the interpreter") {
   const char* softmax =
       "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]";
   for (DType dt : {DType::f32, DType::f64}) {
@@ -113,9 +115,8 @@ TEST_CASE("one-hot sums: the softmax gradient's (max) path, with many ties, agai
     Kernel back = einjit::compile(fwd.gradient().source(), cpu(dt));
     Kernel ref = einjit::compile(fwd.gradient().source(), on(Device::reference(), dt));
     // Values from {0, 1, 2}: every row has its maximum several times.
-    std::map<std::string, Tensor> in{
-        {"x", Tensor::randomInt({37, 41}, 0, 3, DType::i64, 5).to(dt)},
-        {"dy", Tensor::random({37, 41}, dt, 6)}};
+    std::map<std::string, Tensor> in{{"x", Tensor::randomInt({37, 41}, 0, 3, DType::i64, 5).to(dt)},
+                                     {"dy", Tensor::random({37, 41}, dt, 6)}};
     const std::vector<Arg> args = argsOf(back, in, {});
     const std::string text = back.explain(args);
     CAPTURE(text);

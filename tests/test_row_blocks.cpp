@@ -50,10 +50,16 @@ std::vector<RunRow> runRows() {
   return {
       {kSoftmax, {{"x", x}}, {1, 1, 1, 1}, "scratch: m,e,z)"},
       // an intermediate read at the next row, or transposed: the run ends before the reader
-      {"s[i] := x[i,j]\ny[i,j] := x[i,j] - s[pad(i+1)]", {{"x", x}}, {0, 0}, nullptr,
+      {"s[i] := x[i,j]\ny[i,j] := x[i,j] - s[pad(i+1)]",
+       {{"x", x}},
+       {0, 0},
+       nullptr,
        "statement 2 reads 's' other than at its own row"},
-      {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[j,i] * s[i]", {{"x", {40, 40}}},
-       {1, 1, 0}, "no scratch)", "statement 3 reads 'e' other than at its own row"},
+      {"e[i,j] := exp(x[i,j])\ns[i] := e[i,j]\ny[i,j] := e[j,i] * s[i]",
+       {{"x", {40, 40}}},
+       {1, 1, 0},
+       "no scratch)",
+       "statement 3 reads 'e' other than at its own row"},
       // a reduction over the row index (a column sum: its row would be j, it reads e at i; its
       // register tile over j keeps it out of any run first)
       {"e[i,j] := exp(x[i,j])\nc[j] := e[i,j]", {{"x", {40, 40}}}, {0, 0}},
@@ -65,25 +71,41 @@ std::vector<RunRow> runRows() {
       // an in-place statement is no row statement; what remains is no run
       {"s[i] := x[i,j]\nx[i,j] = x[i,j] - s[i]", {{"x", x}}, {0, 0}},
       // different row ranges
-      {"s[i] := x[i,j]\nt[k] := w[k,j]", {{"x", x}, {"w", {66, 300}}}, {0, 0}, nullptr,
+      {"s[i] := x[i,j]\nt[k] := w[k,j]",
+       {{"x", x}, {"w", {66, 300}}},
+       {0, 0},
+       nullptr,
        "other rows"},
       // an output that a later statement of the run reads (written again after) and a written
       // argument read in the run: both in full, nothing in scratch
-      {"y[i,j] := x[i,j] * 2\ns[i] := y[i,j]\ny[i,j] += s[i]", {{"x", x}}, {1, 1, 1},
+      {"y[i,j] := x[i,j] * 2\ns[i] := y[i,j]\ny[i,j] += s[i]",
+       {{"x", x}},
+       {1, 1, 1},
        "scratch: s)"},
-      {"w[i,j] = x[i,j] * 2\ns[i] := w[i,j] * x[i,j]", {{"x", x}, {"w", x}}, {1, 1},
-       "no scratch)"},
+      {"w[i,j] = x[i,j] * 2\ns[i] := w[i,j] * x[i,j]", {{"x", x}, {"w", x}}, {1, 1}, "no scratch)"},
       // a column sum between members runs after the run (deferred) ...
-      {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i]", {{"x", x}}, {1, 0, 1},
-       "scratch: s)", "run after the row blocks of statements 1-3"},
+      {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i]",
+       {{"x", x}},
+       {1, 0, 1},
+       "scratch: s)",
+       "run after the row blocks of statements 1-3"},
       // ... and what it reads is written in full
-      {"d[i,j] := x[i,j] * 2\nc[j] := d[i,j]\ny[i,j] := d[i,j] + 1", {{"x", x}}, {1, 0, 1},
-       "no scratch)", "run after the row blocks of statements 1-3"},
+      {"d[i,j] := x[i,j] * 2\nc[j] := d[i,j]\ny[i,j] := d[i,j] + 1",
+       {{"x", x}},
+       {1, 0, 1},
+       "no scratch)",
+       "run after the row blocks of statements 1-3"},
       // not when a later member reads what it writes, or writes what it reads: the run ends
-      {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i] * c[j]", {{"x", x}}, {0, 0, 0},
-       nullptr, "it depends on statement 2"},
-      {"d[i,j] := x[i,j] * 2\nc[j] := d[i,j]\nd[i,j] += 1\ny[i,j] := d[i,j] * 3", {{"x", x}},
-       {0, 0, 3, 3}, nullptr, "it depends on statement 2"},
+      {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i] * c[j]",
+       {{"x", x}},
+       {0, 0, 0},
+       nullptr,
+       "it depends on statement 2"},
+      {"d[i,j] := x[i,j] * 2\nc[j] := d[i,j]\nd[i,j] += 1\ny[i,j] := d[i,j] * 3",
+       {{"x", x}},
+       {0, 0, 3, 3},
+       nullptr,
+       "it depends on statement 2"},
   };
 }
 

@@ -49,8 +49,8 @@ std::optional<OneHot> planOneHot(const dsl::Program& p, const dsl::BoundProgram&
   for (std::size_t v = 0; v < st.vars.size(); ++v)
     if (bs.dependent[v]) return std::nullopt;
   const CExpr& rhs = *st.rhs;
-  if (rhs.kind != CKind::Ternary || rhs.args[2]->kind != CKind::Const ||
-      rhs.args[2]->value != 0 || std::signbit(rhs.args[2]->value))
+  if (rhs.kind != CKind::Ternary || rhs.args[2]->kind != CKind::Const || rhs.args[2]->value != 0 ||
+      std::signbit(rhs.args[2]->value))
     return std::nullopt;
   // Values of j that the compute type holds exactly.
   const double exact = computeDType(b.dtype) == DType::f64 ? 0x1p53 : 0x1p24;

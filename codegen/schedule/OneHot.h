@@ -21,9 +21,9 @@
 namespace einjit::codegen {
 
 struct OneHot {
-  int var = -1;                  // the output index j
+  int var = -1;                   // the output index j
   const dsl::CExpr* at = nullptr; // g, a node of the statement's right-hand side
-  std::string why;               // for `einjit explain`
+  std::string why;                // for `einjit explain`
 };
 
 std::optional<OneHot> planOneHot(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,

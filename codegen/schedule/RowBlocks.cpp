@@ -43,13 +43,14 @@ std::string conflict(const dsl::Program& p, const dsl::BoundProgram& b,
     if (in[j]) written[static_cast<std::size_t>(p.stmts[j].output)] = true;
   std::string why;
   for (std::size_t j = first; j <= k && why.empty(); ++j)
-    if (in[j]) eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
-      if (!why.empty() || !written[static_cast<std::size_t>(e.tensor)]) return;
-      if (!rowSubscript(p, b, e, rowVar[j]))
-        why = "statement " + std::to_string(j + 1) + (write ? " writes '" : " reads '") +
-              p.tensors[static_cast<std::size_t>(e.tensor)].name +
-              "' other than at its own row, and the run writes it";
-    });
+    if (in[j])
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+        if (!why.empty() || !written[static_cast<std::size_t>(e.tensor)]) return;
+        if (!rowSubscript(p, b, e, rowVar[j]))
+          why = "statement " + std::to_string(j + 1) + (write ? " writes '" : " reads '") +
+                p.tensors[static_cast<std::size_t>(e.tensor)].name +
+                "' other than at its own row, and the run writes it";
+      });
   return why;
 }
 
@@ -186,19 +187,19 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
         in[next] = why.empty();
       }
       if (!why.empty()) {
-        plan.notes[next] = "not in the row blocks of " +
-                           (last == k ? "statement " + std::to_string(k + 1)
-                                      : "statements " + std::to_string(k + 1) + "-" +
-                                            std::to_string(last + 1)) +
-                           ": " + why;
+        plan.notes[next] =
+            "not in the row blocks of " +
+            (last == k ? "statement " + std::to_string(k + 1)
+                       : "statements " + std::to_string(k + 1) + "-" + std::to_string(last + 1)) +
+            ": " + why;
         break;
       }
       last = next;
     }
     // Statements after the last member stay where they are.
-    deferred.erase(std::remove_if(deferred.begin(), deferred.end(),
-                                  [&](std::size_t d) { return d > last; }),
-                   deferred.end());
+    deferred.erase(
+        std::remove_if(deferred.begin(), deferred.end(), [&](std::size_t d) { return d > last; }),
+        deferred.end());
     if (last == k) {
       ++k;
       continue;
@@ -211,10 +212,11 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     // The bytes of one row of every tensor touched only by rows.
     std::vector<int> byRows(p.tensors.size(), 0); // 0 untouched, 1 by rows, -1 otherwise
     for (std::size_t j = k; j <= last; ++j)
-      if (in[j]) eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
-        int& s = byRows[static_cast<std::size_t>(e.tensor)];
-        if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
-      });
+      if (in[j])
+        eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
+          int& s = byRows[static_cast<std::size_t>(e.tensor)];
+          if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
+        });
     std::int64_t rowBytes = 0;
     for (std::size_t id = 0; id < p.tensors.size(); ++id) {
       if (byRows[id] != 1) continue;
@@ -237,8 +239,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       scratchNames += (scratchNames.empty() ? "" : ",") + p.tensors[static_cast<std::size_t>(id)].name;
     for (std::size_t d : deferred) {
       plan.deferredBy[d] = index;
-      const std::string after = "run after the row blocks of statements " +
-                                std::to_string(k + 1) + "-" + std::to_string(last + 1);
+      const std::string after = "run after the row blocks of statements " + std::to_string(k + 1) +
+                                "-" + std::to_string(last + 1);
       plan.notes[d] = plan.notes[d].empty() ? after : plan.notes[d] + "; " + after;
     }
     for (std::size_t j = k; j <= last; ++j) {
