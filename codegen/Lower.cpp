@@ -27,14 +27,15 @@ void debugLower(const std::string& step, const std::vector<ir::Func>& funcs, std
   std::fputs(text.c_str(), stderr);
 }
 
-// An element-wise group (schedule/Fusion.h) that row blocks would cut, or that joins
-// statements inside row blocks with others, is dissolved: each statement then runs alone, or
-// in its row block.
+// An element-wise group (schedule/Fusion.h) that row blocks would cut, that joins
+// statements inside row blocks with others, or that holds a statement a run defers, is dissolved:
+// each statement then runs alone, or in its row block.
 FusionPlan withinRows(FusionPlan fusion, const RowPlan& rows) {
   for (std::size_t k = 0; k < fusion.first.size(); ++k) {
     const std::size_t f = fusion.first[k], l = fusion.last[k];
     bool split = false;
-    for (std::size_t j = f; j <= l; ++j) split |= rows.runOf[j] != rows.runOf[f];
+    for (std::size_t j = f; j <= l; ++j)
+      split |= rows.runOf[j] != rows.runOf[f] || (f != l && rows.deferredBy[j] >= 0);
     if (!split) continue;
     for (std::size_t j = f; j <= l; ++j) {
       fusion.first[j] = fusion.last[j] = j;
@@ -71,7 +72,8 @@ auto Lowerer::run() -> LoweredProgram {
       bool alone = target_.gpu || k + 1 >= p_.stmts.size();
       if (!alone && rows.runOf[k + 1] >= 0) {
         const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k + 1])];
-        alone = run.first != k + 1 || run.last != fusion.last[k + 1] || !run.scratch.empty();
+        alone = run.first != k + 1 || run.last != fusion.last[k + 1] || !run.scratch.empty() ||
+                !run.deferred.empty();
       }
       const EpiloguePlan epilogue =
           alone ? EpiloguePlan{k, {}, {}} : planEpilogue(p_, b_, k, fusion);
@@ -171,6 +173,11 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
     emitGemm(st, bs, sched, ranges, base);
     return std::max(epilogue, k);
   }
+  if (sched.oneHot && sched.oneHot->var != ctx_.rows.var) {
+    out_.notes.back() += "; " + sched.oneHot->why;
+    emitOneHot(st, bs, sched, ranges, base);
+    return k;
+  }
   if (emitGemmPhases(st, bs, ranges, base)) return k;
   if (coreSplit(k, st, bs, ranges, base)) return k;
   emitBox(st, bs, sched, ranges, base);
@@ -186,6 +193,7 @@ void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::st
   sched.splitChunks = 0;
   sched.tileI = sched.tileJ = sched.dotVar = -1;
   sched.gemm.reset();
+  sched.oneHot.reset(); // the group's loop passes over every element anyway
   out_.notes.push_back(sched.why + "; " + note);
   for (std::size_t k = first; k <= last; ++k) {
     const Statement& sk = p_.stmts[k];

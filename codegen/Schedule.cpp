@@ -382,6 +382,7 @@ StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std
   if (s.parallelVar >= 0)
     s.why += "; parallel over " + st.vars[static_cast<std::size_t>(s.parallelVar)].name;
   if ((s.gemm = planGemm(p, b, k, strides, t))) s.why = s.gemm->why;
+  if (!s.gemm) s.oneHot = planOneHot(p, b, k, t);
   return s;
 }
 

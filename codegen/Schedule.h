@@ -16,6 +16,7 @@
 #include "codegen/Target.h"
 #include "codegen/schedule/GemmPlan.h"
 #include "codegen/schedule/GpuTile.h"
+#include "codegen/schedule/OneHot.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
@@ -49,6 +50,9 @@ struct StatementSchedule {
   std::optional<GpuTileSchedule> gpuTile;
   // The packed GEMM path (schedule/GemmPlan.h): it replaces the tiles above.
   std::optional<GemmPlan> gemm;
+  // A one-hot sum (schedule/OneHot.h): evaluated only at the one value of an output index
+  // whose summand may be non-zero.
+  std::optional<OneHot> oneHot;
   std::string why; // one line for `einjit explain`
 };
 

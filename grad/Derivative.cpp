@@ -19,20 +19,22 @@ bool isConst(const CExprPtr& e, double* v = nullptr) {
 }
 
 // The derivative of a call with respect to its argument i (times that argument's derivative,
-// applied by the caller).
-CExprPtr callPartial(const CExpr& e, std::size_t i) {
+// applied by the caller). `held`: a read of a tensor holding the call's value, or null.
+CExprPtr callPartial(const CExpr& e, std::size_t i, const CExprPtr& held) {
   const CExprPtr& a = e.args[0];
   auto one = [] { return constant(1); };
+  // The call's own value: read where a tensor holds it, else computed again.
+  auto self = [&] { return held ? held : call(e.fn, {a}); };
   switch (e.fn) {
-  case Fn::Exp: return call(Fn::Exp, {a});
+  case Fn::Exp: return self();
   case Fn::Log: return binary(BinOp::Div, one(), a);
-  case Fn::Sqrt: return binary(BinOp::Div, constant(0.5), call(Fn::Sqrt, {a}));
+  case Fn::Sqrt: return binary(BinOp::Div, constant(0.5), self());
   case Fn::Tanh: {
-    CExprPtr t = call(Fn::Tanh, {a});
+    CExprPtr t = self();
     return binary(BinOp::Sub, one(), binary(BinOp::Mul, t, t));
   }
   case Fn::Sigmoid: {
-    CExprPtr s = call(Fn::Sigmoid, {a});
+    CExprPtr s = self();
     return binary(BinOp::Mul, s, binary(BinOp::Sub, one(), s));
   }
   case Fn::Relu: return binary(BinOp::Gt, a, constant(0));
@@ -67,7 +69,7 @@ CExprPtr callPartial(const CExpr& e, std::size_t i) {
   case Fn::Log1p: return binary(BinOp::Div, one(), binary(BinOp::Add, one(), a));
   case Fn::Expm1: return call(Fn::Exp, {a});
   case Fn::Cbrt: { // 1 / (3 cbrt(a)^2)
-    CExprPtr c = call(Fn::Cbrt, {a});
+    CExprPtr c = self();
     return binary(BinOp::Div, one(), binary(BinOp::Mul, constant(3), binary(BinOp::Mul, c, c)));
   }
   case Fn::Round:
@@ -115,6 +117,13 @@ CExprPtr ternary(CExprPtr c0, CExprPtr a, CExprPtr b) {
   return node(std::move(c));
 }
 bool isConstant(const CExpr& e, double v) { return e.kind == CKind::Const && e.value == v; }
+
+void Simplifier::holds(const CExpr* node, CExprPtr value) { held_[node] = std::move(value); }
+
+CExprPtr Simplifier::heldValue(const CExpr* node) const {
+  if (auto it = held_.find(node); it != held_.end()) return it->second;
+  return shared_ ? shared_->heldValue(node) : nullptr;
+}
 
 CExprPtr Simplifier::derivative(const CExprPtr& e, const CExpr* site) {
   // Most of a statement does not contain the site: its derivative is 0 at once, without
@@ -170,7 +179,7 @@ CExprPtr Simplifier::derivative(const CExprPtr& e, const CExpr* site) {
     for (std::size_t i = 0; i < e->args.size(); ++i) {
       CExprPtr di = (*this)(derivative(e->args[i], site));
       if (isConst(di) && di->value == 0) continue;
-      sum = binary(BinOp::Add, sum, binary(BinOp::Mul, callPartial(*e, i), di));
+      sum = binary(BinOp::Add, sum, binary(BinOp::Mul, callPartial(*e, i, heldValue(e.get())), di));
     }
     return (*this)(sum);
   }

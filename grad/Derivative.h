@@ -33,12 +33,18 @@ public:
   explicit Simplifier(const Simplifier* shared = nullptr) : shared_(shared) {}
   dsl::CExprPtr operator()(const dsl::CExprPtr& e);
   dsl::CExprPtr derivative(const dsl::CExprPtr& e, const dsl::CExpr* site);
+  // `node` (a call) has the value `value` (a read of the tensor the forward statement stored it
+  // in): the rules of exp, tanh, sigmoid, sqrt and cbrt, whose derivatives are functions of
+  // their own value, read it instead of computing the call again. Consulted through `shared`.
+  void holds(const dsl::CExpr* node, dsl::CExprPtr value);
 
 private:
   dsl::CExprPtr compute(const dsl::CExprPtr& e);
   const Simplifier* shared_;
   std::unordered_map<const dsl::CExpr*, dsl::CExprPtr> memo_;
   std::vector<dsl::CExprPtr> pinned_;
+  std::unordered_map<const dsl::CExpr*, dsl::CExprPtr> held_;
+  dsl::CExprPtr heldValue(const dsl::CExpr* node) const;
   dsl::CExprPtr zero_; // the derivative of what does not contain the site
 };
 

@@ -117,6 +117,20 @@ bool GradientBuilder::writtenBefore(int t, std::size_t k) const {
   return false;
 }
 
+// Whether the statement's output holds, at every element it writes, exactly the value of its
+// right-hand side there, in the gradient program too: an element-wise ':=' (no reduction index)
+// of a tensor no other statement writes (so the gradient program's recomputed forward leaves
+// it as this statement wrote it) and the caller does not pass in. Then a derivative written in
+// terms of the call's own value (exp(u)' = exp(u)) reads the output instead of computing the
+// call again.
+bool GradientBuilder::holdsItsValue(const Statement& st) const {
+  const TensorInfo& out = p_.tensors[static_cast<std::size_t>(st.output)];
+  if (st.assign != Assign::Define || st.scatter || out.isArgument || out.writtenBy.size() != 1 ||
+      st.rhs->kind != CKind::Call || st.lhsVars.empty())
+    return false;
+  return std::all_of(st.vars.begin(), st.vars.end(), [](const IndexVar& v) { return v.isOutput; });
+}
+
 void GradientBuilder::statement(std::size_t k) {
   const Statement& st = p_.stmts[k];
   int y = st.output;
@@ -162,6 +176,7 @@ void GradientBuilder::statement(std::size_t k) {
   // memo holds what that derivative builds, and goes with it) finds them done.
   Simplifier forward;
   forward(sum.rhs);
+  if (sum.rhs == st.rhs && holdsItsValue(st)) forward.holds(sum.rhs.get(), st.lhs);
   std::vector<bool> merged(sites.size(), false);
   std::size_t size = 0; // of the partial derivatives so far, written out
   // Each read's partial derivative can be as large as the statement (a product of n factors

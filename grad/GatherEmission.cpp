@@ -99,6 +99,19 @@ ExprPtr GradientBuilder::summand(ExprPtr dy, const CExprPtr& partial, const Stat
                                  const std::vector<Aff>& varAff, Emit& emit) {
   if (isConstant(*partial, 1)) return dy;
   if (isConstant(*partial, -1)) return Expr::makeUnary(UnOp::Neg, dy);
+  // A branch whose derivative is 0 (the elements a (max) did not select, a branch the forward
+  // did not take) contributes exactly 0, also where dY is inf or NaN (0 * inf would be NaN):
+  // dY moves into the other branch, `c ? dY * a : 0`. It also leaves the sum's one-hot form
+  // visible to the lowering (a '+=' of `j == g ? s : 0` touches one element per g).
+  if (partial->kind == CKind::Ternary) {
+    const bool zeroThen = isConstant(*partial->args[1], 0),
+               zeroElse = isConstant(*partial->args[2], 0);
+    if (zeroThen != zeroElse) {
+      ExprPtr taken = summand(dy, zeroElse ? partial->args[1] : partial->args[2], st, varAff, emit);
+      ExprPtr c = toExpr(partial->args[0], st, varAff, emit);
+      return zeroElse ? Expr::makeTernary(c, taken, num(0)) : Expr::makeTernary(c, num(0), taken);
+    }
+  }
   return mul(dy, toExpr(partial, st, varAff, emit));
 }
 

@@ -51,6 +51,7 @@ private:
   bool readsNeeding(const dsl::Statement& st) const;
   std::string gradOf(int tensor);
   bool writtenBefore(int t, std::size_t k) const;
+  bool holdsItsValue(const dsl::Statement& st) const;
   void statement(std::size_t k);
   int addTensor(const std::string& name);
   const std::string& tensorName(int id) const;

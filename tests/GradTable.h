@@ -114,6 +114,15 @@ inline const std::vector<GradRow> kGradRows = {
      "p[t,u] := exp(s[t,u])\nz[t] := p[t,u]\ny[t,d] := p[t,u] / z[t] * x[u,d]",
      {{"x", {3, 4}}, {"wq", {4, 4}}, {"wk", {4, 4}}}},
     {"h[i] := tanh(w1[i,j] * x[j])\ny := w2[i] * h[i]", {{"w1", {4, 3}}, {"x", {3}}, {"w2", {4}}}},
+    // Element-wise calls whose derivative is a function of their value: the gradient reads the
+    // stored value (t, s, r, c, u) instead of calling the function again ...
+    {"t[i] := tanh(x[i] * w[i])\ns[i] := sigmoid(x[i] - w[i])\nr[i] := sqrt(x[i] * x[i] + 1)\n"
+     "c[i] := cbrt(x[i] + 3)\nu[i,j] := exp(x[i] - w[j])\ny[i] := t[i] * s[i] + r[i] * c[i] + "
+     "u[i,j]",
+     {{"x", {4}}, {"w", {4}}}},
+    // ... but not where the tensor holds something else at the end: a second writer, a sum.
+    {"e[i] := exp(x[i])\ne[i] += x[i]\ny[i] := e[i] * e[i]", {{"x", {5}}}},
+    {"e[i] := exp(x[i,j])\ny[i] := e[i] * x[i,0]", {{"x", {3, 4}}}},
     {"a[i] := x[i] * 2\nb[i] := x[i] * a[i]\ny[i] := a[i] + b[i]", {{"x", {5}}}},
     // gathers: the scatter of an embedding's gradient, with repeated indices
     {"y[b,d] := E[tok[b], d] * s[b]", {{"E", {4, 3}}, {"tok", {6}}, {"s", {6}}}, {}, {"E", "s"}},

@@ -272,6 +272,30 @@ TEST_CASE("gradients: the simplifier folds constants, powers and equal terms") {
         "dx[u0] := 0 where u0 in 0:size(x, 0)");
 }
 
+TEST_CASE("gradients: exp, tanh, sigmoid, sqrt read the value their ':=' statement stored") {
+  auto text = [](const char* prog) {
+    return einjit::dsl::printProgram(
+        einjit::grad::differentiate(einjit::dsl::check(prog), {}).program);
+  };
+  // Softmax: exp(x - m) once, in the recomputed forward; its derivative is e.
+  const std::string softmax = text("(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := "
+                                   "e[i,j]\ny[i,j] := e[i,j] / z[i]");
+  CAPTURE(softmax);
+  CHECK(softmax.find("dx[i, j] := de[i, j] * e[i, j]") != std::string::npos);
+  CHECK(softmax.find("dm[i] := de[i, j] * -e[i, j]") != std::string::npos);
+  CHECK(softmax.find("exp(") == softmax.rfind("exp("));
+  // The (max) path: dm moves into the selection (0 for the elements not selected).
+  CHECK(softmax.find("dx[i, j] += j == first_m[i] ? dm[i] : 0") != std::string::npos);
+  CHECK(text("t[i] := tanh(x[i])\ny[i] := t[i] * 2") ==
+        "t[i] := tanh(x[i])\n"
+        "dt[i] := dy[i] * 2 where i in 0:size(x, 0)\n"
+        "dx[i] := dt[i] * (-(t[i] * t[i]) + 1) where i in 0:size(x, 0)");
+  // Not where the tensor holds something else: a second writer, a reduction.
+  CHECK(text("e[i] := exp(x[i])\ne[i] += x[i]\ny[i] := e[i] * 3").find("* exp(x[i])") !=
+        std::string::npos);
+  CHECK(text("s[i] := exp(x[i,j])\ny[i] := s[i] * 3").find("* exp(x[i, j])") != std::string::npos);
+}
+
 TEST_CASE("gradients: f32() passes the gradient through unchanged") {
   // Finite differences cannot see this (f32 rounding is coarser than any usable step).
   auto g = einjit::grad::differentiate(einjit::dsl::check("y[i] := f32(x[i]) * 2"), {});

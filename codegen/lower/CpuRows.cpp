@@ -32,6 +32,7 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
   std::vector<Stmt> parts;
   const std::size_t funcs = out_.funcs.size();
   for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (!run.member(k)) continue; // deferred: after the run (rowBlocks)
     RowBlockContext rc;
     rc.var = plan.rowVar[k];
     rc.rows = rows;
@@ -60,56 +61,78 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
 void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan& fusion) {
   const RowRun& run = plan.runs[index];
   const std::string name = "rows" + std::to_string(run.first);
-  // The run's scratch tensors are addressed in the task group's block of the scratch.
-  const Scoped<BufferMap> redirected(ctx_.buffers, ctx_.buffers);
-  std::vector<std::int64_t> blockElems(p_.tensors.size(), 0);
-  for (int t : run.scratch) {
-    const auto u = static_cast<std::size_t>(t);
-    std::int64_t perRow = 1;
-    const auto& shape = b_.tensors[u].shape;
-    for (std::size_t d = 1; d < shape.size(); ++d) perRow *= shape[d];
-    blockElems[u] = perRow * run.blockRows;
-    ctx_.buffers.names[u] = name + "." + p_.tensors[u].name;
-    out_.scratch.push_back({ctx_.buffers.names[u], elemType(t), blockElems[u] * run.groups});
-  }
   const std::size_t notes = out_.notes.size();
-  const std::int64_t full = run.fullBlocks(), B = run.blockRows, G = run.groups;
-  if (full > 0) {
-    // Group g runs blocks [g * full / G, (g + 1) * full / G), in its own scratch slot g.
-    const std::string g = "rows.g", blk = "rows.b";
-    const Expr base = ir::add(ir::intImm(run.lo), ir::mul(ir::var(blk), ir::intImm(B)));
-    Stmt body = rowBlockBody(plan, run, fusion, B, base, ir::var(g), blockElems);
-    ir::Func f = newFunc(name);
-    if (body) {
-      auto bound = [&](const Expr& at) {
-        return ir::binary(BinOp::FloorDiv, ir::mul(at, ir::intImm(full)), ir::intImm(G));
-      };
-      body = ir::forLoop(blk, bound(ir::var(g)), bound(ir::add(ir::var(g), ir::intImm(1))),
-                         ForKind::Serial, body);
-      f.body = ir::forLoop(g, ir::intImm(0), ir::intImm(G),
-                           G > 1 ? ForKind::Parallel : ForKind::Serial, body);
-      f.parallel = G > 1;
-      f.parallelLo = 0;
-      f.parallelHi = G;
-      f.grain = 1;
-      out_.funcs.push_back(std::move(f));
+  {
+    // The run's scratch tensors are addressed in the task group's block of the scratch.
+    const Scoped<BufferMap> redirected(ctx_.buffers, ctx_.buffers);
+    std::vector<std::int64_t> blockElems(p_.tensors.size(), 0);
+    for (int t : run.scratch) {
+      const auto u = static_cast<std::size_t>(t);
+      std::int64_t perRow = 1;
+      const auto& shape = b_.tensors[u].shape;
+      for (std::size_t d = 1; d < shape.size(); ++d) perRow *= shape[d];
+      blockElems[u] = perRow * run.blockRows;
+      ctx_.buffers.names[u] = name + "." + p_.tensors[u].name;
+      out_.scratch.push_back({ctx_.buffers.names[u], elemType(t), blockElems[u] * run.groups});
+    }
+    const std::int64_t full = run.fullBlocks(), B = run.blockRows, G = run.groups;
+    if (full > 0) {
+      // Group g runs blocks [g * full / G, (g + 1) * full / G), in its own scratch slot g.
+      const std::string g = "rows.g", blk = "rows.b";
+      const Expr base = ir::add(ir::intImm(run.lo), ir::mul(ir::var(blk), ir::intImm(B)));
+      Stmt body = rowBlockBody(plan, run, fusion, B, base, ir::var(g), blockElems);
+      ir::Func f = newFunc(name);
+      if (body) {
+        auto bound = [&](const Expr& at) {
+          return ir::binary(BinOp::FloorDiv, ir::mul(at, ir::intImm(full)), ir::intImm(G));
+        };
+        body = ir::forLoop(blk, bound(ir::var(g)), bound(ir::add(ir::var(g), ir::intImm(1))),
+                           ForKind::Serial, body);
+        f.body = ir::forLoop(g, ir::intImm(0), ir::intImm(G),
+                             G > 1 ? ForKind::Parallel : ForKind::Serial, body);
+        f.parallel = G > 1;
+        f.parallelLo = 0;
+        f.parallelHi = G;
+        f.grain = 1;
+        out_.funcs.push_back(std::move(f));
+      }
+    }
+    if (run.tailRows() > 0) {
+      // The last, partial block, after every group has finished (slot 0 is free again).
+      const Expr base = ir::intImm(run.lo + full * B);
+      Stmt body = rowBlockBody(plan, run, fusion, run.tailRows(), base, ir::intImm(0), blockElems);
+      if (body) {
+        ir::Func f = newFunc(name + "_tail");
+        f.body = body;
+        out_.funcs.push_back(std::move(f));
+      }
     }
   }
-  if (run.tailRows() > 0) {
-    // The last, partial block, after every group has finished (slot 0 is free again).
-    const Expr base = ir::intImm(run.lo + full * B);
-    Stmt body = rowBlockBody(plan, run, fusion, run.tailRows(), base, ir::intImm(0), blockElems);
-    if (body) {
-      ir::Func f = newFunc(name + "_tail");
-      f.body = body;
-      out_.funcs.push_back(std::move(f));
-    }
+  // One note per member (each block's lowering wrote them), with the run's.
+  const std::size_t members = run.last - run.first + 1 - run.deferred.size();
+  out_.notes.resize(notes + members);
+  std::vector<std::string> memberNotes(out_.notes.begin() + static_cast<std::ptrdiff_t>(notes),
+                                       out_.notes.end());
+  out_.notes.resize(notes);
+  // The deferred statements, in their order, each by its own schedule (fusion groups with
+  // them were dissolved: Lower.cpp).
+  std::vector<std::string> deferredNotes;
+  for (std::size_t k : run.deferred) {
+    stmt_ = k;
+    statement(k);
+    deferredNotes.push_back(out_.notes.back() + "; " + plan.notes[k]);
+    out_.notes.pop_back();
   }
-  // One note per statement (each block's lowering wrote them), with the run's.
-  out_.notes.resize(notes + (run.last - run.first + 1));
+  // The notes in statement order.
+  std::size_t m = 0, d = 0;
   for (std::size_t k = run.first; k <= run.last; ++k) {
-    std::string& note = out_.notes[notes + (k - run.first)];
+    if (!run.member(k)) {
+      out_.notes.push_back(deferredNotes[d++]);
+      continue;
+    }
+    std::string note = memberNotes[m++];
     note += (note.empty() ? "" : "; ") + plan.notes[k];
+    out_.notes.push_back(note);
   }
 }
 

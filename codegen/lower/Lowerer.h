@@ -306,6 +306,11 @@ private:
 
   void emitGeneric(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                    const Ranges& r, const std::string& name);
+  // A one-hot sum (schedule/OneHot.h, lower/CpuOneHot.cpp): loops over the output indices but
+  // the one-hot one, which takes only the value its summand compares it with, when that is an
+  // integer inside its range.
+  void emitOneHot(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
+                  const Ranges& r, const std::string& name);
 
   // One GPU thread per element of the output box: thread t of the flattened box (the first
   // index of `order` varying fastest) computes one element; dependent output ranges and the

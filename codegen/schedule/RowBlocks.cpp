@@ -34,31 +34,49 @@ bool rowSubscript(const dsl::Program& p, const dsl::BoundProgram& b, const CExpr
          b.eval(p, s.constant) == 0;
 }
 
-// Why statement k cannot join the run [first, k); empty when it can.
+// Why statement k cannot join the run of the members `in` (k among them); empty when it can.
 std::string conflict(const dsl::Program& p, const dsl::BoundProgram& b,
-                     const std::vector<int>& rowVar, std::size_t first, std::size_t k) {
+                     const std::vector<int>& rowVar, const std::vector<bool>& in, std::size_t first,
+                     std::size_t k) {
   std::vector<bool> written(p.tensors.size(), false);
   for (std::size_t j = first; j <= k; ++j)
-    written[static_cast<std::size_t>(p.stmts[j].output)] = true;
+    if (in[j]) written[static_cast<std::size_t>(p.stmts[j].output)] = true;
   std::string why;
   for (std::size_t j = first; j <= k && why.empty(); ++j)
-    eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
-      if (!why.empty() || !written[static_cast<std::size_t>(e.tensor)]) return;
-      if (!rowSubscript(p, b, e, rowVar[j]))
-        why = "statement " + std::to_string(j + 1) + (write ? " writes '" : " reads '") +
-              p.tensors[static_cast<std::size_t>(e.tensor)].name +
-              "' other than at its own row, and the run writes it";
-    });
+    if (in[j])
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+        if (!why.empty() || !written[static_cast<std::size_t>(e.tensor)]) return;
+        if (!rowSubscript(p, b, e, rowVar[j]))
+          why = "statement " + std::to_string(j + 1) + (write ? " writes '" : " reads '") +
+                p.tensors[static_cast<std::size_t>(e.tensor)].name +
+                "' other than at its own row, and the run writes it";
+      });
   return why;
 }
 
-// Whether tensor t can live in a block-sized scratch of run [first, last] (RowBlocks.h).
+// Whether statement `later` may run before statement `earlier` (which comes first in the
+// program): `later` writes nothing `earlier` reads or writes and reads nothing it writes.
+bool commutes(const dsl::Program& p, std::size_t earlier, std::size_t later) {
+  std::vector<char> reads(p.tensors.size(), 0), writes(p.tensors.size(), 0);
+  eachAccess(p.stmts[earlier], [&](const CExpr& e, bool write) {
+    (write ? writes : reads)[static_cast<std::size_t>(e.tensor)] = 1;
+  });
+  bool ok = true;
+  eachAccess(p.stmts[later], [&](const CExpr& e, bool write) {
+    const auto t = static_cast<std::size_t>(e.tensor);
+    ok = ok && !writes[t] && !(write && reads[t]);
+  });
+  return ok;
+}
+
+// Whether tensor t can live in a block-sized scratch of the run of the members `in`
+// (RowBlocks.h).
 bool scratchable(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
-                 std::size_t first, std::size_t last, int t) {
+                 const std::vector<bool>& in, int t) {
   const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(t)];
   if (info.isArgument || info.writtenBy.empty()) return false;
   if (std::find(p.outputs.begin(), p.outputs.end(), t) != p.outputs.end()) return false;
-  auto inside = [&](std::size_t k) { return k >= first && k <= last; };
+  auto inside = [&](std::size_t k) { return bool(in[k]); };
   for (int w : info.writtenBy)
     if (!inside(static_cast<std::size_t>(w))) return false;
   for (std::size_t k = 0; k < p.stmts.size(); ++k) {
@@ -129,6 +147,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
   const std::size_t n = p.stmts.size();
   RowPlan plan;
   plan.runOf.assign(n, -1);
+  plan.deferredBy.assign(n, -1);
   plan.rowVar.assign(n, -1);
   plan.notes.assign(n, {});
   if (t.gpu) return plan;
@@ -145,21 +164,42 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       ++k;
       continue;
     }
+    // Members from k on; statements that are no row statements in between are deferred
+    // (RowRun::deferred) while every later member may run before them.
+    std::vector<bool> in(n, false);
+    in[k] = true;
+    std::vector<std::size_t> deferred;
     std::size_t last = k;
-    while (last + 1 < n && member[last + 1]) {
+    for (std::size_t next = k + 1; next < n; ++next) {
+      if (!member[next]) {
+        deferred.push_back(next);
+        continue;
+      }
       std::string why;
-      if (rows(last + 1) != rows(k)) why = "other rows";
-      if (why.empty()) why = conflict(p, b, plan.rowVar, k, last + 1);
+      if (rows(next) != rows(k)) why = "other rows";
+      for (std::size_t d : deferred)
+        if (why.empty() && !commutes(p, d, next))
+          why = "it depends on statement " + std::to_string(d + 1) +
+                ", which is no row statement, or changes what that statement touches";
+      if (why.empty()) {
+        in[next] = true;
+        why = conflict(p, b, plan.rowVar, in, k, next);
+        in[next] = why.empty();
+      }
       if (!why.empty()) {
-        plan.notes[last + 1] = "not in the row blocks of " +
-                               (last == k ? "statement " + std::to_string(k + 1)
-                                          : "statements " + std::to_string(k + 1) + "-" +
-                                                std::to_string(last + 1)) +
-                               ": " + why;
+        plan.notes[next] =
+            "not in the row blocks of " +
+            (last == k ? "statement " + std::to_string(k + 1)
+                       : "statements " + std::to_string(k + 1) + "-" + std::to_string(last + 1)) +
+            ": " + why;
         break;
       }
-      ++last;
+      last = next;
     }
+    // Statements after the last member stay where they are.
+    deferred.erase(
+        std::remove_if(deferred.begin(), deferred.end(), [&](std::size_t d) { return d > last; }),
+        deferred.end());
     if (last == k) {
       ++k;
       continue;
@@ -167,14 +207,16 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     RowRun run;
     run.first = k;
     run.last = last;
+    run.deferred = deferred;
     std::tie(run.lo, run.hi) = rows(k);
     // The bytes of one row of every tensor touched only by rows.
     std::vector<int> byRows(p.tensors.size(), 0); // 0 untouched, 1 by rows, -1 otherwise
     for (std::size_t j = k; j <= last; ++j)
-      eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
-        int& s = byRows[static_cast<std::size_t>(e.tensor)];
-        if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
-      });
+      if (in[j])
+        eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
+          int& s = byRows[static_cast<std::size_t>(e.tensor)];
+          if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
+        });
     std::int64_t rowBytes = 0;
     for (std::size_t id = 0; id < p.tensors.size(); ++id) {
       if (byRows[id] != 1) continue;
@@ -182,7 +224,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
       for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
       rowBytes += perRow;
-      if (t.rowScratch && scratchable(p, b, strides, k, last, static_cast<int>(id)))
+      if (t.rowScratch && scratchable(p, b, strides, in, static_cast<int>(id)))
         run.scratch.push_back(static_cast<int>(id));
     }
     const std::int64_t fit = t.l2Bytes / 2 / std::max<std::int64_t>(rowBytes, 1);
@@ -195,7 +237,14 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     std::string scratchNames;
     for (int id : run.scratch)
       scratchNames += (scratchNames.empty() ? "" : ",") + p.tensors[static_cast<std::size_t>(id)].name;
+    for (std::size_t d : deferred) {
+      plan.deferredBy[d] = index;
+      const std::string after = "run after the row blocks of statements " + std::to_string(k + 1) +
+                                "-" + std::to_string(last + 1);
+      plan.notes[d] = plan.notes[d].empty() ? after : plan.notes[d] + "; " + after;
+    }
     for (std::size_t j = k; j <= last; ++j) {
+      if (!in[j]) continue;
       plan.runOf[j] = index;
       std::string note = "row blocks of statements " + std::to_string(k + 1) + "-" +
                          std::to_string(last + 1) + " (" + std::to_string(run.blockRows) +

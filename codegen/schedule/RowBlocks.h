@@ -30,6 +30,7 @@
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,7 +47,16 @@ inline constexpr std::int64_t kMaxBlockRows = 512;
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
 
 struct RowRun {
-  std::size_t first = 0, last = 0; // statements
+  std::size_t first = 0, last = 0; // statements: the members, and the deferred ones between
+  // Statements between first and last that are no members (not row statements: a layernorm
+  // gradient's column sums dg[j], db[j]) and run after the run instead, in their order. Legal
+  // because no later member writes what such a statement reads or writes, or reads what it
+  // writes: moving it past them changes no value.
+  std::vector<std::size_t> deferred;
+  bool member(std::size_t k) const {
+    return k >= first && k <= last &&
+           std::find(deferred.begin(), deferred.end(), k) == deferred.end();
+  }
   std::int64_t lo = 0, hi = 0;     // the rows
   std::int64_t blockRows = 0;      // rows per block
   std::int64_t groups = 1;         // task groups (the parallel loop's extent)
@@ -59,12 +69,17 @@ struct RowRun {
 struct RowPlan {
   std::vector<RowRun> runs;
   std::vector<int> runOf;  // per statement: its run in `runs`, or -1
+  std::vector<int> deferredBy; // per statement: the run it is deferred by (RowRun::deferred), or -1
   std::vector<int> rowVar; // per statement in a run: the index variable of its rows
   // Per statement: the decision in words for `einjit explain` (empty outside runs, and for a
   // statement that could not join the run before it only because it is not a row statement).
   std::vector<std::string> notes;
 };
 
+// A run may step over statements that cannot be members (no row statement), which then run
+// after it (RowRun::deferred), when that is legal; a statement that a later member depends on,
+// or that writes what it touches, ends the run before it instead.
+//
 // Why statement k cannot be a member of a run (empty when it can); `rowVar` receives its row.
 std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                             const Strides& strides, const Target& t, std::size_t k, int& rowVar);
