@@ -74,10 +74,7 @@ public:
     // reduction's partials) gains nothing from O3 but costs most of a program's compile time
     // (unrolled and vectorized copies of loops of a few iterations): it is compiled without
     // optimization, body and entry alike.
-    const bool cold = [&] {
-      const std::optional<double> n = iterationBound(f.body);
-      return n && *n <= kColdIterations;
-    }();
+    const bool cold = unoptimized(f);
     impl->addFnAttr(cold ? llvm::Attribute::NoInline : llvm::Attribute::AlwaysInline);
     if (cold) impl->addFnAttr(llvm::Attribute::OptimizeNone);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
@@ -802,6 +799,11 @@ private:
 };
 
 } // namespace
+
+bool unoptimized(const Func& f) {
+  const std::optional<double> n = iterationBound(f.body);
+  return n && *n <= kColdIterations;
+}
 
 void emitLLVM(const std::vector<Func>& funcs, const std::string& prefix, llvm::Module& m) {
   Emitter e(m);
