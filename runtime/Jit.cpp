@@ -17,6 +17,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Pass.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Object/ELFObjectFile.h>
@@ -151,6 +152,32 @@ constexpr const char* kExplicitPipeline =
     "correlated-propagation,simplifycfg,loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,"
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 
+// Code generation's passes, without loop strength reduction (and the freeze canonicalization
+// that prepares for it) when `withoutLsr`. Its cost grows faster than the code: on explicit
+// code of more than kLsrInstructionLimit LLVM instructions after the middle end (the
+// convolutions' input gradients, the stride-2 one's four phases in one function) it was about
+// half of code generation's time and made no measured difference to run time; below (the
+// GEMM micro-kernels, the weight gradients) it is cheap and the stride-1 weight gradient ran
+// 10% slower without it. A per-module choice, unlike LLVM's -disable-lsr, which is one
+// setting for the whole process.
+constexpr unsigned kLsrInstructionLimit = 600;
+
+class CodegenPasses final : public llvm::legacy::PassManager {
+public:
+  explicit CodegenPasses(bool withoutLsr) : withoutLsr_(withoutLsr) {}
+  void add(llvm::Pass* p) override {
+    if (withoutLsr_ && (p->getPassName() == "Loop Strength Reduction" ||
+                        p->getPassName() == "Canonicalize Freeze Instructions in Loops")) {
+      delete p;
+      return;
+    }
+    llvm::legacy::PassManager::add(p);
+  }
+
+private:
+  bool withoutLsr_;
+};
+
 bool explicitCode(const llvm::Module& m) {
   bool any = false;
   for (const llvm::Function& f : m) {
@@ -175,6 +202,18 @@ struct Engine {
     return e && std::strcmp(e, "o3") == 0;
   }();
 
+  // EINJIT_JIT_LSR=1: code generation keeps loop strength reduction on every module (to
+  // compare; part of the key).
+  const bool lsrOnExplicit = [] {
+    const char* e = std::getenv("EINJIT_JIT_LSR");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  // EINJIT_JIT_EXPLICIT_PIPELINE: another pipeline (LLVM's textual form) for explicit code,
+  // to try one without a rebuild; part of the key.
+  const std::string explicitPipeline = [] {
+    const char* e = std::getenv("EINJIT_JIT_EXPLICIT_PIPELINE");
+    return std::string(e && *e ? e : kExplicitPipeline);
+  }();
   // EINJIT_JIT_LLVM_ARGS: LLVM's own command-line options for every compile (such as
   // "-disable-lsr"), to try a code generation setting without a rebuild; part of the key.
   const std::string llvmArgs = [] {
@@ -215,7 +254,7 @@ struct Engine {
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
-                      " " + cpu + " " + features + (fullO3 ? " o3" : "") + " " + llvmArgs + "\n";
+                      " " + cpu + " " + features + (fullO3 ? " o3" : "") + (lsrOnExplicit ? " lsr" : "") + " " + llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
@@ -308,7 +347,7 @@ struct Engine {
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
     clock.lap("emit", instructionCount(m));
-    if (optimize) optimizeModule(m, *tm, clock);
+    const bool explicitModule = optimize && optimizeModule(m, *tm, clock);
     if (irText) {
       llvm::raw_string_ostream os(*irText);
       m.print(os, nullptr);
@@ -316,7 +355,8 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
+    CodegenPasses pm(explicitModule && !lsrOnExplicit &&
+                     m.getInstructionCount() > kLsrInstructionLimit);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     clock.lap("codegen setup");
@@ -330,8 +370,8 @@ struct Engine {
     return std::string(buf.begin(), buf.end());
   }
 
-  // The middle end: O3, or kExplicitPipeline for explicit code.
-  void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, StageClock& clock) {
+  // The middle end: O3, or kExplicitPipeline for explicit code (then true).
+  bool optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, StageClock& clock) {
     llvm::LLVMContext& ctx = m.getContext();
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -353,18 +393,19 @@ struct Engine {
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    const bool explicitPipeline = !fullO3 && explicitCode(m);
+    const bool explicitModule = !fullO3 && explicitCode(m);
     llvm::ModulePassManager mpm;
-    if (explicitPipeline) {
-      if (auto err = pb.parsePassPipeline(mpm, kExplicitPipeline))
+    if (explicitModule) {
+      if (auto err = pb.parsePassPipeline(mpm, explicitPipeline))
         throw InternalError("LLVM JIT: the explicit-code pipeline: " + errorText(std::move(err)));
     } else {
       mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     }
     clock.lap("pipeline setup");
     mpm.run(m, mam);
-    clock.lap(explicitPipeline ? "explicit-code pipeline" : "O3", instructionCount(m));
+    clock.lap(explicitModule ? "explicit-code pipeline" : "O3", instructionCount(m));
     if (jitDebugPasses()) passTimes.report();
+    return explicitModule;
   }
 
   // Loads an object into a JITDylib of its own and finds the functions.
