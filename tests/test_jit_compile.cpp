@@ -295,3 +295,29 @@ TEST_CASE("jit_compile: functions compiled unoptimized share one module") {
   Kernel ref = einjit::compile(g.source(), on(Device::reference(), DType::f32));
   checkSame(g.call(args), ref.call(args), assigned(ref), DType::f32);
 }
+
+// A serial loop around a loop hinted to LLVM's vectorizer is not unrolled: dw's chunk function
+// of the conv1d gradient (for k in 0:3 around the vectorized sum over i) gets one vectorized
+// copy of the sum, where unrolling k gave three (three times the function's compile time).
+TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled") {
+  Kernel g = einjit::compile("y[i] := x[i+k] * w[k]").gradient();
+  std::map<std::string, Tensor> in{{"dy", Tensor::random({100000}, DType::f32, 3)},
+                                   {"x", Tensor::random({100002}, DType::f32, 1)},
+                                   {"w", Tensor::random({3}, DType::f32, 2)}};
+  const std::vector<einjit::Arg> args = argsOf(g, in, {});
+  const std::string text = g.explain(args, true);
+  // The module that defines s1 (dw's chunks): from its "; ModuleID" line to the next.
+  const auto at = text.find("_s1(ptr ");
+  REQUIRE(at != std::string::npos);
+  const auto from = text.rfind("; ModuleID", at);
+  REQUIRE(from != std::string::npos);
+  const std::string module = text.substr(from, text.find("; ModuleID", at) - from);
+  CAPTURE(module);
+  std::size_t vectorBodies = 0;
+  for (auto b = module.find("\nvector.body"); b != std::string::npos;
+       b = module.find("\nvector.body", b + 1))
+    ++vectorBodies;
+  CHECK(vectorBodies == 1);
+  Kernel ref = einjit::compile(g.source(), on(Device::reference(), DType::f32));
+  checkSame(g.call(args), ref.call(args), assigned(ref), DType::f32);
+}
