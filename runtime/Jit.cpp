@@ -204,7 +204,7 @@ struct Engine {
 
   // EINJIT_JIT_LSR=1: code generation keeps loop strength reduction on every module (to
   // compare; part of the key).
-  const bool lsrOnExplicit = [] {
+  const bool lsrEverywhere = [] {
     const char* e = std::getenv("EINJIT_JIT_LSR");
     return e && std::strcmp(e, "1") == 0;
   }();
@@ -254,7 +254,8 @@ struct Engine {
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
-                      " " + cpu + " " + features + (fullO3 ? " o3" : "") + (lsrOnExplicit ? " lsr" : "") + " " + llvmArgs + " " + explicitPipeline + "\n";
+                      " " + cpu + " " + features + (fullO3 ? " o3" : "") +
+                      (lsrEverywhere ? " lsr" : "") + " " + llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
@@ -355,7 +356,7 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    CodegenPasses pm(explicitModule && !lsrOnExplicit &&
+    CodegenPasses pm(explicitModule && !lsrEverywhere &&
                      m.getInstructionCount() > kLsrInstructionLimit);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
