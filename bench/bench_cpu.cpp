@@ -426,6 +426,14 @@ void BM_Call_overhead(benchmark::State& state) {
   k(x);
   for (auto _ : state) benchmark::DoNotOptimize(k(x)[std::size_t{0}].data());
 }
+// CPU time of the whole process (user + system, all threads): the functions of a program
+// compile on several threads.
+double processCpuMs() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
 // Cold compile time against the shape: a new program each iteration (a different constant),
 // disk cache off; compiled through explain (parse, check, bind, lower, LLVM O3, object, load)
 // without running. range(0): program (0 elementwise, 1 convolution, 2 its gradient);
@@ -440,7 +448,9 @@ void BM_Compile_shape(benchmark::State& state) {
   Tensor x = Tensor::random({n + 2}, dt, 1), w = Tensor::random({3}, dt, 2);
   Tensor dy = Tensor::random({n}, dt, 3);
   static int serial = 0;
+  std::vector<double> cpu;
   for (auto _ : state) {
+    const double c0 = processCpuMs();
     const std::string c = std::to_string(1.0 + 1e-6 * ++serial);
     if (state.range(0) == 0) {
       benchmark::DoNotOptimize(einjit::compile("y[i] := x[i] * " + c).explain({x}));
@@ -456,7 +466,12 @@ void BM_Compile_shape(benchmark::State& state) {
         benchmark::DoNotOptimize(g.explain(args));
       }
     }
+    cpu.push_back(processCpuMs() - c0);
   }
+  // The median and the minimum (which load on a shared machine inflates least).
+  std::sort(cpu.begin(), cpu.end());
+  state.counters["cpu_ms"] = cpu[cpu.size() / 2];
+  state.counters["cpu_ms_min"] = cpu.front();
   state.SetLabel(std::string(state.range(0) == 0   ? "elementwise"
                              : state.range(0) == 1 ? "conv1d"
                                                    : "conv1d gradient") +
@@ -468,12 +483,6 @@ void BM_Compile_shape(benchmark::State& state) {
 // (bind, lower, LLVM, object, load, through explain), the in-memory cache dropped and the disk
 // cache off before each (parsing and differentiation are done once, untimed). range(0): the
 // row of kPacked.
-double processCpuMs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3; };
-  return ms(u.ru_utime) + ms(u.ru_stime);
-}
 struct PackedCase {
   const char* name;
   const char* program;
@@ -537,8 +546,6 @@ void BM_Compile_packed(benchmark::State& state) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(processCpuMs() - c0);
   }
-  // CPU time of the whole process (the functions of a program compile on several threads):
-  // the median, and the minimum, which load on a shared machine inflates least.
   std::sort(cpu.begin(), cpu.end());
   state.counters["cpu_ms"] = cpu[cpu.size() / 2];
   state.counters["cpu_ms_min"] = cpu.front();

@@ -74,10 +74,7 @@ public:
     // reduction's partials) gains nothing from O3 but costs most of a program's compile time
     // (unrolled and vectorized copies of loops of a few iterations): it is compiled without
     // optimization, body and entry alike.
-    const bool cold = [&] {
-      const std::optional<double> n = iterationBound(f.body);
-      return n && *n <= kColdIterations;
-    }();
+    const bool cold = unoptimized(f);
     impl->addFnAttr(cold ? llvm::Attribute::NoInline : llvm::Attribute::AlwaysInline);
     if (cold) impl->addFnAttr(llvm::Attribute::OptimizeNone);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
@@ -131,7 +128,7 @@ private:
   // JIT gives it the full O3 pipeline; kExplicitCodeAttr otherwise), and the counts of loops
   // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar.
   bool leftToVectorizer_ = false;
-  std::int64_t loops_ = 0, explicitVectorLoops_ = 0;
+  std::int64_t loops_ = 0, explicitVectorLoops_ = 0, hintedLoops_ = 0;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -760,6 +757,7 @@ private:
             LoopHint hint, const std::function<void(llvm::Value*)>& body) {
     // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
     const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
+    const std::int64_t hintedBefore = hintedLoops_;
     const bool vectorBody = inVector();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
@@ -776,11 +774,22 @@ private:
         (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
          explicitVectorLoops_ == vectorsBefore))
       leftToVectorizer_ = true;
+    // A loop around a loop hinted to the vectorizer is not unrolled: each copy of the inner
+    // loop would be vectorized on its own (vector body, epilogue, remainder), multiplying the
+    // compile time for no gain (the inner loop carries the work).
+    const bool aroundHinted = hint == LoopHint::None && hintedLoops_ > hintedBefore;
+    if (hint == LoopHint::Vectorize) ++hintedLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());
-    if (hint != LoopHint::None) {
+    if (aroundHinted) {
+      llvm::Metadata* ops[] = {
+          nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
+      llvm::MDNode* self = llvm::MDNode::getDistinct(ctx_, ops);
+      self->replaceOperandWith(0, self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    } else if (hint != LoopHint::None) {
       auto flag = [&](const char* key, bool on) -> llvm::Metadata* {
         llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, key),
                                 llvm::ConstantAsMetadata::get(on ? b_.getTrue() : b_.getFalse())};
@@ -802,6 +811,11 @@ private:
 };
 
 } // namespace
+
+bool unoptimized(const Func& f) {
+  const std::optional<double> n = iterationBound(f.body);
+  return n && *n <= kColdIterations;
+}
 
 void emitLLVM(const std::vector<Func>& funcs, const std::string& prefix, llvm::Module& m) {
   Emitter e(m);

@@ -27,6 +27,11 @@ namespace einjit::codegen {
 // loop is scalar). The JIT compiles such functions with a short pipeline instead of O3.
 inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
 
+// Whether f is emitted `optnone` (body and entry point): ir::iterationBound bounds it to a few
+// hundred stores (an edge tile, a border, the combine of a split reduction's partials), where
+// optimizing costs more compile time than it can save at run time.
+bool unoptimized(const ir::Func& f);
+
 void emitLLVM(const std::vector<ir::Func>& funcs, const std::string& prefix, llvm::Module& m);
 
 } // namespace einjit::codegen

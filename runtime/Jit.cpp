@@ -17,9 +17,11 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Pass.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -35,6 +37,7 @@
 #include <string_view>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include <unistd.h>
 #include <thread>
@@ -149,6 +152,32 @@ constexpr const char* kExplicitPipeline =
     "correlated-propagation,simplifycfg,loop-mssa(loop-rotate,licm),loop-unroll<O3>,gvn,"
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 
+// Code generation's passes, without loop strength reduction (and the freeze canonicalization
+// that prepares for it) when `withoutLsr`. Its cost grows faster than the code: on explicit
+// code of more than kLsrInstructionLimit LLVM instructions after the middle end (the
+// convolutions' input gradients, the stride-2 one's four phases in one function) it was about
+// half of code generation's time and made no measured difference to run time; below (the
+// GEMM micro-kernels, the weight gradients) it is cheap and the stride-1 weight gradient ran
+// 10% slower without it. A per-module choice, unlike LLVM's -disable-lsr, which is one
+// setting for the whole process.
+constexpr unsigned kLsrInstructionLimit = 600;
+
+class CodegenPasses final : public llvm::legacy::PassManager {
+public:
+  explicit CodegenPasses(bool withoutLsr) : withoutLsr_(withoutLsr) {}
+  void add(llvm::Pass* p) override {
+    if (withoutLsr_ && (p->getPassName() == "Loop Strength Reduction" ||
+                        p->getPassName() == "Canonicalize Freeze Instructions in Loops")) {
+      delete p;
+      return;
+    }
+    llvm::legacy::PassManager::add(p);
+  }
+
+private:
+  bool withoutLsr_;
+};
+
 bool explicitCode(const llvm::Module& m) {
   bool any = false;
   for (const llvm::Function& f : m) {
@@ -173,9 +202,38 @@ struct Engine {
     return e && std::strcmp(e, "o3") == 0;
   }();
 
+  // EINJIT_JIT_LSR=1: code generation keeps loop strength reduction on every module (to
+  // compare; part of the key).
+  const bool lsrEverywhere = [] {
+    const char* e = std::getenv("EINJIT_JIT_LSR");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  // EINJIT_JIT_EXPLICIT_PIPELINE: another pipeline (LLVM's textual form) for explicit code,
+  // to try one without a rebuild; part of the key.
+  const std::string explicitPipeline = [] {
+    const char* e = std::getenv("EINJIT_JIT_EXPLICIT_PIPELINE");
+    return std::string(e && *e ? e : kExplicitPipeline);
+  }();
+  // EINJIT_JIT_LLVM_ARGS: LLVM's own command-line options for every compile (such as
+  // "-disable-lsr"), to try a code generation setting without a rebuild; part of the key.
+  const std::string llvmArgs = [] {
+    const char* e = std::getenv("EINJIT_JIT_LLVM_ARGS");
+    return std::string(e ? e : "");
+  }();
+
   Engine() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    if (!llvmArgs.empty()) {
+      std::vector<std::string> words{"einjit"};
+      std::istringstream in(llvmArgs);
+      for (std::string w; in >> w;) words.push_back(w);
+      std::vector<const char*> argv;
+      for (const std::string& w : words) argv.push_back(w.c_str());
+      if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "einjit",
+                                             &llvm::errs()))
+        throw Error("EINJIT_JIT_LLVM_ARGS: LLVM does not accept '" + llvmArgs + "'");
+    }
     auto b = check(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
     cpu = b.getCPU();
     bool avx512 = false, avx = false;
@@ -196,24 +254,51 @@ struct Engine {
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
-                      " " + cpu + " " + features + (fullO3 ? " o3" : "") + "\n";
+                      " " + cpu + " " + features + (fullO3 ? " o3" : "") +
+                      (lsrEverywhere ? " lsr" : "") + " " + llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
 
   // --- compilation -----------------------------------------------------------------------------
 
-  // The code of a program is one object file per function, each compiled from a module of
-  // its own (the functions share nothing: each is called by the runtime through its entry
-  // point), so that they compile in parallel on oneTBB's threads; the image packs them
-  // (JitImage.h).
+  // The host's target machine at a code generation level, one per thread: building one costs
+  // about what generating a small function's code does, and one must not be shared between
+  // threads (instruction selection lowers its level while it compiles an `optnone` function).
+  llvm::TargetMachine& targetMachine(llvm::CodeGenOptLevel level) {
+    thread_local std::map<llvm::CodeGenOptLevel, std::unique_ptr<llvm::TargetMachine>> machines;
+    std::unique_ptr<llvm::TargetMachine>& tm = machines[level];
+    if (!tm) {
+      llvm::orc::JITTargetMachineBuilder b = *jtmb;
+      b.setCodeGenOptLevel(level);
+      tm = check(b.createTargetMachine(), "target machine");
+    }
+    return *tm;
+  }
+
+  // The code of a program is an object file per module (the functions share nothing: each is
+  // called by the runtime through its entry point), compiled in parallel on oneTBB's threads;
+  // the image packs them (JitImage.h). Each function that is optimized gets a module of its
+  // own; the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders,
+  // combines) share one, which skips the middle end and gets LLVM's fast code generation
+  // (each module costs a fixed few milliseconds, which such a function's code does not).
   std::string buildImage(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
                          std::string* irText) {
-    std::vector<std::string> objects(funcs.size()), texts(funcs.size());
-    std::vector<std::exception_ptr> failures(funcs.size());
+    std::vector<std::vector<codegen::ir::Func>> modules;
+    std::vector<codegen::ir::Func> unoptimized;
+    for (const codegen::ir::Func& f : funcs) {
+      if (codegen::unoptimized(f))
+        unoptimized.push_back(f);
+      else
+        modules.push_back({f});
+    }
+    const std::size_t optimized = modules.size();
+    if (!unoptimized.empty()) modules.push_back(std::move(unoptimized));
+    std::vector<std::string> objects(modules.size()), texts(modules.size());
+    std::vector<std::exception_ptr> failures(modules.size());
     auto one = [&](std::size_t i) {
       try {
-        objects[i] = buildObject(funcs[i], prefix, irText ? &texts[i] : nullptr);
+        objects[i] = buildObject(modules[i], i < optimized, prefix, irText ? &texts[i] : nullptr);
       } catch (...) {
         failures[i] = std::current_exception();
       }
@@ -221,9 +306,9 @@ struct Engine {
 #if EINJIT_HAVE_TBB
     // Isolated: this thread holds the cache's lock, so while it waits it must not take an
     // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
-    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, funcs.size(), one); });
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, modules.size(), one); });
 #else
-    for (std::size_t i = 0; i < funcs.size(); ++i) one(i);
+    for (std::size_t i = 0; i < modules.size(); ++i) one(i);
 #endif
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
@@ -232,10 +317,11 @@ struct Engine {
     return packObjects(objects);
   }
 
-  // One function: LLVM IR, the middle end (O3, or kExplicitPipeline for explicit code), an
-  // object file. Safe to run on several threads at once (a context and a target machine each).
-  std::string buildObject(const codegen::ir::Func& func, const std::string& prefix,
-                          std::string* irText) {
+  // One module: LLVM IR, the middle end (O3, or kExplicitPipeline for explicit code; none
+  // unless `optimize`), an object file. Safe to run on several threads at once (a context and
+  // a target machine each).
+  std::string buildObject(const std::vector<codegen::ir::Func>& funcs, bool optimize,
+                          const std::string& prefix, std::string* irText) {
     StageClock clock;
     llvm::LLVMContext ctx;
     // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
@@ -251,17 +337,43 @@ struct Engine {
         },
         &llvmErrors);
     llvm::Module m("einjit", ctx);
-    std::unique_ptr<llvm::TargetMachine> tm = check(jtmb->createTargetMachine(), "target machine");
+    llvm::TargetMachine* tm = &targetMachine(optimize ? llvm::CodeGenOptLevel::Aggressive
+                                                      : llvm::CodeGenOptLevel::None);
     m.setDataLayout(tm->createDataLayout());
     m.setTargetTriple(tm->getTargetTriple().str());
     clock.lap("target machine");
-    codegen::emitLLVM({func}, prefix, m);
+    codegen::emitLLVM(funcs, prefix, m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
     clock.lap("emit", instructionCount(m));
+    const bool explicitModule = optimize && optimizeModule(m, *tm, clock);
+    if (irText) {
+      llvm::raw_string_ostream os(*irText);
+      m.print(os, nullptr);
+    }
 
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    CodegenPasses pm(explicitModule && !lsrEverywhere &&
+                     m.getInstructionCount() > kLsrInstructionLimit);
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw InternalError("LLVM JIT: the target cannot emit object files");
+    clock.lap("codegen setup");
+    pm.run(m);
+    clock.lap("codegen");
+    if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
+    std::string names;
+    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
+    clock.report(names + ", " + std::to_string(buf.size()) + "-byte object" +
+                 (optimize ? "" : ", unoptimized"));
+    return std::string(buf.begin(), buf.end());
+  }
+
+  // The middle end: O3, or kExplicitPipeline for explicit code (then true).
+  bool optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, StageClock& clock) {
+    llvm::LLVMContext& ctx = m.getContext();
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -276,40 +388,25 @@ struct Engine {
     si.registerCallbacks(pic, &mam);
     PassTimes passTimes;
     if (jitDebugPasses()) passTimes.registerCallbacks(pic);
-    llvm::PassBuilder pb(tm.get(), pto, std::nullopt, &pic);
+    llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    const bool explicitPipeline = !fullO3 && explicitCode(m);
+    const bool explicitModule = !fullO3 && explicitCode(m);
     llvm::ModulePassManager mpm;
-    if (explicitPipeline) {
-      if (auto err = pb.parsePassPipeline(mpm, kExplicitPipeline))
+    if (explicitModule) {
+      if (auto err = pb.parsePassPipeline(mpm, explicitPipeline))
         throw InternalError("LLVM JIT: the explicit-code pipeline: " + errorText(std::move(err)));
     } else {
       mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     }
     clock.lap("pipeline setup");
     mpm.run(m, mam);
-    clock.lap(explicitPipeline ? "explicit-code pipeline" : "O3", instructionCount(m));
+    clock.lap(explicitModule ? "explicit-code pipeline" : "O3", instructionCount(m));
     if (jitDebugPasses()) passTimes.report();
-    if (irText) {
-      llvm::raw_string_ostream os(*irText);
-      m.print(os, nullptr);
-    }
-
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      throw InternalError("LLVM JIT: the target cannot emit object files");
-    clock.lap("codegen setup");
-    pm.run(m);
-    clock.lap("codegen");
-    if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
-    clock.report(func.name + ", " + std::to_string(buf.size()) + "-byte object");
-    return std::string(buf.begin(), buf.end());
+    return explicitModule;
   }
 
   // Loads an object into a JITDylib of its own and finds the functions.

@@ -1,7 +1,7 @@
 #pragma once
 // The CPU JIT's compiled code for one program as one byte string (what the compiled-code
-// caches keep): one object file per function (Jit.cpp compiles the functions of a program
-// as separate modules, in parallel), packed as "ejobjs", the number of objects, then each
+// caches keep): one object file per module (Jit.cpp compiles the functions of a program as
+// several modules, in parallel), packed as "ejobjs", the number of objects, then each
 // object's length and bytes (64-bit little-endian numbers).
 #include <string>
 #include <string_view>

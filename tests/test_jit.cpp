@@ -483,9 +483,16 @@ TEST_CASE("jit: masked loads and outlined loops, as IR") {
   // The outlined loop is a function of its own, marked noinline, called by its entry point.
   CAPTURE(code->llvmIR);
   const std::string& text = code->llvmIR;
-  const auto def = text.find("define internal fastcc void @");
-  CHECK(text.find("_outlined.body.l(", def) != std::string::npos);
-  CHECK(text.find("call fastcc void @") != std::string::npos);
+  // (A function this small is compiled unoptimized: no calling convention of LLVM's choosing.)
+  auto lineWith = [&](const std::string& start, const std::string& part) {
+    for (std::size_t at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) {
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      if (line.find(part) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(lineWith("define internal void @", "_outlined.body.l("));
+  CHECK(lineWith("call void @", "_outlined.body.l("));
 }
 
 // A vector load whose lanes are 2 to 4 elements apart reads the run from the first lane to the
