@@ -388,17 +388,22 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       // Packed by a task (per block): a function of its own beside the micro-kernel.
       return ir::forLoop(gs, imm(0), groups, block ? ForKind::Outlined : ForKind::Rolled, body);
     }
-    // Otherwise each lane's run along the reduction in turn (ordinary checked reads).
-    auto perLane = [&](Stmt put) {
-      return ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, kLoops(block, std::move(put)));
+    // Otherwise lanes far apart (a weight gradient's channels): the reduction outermost, the
+    // lanes innermost (ordinary checked reads), so that the sliver's lanes are read as
+    // independent streams, each cache line of each lane in L1 for the next positions, and each
+    // step writes one contiguous run of the sliver. (Each lane's run along the reduction in
+    // turn waited on one load at a time.)
+    auto lanes = [&](Stmt put, ForKind kind) {
+      return kLoops(block, ir::forLoop(ls, imm(0), imm(w), kind, std::move(put)));
     };
-    Stmt plain = perLane(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)));
+    Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
+                       ForKind::Unrolled);
     Stmt body;
     if (!masks.empty() || padded)
-      body = perLane(element());
+      body = lanes(element(), ForKind::Rolled);
     else if (edgeLanes)
       body = ir::ifThen(less(var(ps), imm(extent[x] / w)), plain,
-                        edgeSliver([&](Stmt b) { return kLoops(block, std::move(b)); }));
+                        kLoops(block, edgeSliver([](Stmt b) { return b; })));
     else
       body = plain;
     return ir::forLoop(ps, sLo, sHi, block ? ForKind::Outlined : ForKind::Rolled, body);
