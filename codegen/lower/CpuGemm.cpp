@@ -434,7 +434,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The product.
   setRanges(st, r);
   const std::int64_t perTask = g.mTasks * g.nTasks;
-  decompose(Bt, r, ir::binary(BinOp::Div, var(tk), imm(perTask)));
+  // The batch value: the task's, or (batch inside) a loop's inside each KC block.
+  const std::string bi = "gemm.bi";
+  decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, var(tk), imm(perTask)));
   Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, var(tk), imm(g.nTasks)), imm(g.mTasks));
   Expr ni = ir::binary(BinOp::Mod, var(tk), imm(g.nTasks));
   // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).
@@ -559,6 +561,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
                            panelSlot(1)),
                       body});
+  if (g.batchInside) body = ir::forLoop(bi, imm(0), imm(batchTotal), ForKind::Serial, body);
   body = let(q0, q0v, let(q1, minOf(ir::add(var(q0), imm(g.kChunk)), imm(r[kq].second)), body));
   body = ir::forLoop(pb, imm(0), imm(g.kBlocks), ForKind::Serial, body);
   body = let(jc, ir::add(var(bs0), ir::mul(var(jcb), imm(blockSl[1]))), body);
