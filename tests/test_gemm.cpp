@@ -200,6 +200,11 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
        2},
+      // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
+      // own unrolled code, the channels' last (4 rows) by the general one.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
+       2},
       {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}}, 2},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
        "0:size(x,3)",

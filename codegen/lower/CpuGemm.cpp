@@ -511,8 +511,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       const Expr v = g.scale != 1 ? ir::mul(sum, num(g.scale)) : sum;
       Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
       Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
-      return st.assign == Assign::Define ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
-                                         : add;
+      if (st.assign != Assign::Define) return add;
+      // One KC block (a residue phase's short reduction): the first is the only one.
+      return g.kBlocks == 1 ? put : ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add);
     };
     // A tile whose elements are stored one by one (inside the output), from a copy of the
     // accumulators (indexed by loop variables, it leaves the accumulators themselves in
@@ -527,6 +528,27 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Stmt part = ir::allocate(edge, vt_, MR * nr,
                              ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
     Stmt store = part;
+    if (!g.vectorStore && g.kBlocks == 1 && st.assign == Assign::Define) {
+      // An output not contiguous along N, each tile stored once (a residue phase's dx[2q + rho]:
+      // a short reduction, so the stores weigh): a tile of MR whole rows stores its elements
+      // from the accumulators themselves (unrolled: each a lane of a register at a constant
+      // offset), no copy and no loop; its columns are NR, or the last sliver's count (the
+      // half-width kernel runs only the last sliver). Tiles stored once per KC block of a long
+      // reduction keep the loops (less code to compile, little time).
+      auto fixed = [&](std::int64_t cols) {
+        return finish(
+            [&](Stmt body) {
+              body = ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
+              return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
+            },
+            a);
+      };
+      const std::int64_t lastCols = N - (S[1] - 1) * NR;
+      Stmt whole = fixed(nr == NR ? NR : lastCols);
+      if (nr == NR && !halfTail && lastCols != NR)
+        whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
+      store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
+    }
     if (g.vectorStore && nr == NR) {
       store = finish(tile, a);
       if (M % MR != 0 || N % NR != 0)
