@@ -190,9 +190,20 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
   };
   const std::vector<ConvRow> table = {
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}}, 2},
+      // Odd channel counts: edge slivers on both sides of every GEMM (the weight gradient's
+      // taps inside its KC blocks, its lanes, the channels, far apart).
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {3, 13, 17, 19}}, {"k", {23, 13, 3, 3}}}, 2},
+      // More input than output channels: the weight gradient's x is operand B (lanes the
+      // channels), packed per block for each tap, 24 = 16 + 8 channels (an edge sliver).
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 24, 16, 19}}, {"k", {8, 24, 3, 3}}}, 2},
       // The strided input gradients run as residue phases (4, 9), each packed.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
+       2},
+      // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
+      // own unrolled code, the channels' last (4 rows) by the general one.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
        2},
       {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}}, 2},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "

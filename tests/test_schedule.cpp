@@ -212,15 +212,36 @@ const ScheduleRow kRows[] = {
      "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 6x16, MC 66 KC 198 NC "
      "64; A packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel "
      "groups"},
-    // The weight gradient: a task per tap (a, b) and chunk of N.
+    // The weight gradient: the taps (a, b) are windows of x: they run inside each KC block
+    // (x's block packed from cache for each tap, dy's packed block serving all nine), a task
+    // per chunk of N.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 64, 54, 54}, {8, 64, 56, 56}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b; micro-kernel 6x16, MC 66 KC 216 NC "
-     "32; A packed whole, B packed per block; 18 tasks in 6 parallel groups"},
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
+     "KC 216 NC 16; A packed whole, B packed per block; 4 tasks in 4 parallel groups"},
+    // Strided: x would fit packed whole (13 MB), packed per block all the same; one thread.
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
+     {{8, 64, 27, 27}, {8, 64, 56, 56}},
+     DType::f32,
+     32,
+     13,
+     1,
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
+     "KC 243 NC 64; A packed whole, B packed per block; one thread"},
+    // Too few chunks of M and N for the threads (one sliver each): the taps stay
+    // outside, one per task.
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
+     {{8, 6, 30, 30}, {8, 16, 32, 32}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N c, K n,h,w, batch a,b; micro-kernel 6x16, MC 6 KC 240 NC 16; A "
+     "packed whole, B packed per block; 9 tasks in 5 parallel groups"},
     // The strided input gradient's taps fill half their hull or less: no packed plan for the
     // statement as it is (the lowering then splits it into residue phases, each packed).
     {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:55, v in 0:55, h in "

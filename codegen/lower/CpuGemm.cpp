@@ -388,17 +388,22 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       // Packed by a task (per block): a function of its own beside the micro-kernel.
       return ir::forLoop(gs, imm(0), groups, block ? ForKind::Outlined : ForKind::Rolled, body);
     }
-    // Otherwise each lane's run along the reduction in turn (ordinary checked reads).
-    auto perLane = [&](Stmt put) {
-      return ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, kLoops(block, std::move(put)));
+    // Otherwise lanes far apart (a weight gradient's channels): the reduction outermost, the
+    // lanes innermost (ordinary checked reads), so that the sliver's lanes are read as
+    // independent streams, each cache line of each lane in L1 for the next positions, and each
+    // step writes one contiguous run of the sliver. (Each lane's run along the reduction in
+    // turn waited on one load at a time.)
+    auto lanes = [&](Stmt put, ForKind kind) {
+      return kLoops(block, ir::forLoop(ls, imm(0), imm(w), kind, std::move(put)));
     };
-    Stmt plain = perLane(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)));
+    Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
+                       ForKind::Unrolled);
     Stmt body;
     if (!masks.empty() || padded)
-      body = perLane(element());
+      body = lanes(element(), ForKind::Rolled);
     else if (edgeLanes)
       body = ir::ifThen(less(var(ps), imm(extent[x] / w)), plain,
-                        edgeSliver([&](Stmt b) { return kLoops(block, std::move(b)); }));
+                        kLoops(block, edgeSliver([](Stmt b) { return b; })));
     else
       body = plain;
     return ir::forLoop(ps, sLo, sHi, block ? ForKind::Outlined : ForKind::Rolled, body);
@@ -429,7 +434,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The product.
   setRanges(st, r);
   const std::int64_t perTask = g.mTasks * g.nTasks;
-  decompose(Bt, r, ir::binary(BinOp::Div, var(tk), imm(perTask)));
+  // The batch value: the task's, or (batch inside) a loop's inside each KC block.
+  const std::string bi = "gemm.bi";
+  decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, var(tk), imm(perTask)));
   Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, var(tk), imm(g.nTasks)), imm(g.mTasks));
   Expr ni = ir::binary(BinOp::Mod, var(tk), imm(g.nTasks));
   // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).
@@ -524,9 +531,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       const Expr v = g.scale != 1 ? ir::mul(sum, num(g.scale)) : sum;
       Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
       Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
-      Stmt stored = st.assign == Assign::Define
-                        ? ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add)
-                        : add;
+      Stmt stored = add;
+      if (st.assign == Assign::Define) // one KC block (a residue phase's): the first is the only one
+        stored = g.kBlocks == 1 ? put : ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add);
       if (ctx_.epilogueThrough <= stmt_) return stored;
       // The epilogue (schedule/Fusion.h): once the last KC block has completed the tile, the
       // element-wise statements after this one, each element's in program order, reading the
@@ -555,6 +562,27 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Stmt part = ir::allocate(edge, vt_, MR * nr,
                              ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
     Stmt store = part;
+    if (!g.vectorStore && g.kBlocks == 1 && st.assign == Assign::Define) {
+      // An output not contiguous along N, each tile stored once (a residue phase's dx[2q + rho]:
+      // a short reduction, so the stores weigh): a tile of MR whole rows stores its elements
+      // from the accumulators themselves (unrolled: each a lane of a register at a constant
+      // offset), no copy and no loop; its columns are NR, or the last sliver's count (the
+      // half-width kernel runs only the last sliver). Tiles stored once per KC block of a long
+      // reduction keep the loops (less code to compile, little time).
+      auto fixed = [&](std::int64_t cols) {
+        return finish(
+            [&](Stmt body) {
+              body = ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
+              return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
+            },
+            a);
+      };
+      const std::int64_t lastCols = N - (S[1] - 1) * NR;
+      Stmt whole = fixed(nr == NR ? NR : lastCols);
+      if (nr == NR && !halfTail && lastCols != NR)
+        whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
+      store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
+    }
     if (g.vectorStore && nr == NR) {
       store = finish(tile, a);
       if (M % MR != 0 || N % NR != 0)
@@ -590,6 +618,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
                            panelSlot(1)),
                       body});
+  if (g.batchInside) body = ir::forLoop(bi, imm(0), imm(batchTotal), ForKind::Serial, body);
   body = let(q0, q0v, let(q1, minOf(ir::add(var(q0), imm(g.kChunk)), imm(r[kq].second)), body));
   body = ir::forLoop(pb, imm(0), imm(g.kBlocks), ForKind::Serial, body);
   body = let(jc, ir::add(var(bs0), ir::mul(var(jcb), imm(blockSl[1]))), body);

@@ -362,15 +362,45 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.mc = std::max<std::int64_t>(t.l2Bytes / 2 / (g.kc * e) / g.mr, 1) * g.mr;
   g.nc = std::max<std::int64_t>(panelBytes / (g.kc * e) / g.nr, 1) * g.nr;
 
+  // Batch inside the KC blocks (GemmPlan::batchInside): one operand holds every batch index
+  // as a window tap, the other (packed whole) none; the first is then packed per block (packed
+  // whole, it would be its elements once per tap, through memory).
+  int insideSide = -1;
+  for (int s = 0; s < 2 && !g.batch.empty(); ++s) {
+    const auto u = static_cast<std::size_t>(s);
+    if (!g.whole[1 - u] || !g.reads[1 - u].empty() || !g.masks[u].empty() ||
+        g.reads[u].size() != g.batch.size())
+      continue;
+    bool taps = true;
+    for (const Subscript& sub : op[s]->subs) {
+      bool batch = false, reduction = false;
+      for (int v : g.batch) batch = batch || sub.coef[static_cast<std::size_t>(v)] != 0;
+      for (int v : g.k) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
+      taps = taps && (!batch || reduction);
+    }
+    if (taps) insideSide = s;
+  }
+  const std::array<bool, 2> wholeBefore = g.whole;
+  if (insideSide >= 0) {
+    g.batchInside = true;
+    g.whole[static_cast<std::size_t>(insideSide)] = false;
+  }
+
   // Tasks: with several threads, at least 4 per thread where the work allows, splitting M or N
   // into chunks; a split re-packs the other side's operand per chunk unless it is packed whole.
+  // With the batch inside, a task holds every batch value: 2 per thread where M and N allow
+  // (each split of the side packed per block packs it once more), else the batch outside.
   std::int64_t mTasks = 1, nTasks = 1;
-  if (t.threads > 1) {
-    const double want = std::min(4.0 * t.threads, std::max(1.0, flops / kTaskFlops));
+  auto splitTasks = [&] {
+    mTasks = nTasks = 1;
+    if (t.threads <= 1) return;
+    const std::int64_t outer = g.batchInside ? 1 : batchTotal;
+    const double perThread = g.batchInside ? 2.0 : 4.0;
+    const double want = std::min(perThread * t.threads, std::max(1.0, flops / kTaskFlops));
     // ... and a multiple of the thread count where a few tasks per thread would leave one
     // thread a task more than the others.
     auto more = [&] {
-      const std::int64_t tasks = batchTotal * mTasks * nTasks;
+      const std::int64_t tasks = outer * mTasks * nTasks;
       return static_cast<double>(tasks) < want ||
              (tasks % t.threads != 0 && tasks < 8 * t.threads &&
               static_cast<double>(tasks) * kTaskFlops * 2 < flops);
@@ -385,6 +415,12 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
         splitM = freeM != freeN ? freeM : mc0 * g.mr >= nc0 * g.nr;
       (splitM ? mTasks : nTasks) *= 2;
     }
+  };
+  splitTasks();
+  if (g.batchInside && t.threads > 1 && mTasks * nTasks < t.threads) {
+    g.batchInside = false;
+    g.whole = wholeBefore;
+    splitTasks();
   }
   g.mChunk = cdiv(sl[0], mTasks);
   g.nChunk = cdiv(sl[1], nTasks);
@@ -392,7 +428,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.nTasks = cdiv(sl[1], g.nChunk);
   g.mc = std::min(g.mc, g.mChunk * g.mr);
   g.nc = std::min(g.nc, g.nChunk * g.nr);
-  g.tasks = batchTotal * g.mTasks * g.nTasks;
+  g.tasks = (g.batchInside ? 1 : batchTotal) * g.mTasks * g.nTasks;
   // An operand packed whole pays a round trip through memory so that several tasks share it;
   // where each of its packed elements would be packed once anyway (it reads every batch index,
   // the other side is not split, and for A, N is one NC block: a task packs its B panel once
@@ -421,8 +457,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
                 : "packed contraction (element-wise summand" +
                       (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
   g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " + names(st, g.k) +
-          ", batch " + names(st, g.batch) + "; micro-kernel " + std::to_string(g.mr) + "x" +
-          std::to_string(g.nr) +
+          ", batch " + names(st, g.batch) + (g.batchInside ? " inside the KC blocks" : "") +
+          "; micro-kernel " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
           std::to_string(g.nc) + "; A packed " + packing(0) + ", B packed " + packing(1) + "; " +

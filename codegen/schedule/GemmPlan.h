@@ -62,6 +62,12 @@ struct GemmPlan {
   // cache block at a time by each task into that task group's scratch.
   std::array<std::vector<int>, 2> reads, masks;
   std::array<bool, 2> whole{true, true};
+  // The batch values run inside each KC block (a task is a chunk of M and N only): every batch
+  // index is a window tap of the operand packed per block (read only in subscripts that also
+  // hold a reduction index, as a weight gradient reads x[n,c,a+h,b+w] at its taps a, b) and the
+  // other operand reads none, so consecutive batch values pack nearly the same elements, from
+  // cache, and the other operand's packed block serves them all.
+  bool batchInside = false;
   int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
   // Accumulator sets along the reduction: consecutive terms go to `kSets` MR x NR sets in turn,
   // added together after the block. A tile too small for the FMA pipes' latency (the element-
