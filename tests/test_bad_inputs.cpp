@@ -8,6 +8,7 @@
 // Not here yet: reads of a huge argument (a gather from a 2^32-element table), which the
 // interpreter, also the CPU JIT's error path, copies whole into doubles and fails with
 // std::bad_alloc (docs/RELIABILITY.md, "What is guaranteed, and what is not").
+#include "Watch.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
@@ -32,17 +33,7 @@ namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-// Every tensor a row passes in, with its contents before the call (views included: the
-// check reads them through the view, so a write through an aliasing view shows).
-struct Watch {
-  std::vector<Tensor> tensors;
-  std::vector<std::vector<double>> before;
-  Tensor operator()(Tensor t) {
-    tensors.push_back(t);
-    before.push_back(t.toVector());
-    return t;
-  }
-};
+using einjit::test::Watch;
 
 // Memory that outlives the row's call, for views of caller memory (stride-0 views of one
 // element stand for huge tensors without allocating them).

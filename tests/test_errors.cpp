@@ -5,6 +5,7 @@
 // what() is the rendered diagnostic: "<program>:LINE:COL: error: MESSAGE", the source line,
 // and a caret under the column. A call that fails any check must write nothing: every '=' or
 // '+=' output a row passes is watched and must hold its old values afterwards.
+#include "Watch.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 #include "einjit/einjit.h"
@@ -26,16 +27,7 @@ using einjit::Tensor;
 
 namespace {
 
-// Outputs a row passes in; after the failed call they must hold exactly what they held before.
-struct Watch {
-  std::vector<Tensor> tensors;
-  std::vector<std::vector<double>> before;
-  Tensor operator()(Tensor t) {
-    tensors.push_back(t);
-    before.push_back(t.toVector());
-    return t;
-  }
-};
+using einjit::test::Watch;
 
 using Call = std::function<void(const Kernel&, Watch&)>;
 

@@ -260,17 +260,35 @@ TEST_CASE("jit_compile: the short pipeline never aborts on instcombine's fixpoin
   CHECK(dk.get({3, 5, 1, 2}) == doctest::Approx(want).epsilon(1e-4));
 }
 
+namespace {
+
+// The conv1d gradient at 10^5 elements, its arguments and its LLVM IR as `explain` prints it.
+struct Conv1dGradient {
+  Kernel g;
+  std::vector<einjit::Arg> args;
+  std::string text;
+};
+Conv1dGradient conv1dGradient() {
+  Conv1dGradient c{einjit::compile("y[i] := x[i+k] * w[k]").gradient(), {}, {}};
+  std::map<std::string, Tensor> in{{"dy", Tensor::random({100000}, DType::f32, 3)},
+                                   {"x", Tensor::random({100002}, DType::f32, 1)},
+                                   {"w", Tensor::random({3}, DType::f32, 2)}};
+  c.args = argsOf(c.g, in, {});
+  c.text = c.g.explain(c.args, true);
+  return c;
+}
+
+} // namespace
+
 // Each function that is optimized is a module of its own (compiled in parallel); those that
 // CodeGenLLVM emits `optnone` (a few iterations each) share one module, which gets no middle
 // end and LLVM's fast code generation. The conv1d gradient at 10^5 has two of the first kind
 // (dx's core tile, dw's split-reduction chunks) and three of the second.
 TEST_CASE("jit_compile: functions compiled unoptimized share one module") {
-  Kernel g = einjit::compile("y[i] := x[i+k] * w[k]").gradient();
-  std::map<std::string, Tensor> in{{"dy", Tensor::random({100000}, DType::f32, 3)},
-                                   {"x", Tensor::random({100002}, DType::f32, 1)},
-                                   {"w", Tensor::random({3}, DType::f32, 2)}};
-  const std::vector<einjit::Arg> args = argsOf(g, in, {});
-  const std::string text = g.explain(args, true);
+  const Conv1dGradient c = conv1dGradient();
+  const Kernel& g = c.g;
+  const std::vector<einjit::Arg>& args = c.args;
+  const std::string& text = c.text;
   CAPTURE(text);
   // The module (counted from 1 in the printed IR) that defines entry point `name`.
   auto moduleOf = [&](const std::string& name) {
@@ -300,12 +318,10 @@ TEST_CASE("jit_compile: functions compiled unoptimized share one module") {
 // of the conv1d gradient (for k in 0:3 around the vectorized sum over i) gets one vectorized
 // copy of the sum, where unrolling k gave three (three times the function's compile time).
 TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled") {
-  Kernel g = einjit::compile("y[i] := x[i+k] * w[k]").gradient();
-  std::map<std::string, Tensor> in{{"dy", Tensor::random({100000}, DType::f32, 3)},
-                                   {"x", Tensor::random({100002}, DType::f32, 1)},
-                                   {"w", Tensor::random({3}, DType::f32, 2)}};
-  const std::vector<einjit::Arg> args = argsOf(g, in, {});
-  const std::string text = g.explain(args, true);
+  const Conv1dGradient c = conv1dGradient();
+  const Kernel& g = c.g;
+  const std::vector<einjit::Arg>& args = c.args;
+  const std::string& text = c.text;
   // The module that defines s1 (dw's chunks): from its "; ModuleID" line to the next.
   const auto at = text.find("_s1(ptr ");
   REQUIRE(at != std::string::npos);
