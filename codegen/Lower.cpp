@@ -105,9 +105,7 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
   const BoundStatement& bs = b_.stmts[k];
   StatementSchedule sched = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
   out_.notes.push_back(sched.why);
-  if (st.assign == Assign::Define && !coversOutput(st, bs, sched))
-    if (std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
-      out_.zeroFill.push_back(st.output);
+  zeroFillUncovered(k, sched);
   if (!sched.run) return k;
   const Ranges ranges = statementRanges(bs);
   const std::string base = "s" + std::to_string(k);
@@ -160,15 +158,7 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
     return k;
   }
   if (sched.gemm) {
-    if (epilogue > k) {
-      // Every element of a member's output is written in a tile store.
-      for (std::size_t j = k + 1; j <= epilogue; ++j) {
-        const Statement& sj = p_.stmts[j];
-        if (sj.assign == Assign::Define && !coversOutput(sj, b_.stmts[j], sched) &&
-            std::find(out_.zeroFill.begin(), out_.zeroFill.end(), sj.output) == out_.zeroFill.end())
-          out_.zeroFill.push_back(sj.output);
-      }
-    }
+    for (std::size_t j = k + 1; j <= epilogue; ++j) zeroFillUncovered(j, sched);
     const Scoped<std::size_t> tail(ctx_.epilogueThrough, std::max(epilogue, k));
     emitGemm(st, bs, sched, ranges, base);
     return std::max(epilogue, k);
@@ -184,6 +174,13 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
   return k;
 }
 
+void Lowerer::zeroFillUncovered(std::size_t k, const StatementSchedule& s) {
+  const Statement& st = p_.stmts[k];
+  if (st.assign == Assign::Define && !coversOutput(st, b_.stmts[k], s) &&
+      std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
+    out_.zeroFill.push_back(st.output);
+}
+
 void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::string& note) {
   const Statement& st = p_.stmts[first];
   const BoundStatement& bs = b_.stmts[first];
@@ -195,12 +192,7 @@ void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::st
   sched.gemm.reset();
   sched.oneHot.reset(); // the group's loop passes over every element anyway
   out_.notes.push_back(sched.why + "; " + note);
-  for (std::size_t k = first; k <= last; ++k) {
-    const Statement& sk = p_.stmts[k];
-    if (sk.assign == Assign::Define && !coversOutput(sk, b_.stmts[k], sched) &&
-        std::find(out_.zeroFill.begin(), out_.zeroFill.end(), sk.output) == out_.zeroFill.end())
-      out_.zeroFill.push_back(sk.output);
-  }
+  for (std::size_t k = first; k <= last; ++k) zeroFillUncovered(k, sched);
   const Scoped<std::size_t> fused(ctx_.fusedThrough, last);
   const Ranges ranges = statementRanges(bs);
   const std::string base = "s" + std::to_string(first);

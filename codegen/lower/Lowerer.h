@@ -280,6 +280,9 @@ private:
   // A ':=' statement writes every element of its output when its left-hand indices are
   // distinct, run over whole dimensions, and do not depend on other indices.
   bool coversOutput(const Statement& st, const BoundStatement& bs, const StatementSchedule& s);
+  // A `:=` statement k whose schedule `s` does not write every element of its output: the
+  // output is zero-filled before the call (once, however many statements ask).
+  void zeroFillUncovered(std::size_t k, const StatementSchedule& s);
 
   void setRanges(const Statement& st, const Ranges& r);
 
