@@ -94,8 +94,11 @@ begin "Release build (every package found)"
 # Not in the default target (tools/dump-generated.sh builds it): it must still compile.
 cmake --build "$root/build" --target dump_generated --parallel "$jobs"
 end
+# No single test may run longer than this: a test that hangs (or that times a large layer on
+# the interpreter of a Debug build) then fails with its name instead of running CI out of time.
+test_timeout=900
 begin "Release ctest (every test)"
-(cd "$root/build" && ctest --output-on-failure --parallel "$jobs")
+(cd "$root/build" && ctest --output-on-failure --parallel "$jobs" --timeout "$test_timeout")
 # The differential tester's counts (ctest shows no output of passing tests).
 grep -h "MESSAGE: differential" "$root/build/Testing/Temporary/LastTest.log" || true
 end
@@ -137,6 +140,7 @@ end
 begin "ctest without LLVM and CUDA"
 # The test binaries not built above register as '<binary>_NOT_BUILT' tests.
 (cd "$root/build-nollvm" && EINJIT_DIFF_PROGRAMS=25 ctest --output-on-failure --parallel "$jobs" \
+  --timeout "$test_timeout" \
   -E '_NOT_BUILT')
 end
 
@@ -166,7 +170,7 @@ begin "Debug ASan+UBSan build without CUDA"
 end
 begin "ASan+UBSan ctest"
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure --parallel "$jobs" -E "$asan_skip")
+  ctest --output-on-failure --parallel "$jobs" --timeout "$test_timeout" -E "$asan_skip")
 end
 
 # A fixed, reproducible run (seed and number of executions); any finding fails
