@@ -50,7 +50,11 @@ public:
              "dimension " + std::to_string(u.dim) + " is out of range for '" + t.name +
                  "', whose argument has shape " + shapeText(a.shape));
     }
-    // The value dtype: that of the first floating-point tensor that carries values.
+    // The value dtype: that of the first floating-point tensor that carries values, except
+    // that bf16 and f32 mix. bf16 is a storage dtype computed in f32 (docs/LANGUAGE.md
+    // "dtypes"), so bf16 activations with f32 weights lose nothing by computing in f32, and
+    // then the ':=' outputs are f32. f64 mixes with neither: a program widened or narrowed as
+    // a whole by one argument's dtype is the mistake this check exists to catch.
     int first = -1;
     for (int id : p_.arguments) {
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
@@ -63,21 +67,37 @@ public:
       if (carriesValues && isFloat(d) && first < 0) first = id;
     }
     b_.dtype = first >= 0 ? b_.tensors[static_cast<std::size_t>(first)].dtype : defaultDType;
+    int setBy = first; // the tensor the note names as fixing the dtype
+    if (b_.dtype == DType::bf16)
+      for (int id : p_.arguments) {
+        const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
+        if ((t.readAsValue || !t.writtenBy.empty()) &&
+            b_.tensors[static_cast<std::size_t>(id)].dtype == DType::f32) {
+          b_.dtype = DType::f32;
+          setBy = id;
+          break;
+        }
+      }
+    auto fits = [&](DType d) {
+      return d == b_.dtype || (d == DType::bf16 && b_.dtype == DType::f32);
+    };
     for (int id : p_.arguments) {
       const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
       DType d = b_.tensors[static_cast<std::size_t>(id)].dtype;
       bool written = !t.writtenBy.empty();
       bool mismatch =
-          (isFloat(d) && (t.readAsValue || written) && d != b_.dtype) || (written && d != b_.dtype);
+          (isFloat(d) && (t.readAsValue || written) && !fits(d)) || (written && !fits(d));
       if (mismatch) {
         std::vector<Note> notes;
-        if (first >= 0 && first != id)
-          notes.push_back({p_.tensors[static_cast<std::size_t>(first)].firstUse,
-                           "'" + p_.tensors[static_cast<std::size_t>(first)].name + "' is " +
+        if (setBy >= 0 && setBy != id)
+          notes.push_back({p_.tensors[static_cast<std::size_t>(setBy)].firstUse,
+                           "'" + p_.tensors[static_cast<std::size_t>(setBy)].name + "' is " +
                                std::string(dtypeName(b_.dtype)) + " here"});
+        std::string mixes =
+            b_.dtype == DType::f64 || d == DType::f64 ? "; f64 does not mix with f32 or bf16" : "";
         fail(src_, t.firstUse,
              "dtype mismatch: '" + t.name + "' is " + std::string(dtypeName(d)) +
-                 " but the program computes in " + std::string(dtypeName(b_.dtype)),
+                 " but the program computes in " + std::string(dtypeName(b_.dtype)) + mixes,
              notes);
       }
     }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,54 @@ inline void compareProgram(const std::string& program, const std::map<std::strin
   Outputs gr = gref.call(gin, gs);
   Outputs gj = gjit.call(gin, gs);
   checkSame(gj, gr, assigned(gref), dtype);
+}
+
+// A program over bf16 and f32 tensors (docs/LANGUAGE.md "dtypes": it computes in f32): the
+// tensors named in `f32` are f32, the other floating-point ones bf16. Forward and gradient on
+// `device` against the interpreter, and against the same program over f32 tensors holding the
+// same (bf16-representable) values, which must agree to f32 rounding (on the interpreter,
+// exactly): a mixed program reads each tensor in its own dtype and computes nothing in bf16.
+// Every ':=' result is f32. The rows assign with ':=' only.
+inline void compareMixed(const std::string& program, const std::map<std::string, Shape>& shapes,
+                         const std::set<std::string>& f32, std::uint64_t seed,
+                         Device device = Device::cpu()) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), DType::f32));
+  Kernel jit = einjit::compile(program, on(device, DType::f32));
+  std::map<std::string, Tensor> in, wide;
+  for (int id : ref.program().arguments) {
+    const auto& t = ref.program().tensors[static_cast<std::size_t>(id)];
+    const Shape& sh = shapes.at(t.name);
+    Tensor a = t.readAsIndex
+                   ? Tensor::randomInt(sh, 0, 2, DType::i64, ++seed)
+                   : Tensor::random(sh, f32.count(t.name) ? DType::f32 : DType::bf16, ++seed);
+    wide[t.name] = converted(a, t.readAsIndex ? a.dtype() : DType::f32);
+    in[t.name] = a;
+  }
+  Outputs r = ref.call(in, {});
+  Outputs j = jit.call(in, {});
+  Outputs w = einjit::compile(program, on(device, DType::f32)).call(wide, {});
+  Outputs rw = ref.call(wide, {});
+  {
+    INFO("forward");
+    checkSame(j, r, assigned(ref), DType::f32);
+    checkSame(j, w, assigned(ref), DType::f32);
+    checkSame(r, rw, assigned(ref), DType::f64); // the interpreter reads bf16 exactly
+    for (const std::string& n : assigned(ref)) {
+      CAPTURE(n);
+      CHECK(j[std::string_view(n)].dtype() == DType::f32);
+    }
+  }
+  Kernel gref = ref.gradient({});
+  Kernel gjit = einjit::compile(gref.source(), on(device, DType::f32));
+  std::vector<std::string> dys = gref.gradientInputs();
+  for (std::size_t i = 0; i < r.size(); ++i)
+    in[dys[i]] = Tensor::random(r[i].shape(), DType::f32, seed + 50 + i);
+  std::map<std::string, Tensor> gin;
+  for (const auto& n : gref.tensorArguments()) gin[n] = in.at(n);
+  INFO("gradient program:\n" << gref.source());
+  Outputs gr = gref.call(gin, {});
+  Outputs gj = gjit.call(gin, {});
+  checkSame(gj, gr, assigned(gref), DType::f32);
 }
 
 // Shapes grown to d*2+1 (odd sizes, more than one vector/tile); empty when they do not bind.

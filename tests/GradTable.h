@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,33 @@ inline const std::vector<GradRow> kBf16Rows = {
      {{"x", {2, 64, 13, 11}}, {"k", {64, 64, 3, 3}}}},
     // 16 images: the stride-2 weight gradient reduces over copies with n fastest (GPU)
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{"x", {16, 8, 11, 9}}, {"k", {8, 8, 3, 3}}}},
+};
+
+// bf16 activations with f32 weights (docs/LANGUAGE.md "dtypes"): the tensors in `f32` are f32,
+// the other floating-point ones bf16. Sizes reach the packed GEMM path (10^6 flops and more).
+struct MixedRow {
+  const char* program;
+  std::map<std::string, Shape> shapes;
+  std::set<std::string> f32;
+};
+
+inline const std::vector<MixedRow> kMixedRows = {
+    {"y[b,o] := x[b,i] * w[o,i]", {{"x", {64, 300}}, {"w", {200, 300}}}, {"w"}},
+    {"t[b,o] := x[b,i] * w[o,i]\ny[b,o] := t[b,o] + c[o]",
+     {{"x", {37, 129}}, {"w", {65, 129}}, {"c", {65}}},
+     {"w", "c"}},
+    {"C[i,k] := A[i,j] * B[j,k]", {{"A", {257, 131}}, {"B", {131, 129}}}, {"A"}},
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+     {{"x", {2, 8, 21, 19}}, {"k", {12, 8, 3, 3}}},
+     {"k"}},
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+     {{"x", {3, 16, 23, 21}}, {"k", {16, 16, 3, 3}}},
+     {"k"}},
+    {"e[i,j] := exp(x[i,j] * s[j])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]",
+     {{"x", {13, 40}}, {"s", {40}}},
+     {"s"}},
+    {"y[b,d] := E[tok[b], d] * g[d]", {{"E", {50, 8}}, {"tok", {16}}, {"g", {8}}}, {"g"}},
+    {"y[i] := x[i] * w[i] + x[i]", {{"x", {1000}}, {"w", {1000}}}, {"w"}},
 };
 
 // A random statement: indices i (output) and k, l (reductions); w reads every index bare so

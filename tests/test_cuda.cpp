@@ -56,6 +56,18 @@ TEST_CASE("cuda: bf16 on the GPU (tensor cores), forward and gradient, against t
   }
 }
 
+TEST_CASE("cuda: bf16 activations with f32 weights, forward and gradient") {
+  if (!gpu()) return;
+  for (const auto& row : kMixedRows) {
+    INFO(std::string(row.program));
+    try {
+      compareMixed(row.program, row.shapes, row.f32, 29, Device::cuda());
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+}
+
 TEST_CASE("cuda: every interpreter-table row equals the interpreter (f64, f32, strided views)") {
   if (!gpu()) return;
   compareInterpreterTable(Device::cuda());

@@ -299,6 +299,16 @@ std::vector<ErrorRow> rows() {
     {"dtype mismatch on a '+=' output", "y[i] += x[i] * w[i]",
      [](const Kernel& k, Watch& w) { k(out(w, {4}), rnd({4}), rnd({4}, DType::f64)); },
      "dtype mismatch: 'w' is f64 but the program computes in f32", 1, 16},
+    {"bf16 does not mix with f64", "y[i] := x[i] * w[i]",
+     [](const Kernel& k, Watch&) { k(rnd({4}, DType::bf16), rnd({4}, DType::f64)); },
+     "dtype mismatch: 'w' is f64 but the program computes in bf16; f64 does not mix with f32 "
+     "or bf16",
+     1, 16},
+    {"bf16 and f32 mix, f64 still does not", "y[i] := x[i] * w[i] * z[i]",
+     [](const Kernel& k, Watch&) {
+       k(rnd({4}, DType::bf16), rnd({4}), rnd({4}, DType::f64));
+     },
+     "dtype mismatch: 'z' is f64 but the program computes in f32; f64 does not mix", 1, 23},
     {"float tensor as a gather index", "y[i] = E[tok[i]]",
      [](const Kernel& k, Watch& w) { k(out(w, {3}), rnd({5}), rnd({3})); },
      "'tok' is used to index another tensor, so it must hold integers (i32 or i64), not f32", 1,

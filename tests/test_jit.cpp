@@ -88,6 +88,36 @@ TEST_CASE("jit: sizes 1, 7, 33 and 257 (tiles, vector tails, parallel loops)") {
     }
 }
 
+TEST_CASE("jit: bf16 activations with f32 weights, forward and gradient") {
+  for (const auto& row : einjit::test::kMixedRows) {
+    INFO(std::string(row.program));
+    try {
+      compareMixed(row.program, row.shapes, row.f32, 29);
+    } catch (const std::exception& e) {
+      FAIL_CHECK("threw: " << std::string(e.what()));
+    }
+  }
+}
+
+// An '=' output keeps its own dtype: a bf16 tensor written by a program that computes in f32
+// gets each f32 result rounded to bf16.
+TEST_CASE("jit: a bf16 output written by an f32 program is rounded to bf16") {
+  const Tensor x = Tensor::random({300}, DType::f32, 5), w = Tensor::random({300}, DType::bf16, 6);
+  std::vector<double> xs = x.toVector(), ws = w.toVector();
+  for (Device d : {Device::reference(), Device::cpu()}) {
+    CAPTURE(d.name());
+    Tensor y = Tensor::zeros({300}, DType::bf16);
+    einjit::compile("y[i] = x[i] * w[i] + 1", on(d, DType::f32))(y, x, w);
+    CHECK(y.dtype() == DType::bf16);
+    std::vector<double> ys = y.toVector();
+    for (std::size_t i = 0; i < ys.size(); ++i) {
+      const double want = Tensor::full({}, xs[i] * ws[i] + 1, DType::bf16).get({});
+      // One bf16 unit apart at most: the JIT rounds the f32 result, the interpreter the exact one.
+      CHECK(std::fabs(ys[i] - want) <= std::fabs(want) * 0x1p-8);
+    }
+  }
+}
+
 TEST_CASE("jit: bf16 programs, forward and gradient, against the interpreter") {
   for (const auto& row : einjit::test::kBf16Rows) {
     INFO(std::string(row.program));
