@@ -1,4 +1,5 @@
 #include "codegen/CodeGenCUDA.h"
+#include "codegen/Target.h"
 
 #include "einjit/Error.h"
 
@@ -118,9 +119,9 @@ public:
     // A shared buffer lives for its Allocate's body: buffers nested in one another are live at
     // once, a block's statements one after another (a tile's epilogue reuses the bytes of its
     // slices; the lowering puts a barrier between). Dynamic shared memory, where that reuse is
-    // real, when the buffers together would pass the 48 KiB of static shared memory.
+    // real, when the buffers together would pass the static shared memory's limit.
     const std::int64_t sharedTotal = sharedBytes(f_.body);
-    dynamicShared_ = sharedBytes(f_.body, true) > 48 * 1024;
+    dynamicShared_ = sharedBytes(f_.body, true) > Target::gpuStaticShared;
     sharedOffset_ = 0;
     if (dynamicShared_) launch.sharedBytes = sharedTotal;
     std::ostringstream sig;

@@ -195,6 +195,10 @@ bool independentOutputs(const Statement& st) {
   return rank == nOut;
 }
 
+std::string coreBorderNote(const StatementSchedule& core) {
+  return "core/border split; core: " + core.why;
+}
+
 StatementSchedule scheduleStatement(const Program& p, const BoundProgram& b, std::size_t k,
                                     const Strides& strides, const Target& t) {
   const Statement& st = p.stmts[k];

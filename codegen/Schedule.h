@@ -74,4 +74,8 @@ bool readsOwnOutput(const dsl::Statement& st);
 StatementSchedule scheduleStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                                     std::size_t stmt, const Strides& strides, const Target& t);
 
+// The note of a statement split into a rectangular core, run under `core` (the schedule of the
+// core's box), and generic borders (docs/GRADIENTS.md, G6).
+std::string coreBorderNote(const StatementSchedule& core);
+
 } // namespace einjit::codegen

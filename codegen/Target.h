@@ -21,6 +21,9 @@ struct SplitPolicy {
 struct Target {
   // --- CPU -----------------------------------------------------------------------------------
   int vectorBytes = 32; // widest vector register (64 for AVX-512)
+  // Vector registers the micro-kernels' accumulators and operands share: 16 ymm registers
+  // under AVX2, 32 zmm under AVX-512 (x86-64 ties the count to the width).
+  int vectorRegisters() const { return vectorBytes >= 64 ? 32 : 16; }
   // Independent FMA chains that keep the FMA pipes busy: latency x pipes (4 x 2 on AMD Zen 3
   // and 4 and on Intel cores since Skylake).
   int fmaChains = 8;
@@ -75,6 +78,15 @@ struct Target {
   // Threads per block of the contraction tiles: their shapes are laid out for it (16 x 16
   // threads of the f32 tile, 8 warps of the tensor-core tiles), so it is no free figure.
   static constexpr int gpuTileBlock = 256;
+  // Threads of a warp and of a warpgroup (four warps: the unit of wgmma), fixed by CUDA: the
+  // tensor-core fragments' lane layouts and the layout copies' coalesced rows are in these units.
+  static constexpr int gpuWarp = 32, gpuWarpgroup = 128;
+  // Static shared memory a CUDA function may declare; past it the buffers go to dynamic shared
+  // memory (launched with its size).
+  static constexpr std::int64_t gpuStaticShared = 48 * 1024;
+  // The architecture code is generated for where no GPU is there to ask (NVRTC still compiles
+  // it: CI and the compile-only tests): the H100's, compute capability 9.0.
+  static constexpr int gpuDefaultArch = 90;
 };
 
 // Tests: every schedule made from now on uses this split policy instead of its target's (null

@@ -37,9 +37,9 @@ CudaEngine& engine() {
 
 // Every offset and loop bound of the call fits comfortably in 32 bits, and so does each
 // statement's whole iteration space. The last condition is stricter than the kernels need,
-// but on the H100 the contraction tiles ran 10-30% slower with 32-bit indices (address
-// arithmetic then widens every offset), so large statements keep 64-bit indices (measured
-// session 5: f32 NN 4096 3.37 vs 3.72 ms, conv 128ch stride 2 0.270 vs 0.357 ms).
+// but the contraction tiles ran 10-30% slower with 32-bit indices (address arithmetic then
+// widens every offset), so large statements keep 64-bit indices (bench/RESULTS.md, "Measurements
+// moved out of codegen comments").
 bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codegen::Strides& s) {
   constexpr std::int64_t limit = std::int64_t{1} << 28;
   for (std::size_t t = 0; t < p.tensors.size(); ++t)
@@ -58,7 +58,7 @@ bool fitsIndex32(const dsl::Program& p, const dsl::BoundProgram& b, const codege
 } // namespace
 
 int codeArch(int device) {
-  int arch = 90; // without a GPU: the H100's
+  int arch = codegen::Target::gpuDefaultArch; // without a GPU
   if (cuda::available()) {
     const cuda::DeviceInfo& info = cuda::deviceInfo(device);
     arch = info.major * 10 + info.minor;

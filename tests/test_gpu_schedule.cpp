@@ -99,19 +99,23 @@ TEST_CASE("tensor-core family and warps") {
 
 TEST_CASE("warpgroup shape") {
   struct Row {
+    bool sideBySide;
     std::int64_t tilesI, extJ, extB, BN;
     int stages, inFlight;
   };
   const Row rows[] = {
-      {32, 4096, 1, 256, 4, 1}, // 4096^3: 32 x 16 = 512 tiles of 256 >= 132 SMs
-      {16, 2048, 1, 128, 3, 0}, // 16 x 8 = 128 of 256 < 132; 16 x 16 = 256 of 128
-      {8, 1024, 1, 64, 4, 0},   // 1024^3: 32 of 256, 64 of 128
-      {8, 1024, 4, 128, 3, 0},  // 4 batches: 256 tiles of 128
+      {false, 32, 4096, 1, 256, 4, 1}, // 4096^3: 32 x 16 = 512 tiles of 256 >= 132 SMs
+      {false, 16, 2048, 1, 128, 3, 0}, // 16 x 8 = 128 of 256 < 132; 16 x 16 = 256 of 128
+      {false, 8, 1024, 1, 64, 4, 0},   // 1024^3: 32 of 256, 64 of 128
+      {false, 8, 1024, 4, 128, 3, 0},  // 4 batches: 256 tiles of 128
+      {true, 32, 4096, 1, 64, 4, 0},   // side by side: 64 columns a warpgroup, whatever the size
   };
   for (const Row& r : rows) {
+    CAPTURE(r.sideBySide);
     CAPTURE(r.tilesI);
     CAPTURE(r.extJ);
-    const gs::WarpgroupShape s = gs::warpgroupShape(gpu(90), r.tilesI, r.extJ, r.extB);
+    const gs::WarpgroupShape s =
+        gs::warpgroupShape(gpu(90), r.sideBySide, r.tilesI, r.extJ, r.extB);
     CHECK(s.BN == r.BN);
     CHECK(s.stages == r.stages);
     CHECK(s.inFlight == r.inFlight);
@@ -201,7 +205,7 @@ TEST_CASE("GPU tile notes") {
   g.vectoredOutput = true;
   g.splits = 4;
   g.perSplit = 10;
-  w.phases = GpuPhasesPlan{4, "u = 2q + r, h = q + m", true};
+  w.phases = GpuPhasesPlan{4, {{"u", "h", 2, 1}}, true};
   w.relayout = GpuRelayoutPlan{};
   w.relayout->tensors = "x, k";
   w.relayout->channel = "c";
@@ -214,6 +218,12 @@ TEST_CASE("GPU tile notes") {
         "16 bytes at a time, split-K: 4 ranges of 10 slices, partials added in order; the phases "
         "in one launch; x, k copied first to layouts with c fastest, the reduction run with c "
         "last (whole 16-byte vectors)");
+  // Two strided reductions, one of them with a coefficient on q: each split printed in turn.
+  w.phases = GpuPhasesPlan{9, {{"u", "h", 3, 1}, {"v", "w", 3, 2}}, false};
+  w.relayout.reset();
+  CHECK(describe(w).rfind("9 residue phases (u = 3q + r, h = q + m, v = 3q + r, w = 2q + m), "
+                          "each: GPU tensor cores",
+                          0) == 0);
 }
 
 TEST_CASE("layout copies around a tile") {

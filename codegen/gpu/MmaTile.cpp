@@ -74,7 +74,7 @@ auto Lowerer::mmaSyncVariant(std::int64_t WM, std::int64_t WN) -> TensorCoreVari
     sg.stride = sg.rowMajor ? S : sg.BW + 8;
   };
   Expr thr = ir::var("gpu.thread");
-  Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
+  Expr lane = thr % Target::gpuWarp, warp = thr / Target::gpuWarp, g = lane / 4, t = lane % 4;
   Expr wm = warp / WN, wn = warp % WN;
   Expr mt = ir::var("w.m"), nt = ir::var("w.n"), ks = ir::var("k.s"), c = ir::var("w.c");
   // A warp's fragments for 16 of the reduction from ks * 16: rows from `first` (wm * 64 for
@@ -128,11 +128,11 @@ auto Lowerer::wgmmaVariant(std::int64_t WM, bool sideBySide,
     sg.stride = sg.rowMajor ? BK : sg.BW * 8;
   };
   Expr thr = ir::var("gpu.thread");
-  Expr lane = thr % 32, warp = thr / 32, g = lane / 4, t = lane % 4;
+  Expr lane = thr % Target::gpuWarp, warp = thr / Target::gpuWarp, g = lane / 4, t = lane % 4;
   Expr nt = ir::var("w.n"), c = ir::var("w.c");
   // Warpgroup wgi multiplies rows 64 wgi.. of A by all BN columns of B (side by side: all 64
   // rows of A by columns WBN wgi.. of B).
-  Expr wgi = thr / 128;
+  Expr wgi = thr / Target::gpuWarpgroup;
   Expr wgRowA = sideBySide ? ir::intImm(0) : wgi * 64,
        wgColB = sideBySide ? wgi * WBN : ir::intImm(0);
   auto coreOperand = [](const Staged& sg, const Expr& stg, const Expr& first) {
@@ -191,8 +191,7 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   const TensorCoreVariant v =
       !wg ? mmaSyncVariant(tc.WM, tc.WN)
           : wgmmaVariant(tc.WM, tc.sideBySide,
-                         tc.sideBySide ? gpuschedule::WarpgroupShape{64, 4, 0}
-                                       : gpuschedule::warpgroupShape(target_, tilesI, extJ, extB));
+                         gpuschedule::warpgroupShape(target_, tc.sideBySide, tilesI, extJ, extB));
   const std::int64_t BM = v.BM, BN = v.BN, tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
   const std::int64_t tiles = tilesI * tilesJ * extB;

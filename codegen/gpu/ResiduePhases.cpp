@@ -1,5 +1,6 @@
 // Residue phases of strided gradients as separate GPU tile statements.
 #include "codegen/lower/Lowerer.h"
+#include "codegen/passes/MergeLaunches.h"
 
 namespace einjit::codegen::lowering {
 
@@ -70,11 +71,9 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
     phases.push_back({subs, r, std::move(pb), std::move(ps), std::move(name), std::move(*groups)});
   }
   if (phases.empty()) return {};
-  std::string what;
+  std::vector<GpuPhasesPlan::Split> what;
   for (const PhaseSub& x : subs)
-    what += (what.empty() ? "" : ", ") + st.vars[x.out].name + " = " + std::to_string(x.g) +
-            "q + r, " + st.vars[x.red].name + " = " + (x.a == 1 ? "" : std::to_string(x.a)) +
-            "q + m";
+    what.push_back({st.vars[x.out].name, st.vars[x.red].name, x.g, x.a});
   return [this, phases = std::move(phases), combos, what, base] {
     const std::size_t funcs = out_.funcs.size();
     GpuTileSchedule s;
@@ -82,7 +81,8 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
       const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, ph.subs);
       s.tile = emitGpuTile(ph.ps, ph.pb, ph.r, ph.name, ph.groups); // the last phase's is shown
     }
-    s.phases = GpuPhasesPlan{combos, what, mergeLaunches(funcs, base + "_phases")};
+    s.phases = GpuPhasesPlan{combos, what,
+                             passes::mergeLaunches(out_.funcs, funcs, newFunc(base + "_phases"))};
     return s;
   };
 }

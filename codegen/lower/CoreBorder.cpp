@@ -69,7 +69,7 @@ bool Lowerer::coreSplit(std::size_t k, const Statement& st, const BoundStatement
   cs = boxOf(bs, core);
   StatementSchedule coreSched = scheduleStatement(p_, b2, k, ctx_.buffers.strides, target_);
   if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
-  out_.notes.back() = "core/border split; core: " + coreSched.why;
+  out_.notes.back() = coreBorderNote(coreSched);
   emitBox(st, cs, coreSched, core, base + "_core");
   StatementSchedule generic = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
   generic.tileI = generic.tileJ = generic.dotVar = -1;

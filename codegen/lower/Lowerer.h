@@ -570,14 +570,6 @@ private:
   // planner returns nothing.
   TileEmission phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                           const std::string& base);
-  // Functions [from, end) that are each one launch of the same block size and write disjoint
-  // outputs (residue phases without split-K) become one launch: block b runs function p's block b -
-  // offset_p, so one function's last blocks share the GPU with the next's first instead of leaving
-  // it part idle. False (nothing changed) unless there are two or more such launches, or when they
-  // use wgmma: merging measured faster for the f32 stride-2 input gradient (4 phases of 196 blocks)
-  // but slower on warpgroup tiles (ptxas keeps the products of four copies of the tile apart), so
-  // those stay apart.
-  bool mergeLaunches(std::size_t from, const std::string& name);
   static std::int64_t divisorOf(const ConcreteBound& b);
   // The residue phases of a statement's strided dependent reductions: each reduction index
   // whose bounds divide by g >= 2 and read one output index u of at least 4g values (with rho

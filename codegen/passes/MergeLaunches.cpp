@@ -1,10 +1,13 @@
-// Merges a statement's GPU launches (residue phases) into one where that is allowed.
-#include "codegen/lower/Lowerer.h"
+#include "codegen/passes/MergeLaunches.h"
 
-namespace einjit::codegen::lowering {
+namespace einjit::codegen::passes {
 
-bool Lowerer::mergeLaunches(std::size_t from, const std::string& name) {
-  std::vector<ir::Func>& fs = out_.funcs;
+using ir::BinOp;
+using ir::Expr;
+using ir::ForKind;
+using ir::Stmt;
+
+bool mergeLaunches(std::vector<ir::Func>& fs, std::size_t from, ir::Func merged) {
   if (fs.size() < from + 2) return false;
   struct FindWgmma : ir::Visitor {
     bool found = false;
@@ -41,13 +44,12 @@ bool Lowerer::mergeLaunches(std::size_t from, const std::string& name) {
     chain = chain ? ir::ifThen(ir::binary(BinOp::Lt, blk, ir::intImm(end)), part, chain) : part;
     end = off;
   }
-  ir::Func f = newFunc(name);
-  f.body = ir::forLoop(
+  merged.body = ir::forLoop(
       "gpu.block", ir::intImm(0), ir::intImm(total), ForKind::GpuBlock,
       ir::forLoop("gpu.thread", ir::intImm(0), ir::intImm(threads), ForKind::GpuThread, chain));
   fs.resize(from);
-  fs.push_back(std::move(f));
+  fs.push_back(std::move(merged));
   return true;
 }
 
-} // namespace einjit::codegen::lowering
+} // namespace einjit::codegen::passes

@@ -204,7 +204,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   if (width < 2) return std::nullopt;
   // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
   // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
-  const int registers = t.vectorBytes >= 64 ? 32 : 16;
+  const int registers = t.vectorRegisters();
   int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
   // Reads of output indices only (GemmOperands::tile) keep a tile of values each beside the
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the

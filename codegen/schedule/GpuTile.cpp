@@ -60,7 +60,11 @@ std::string describe(const GpuTilePlan& t) {
 std::string describe(const GpuTileSchedule& s) {
   std::string note = describe(s.tile);
   if (s.phases) {
-    note = str(s.phases->count) + " residue phases (" + s.phases->split + "), each: " + note;
+    std::string split;
+    for (const GpuPhasesPlan::Split& x : s.phases->splits)
+      split += (split.empty() ? "" : ", ") + x.out + " = " + str(x.g) + "q + r, " + x.red + " = " +
+               (x.a == 1 ? "" : str(x.a)) + "q + m";
+    note = str(s.phases->count) + " residue phases (" + split + "), each: " + note;
     if (s.phases->merged) note += "; the phases in one launch";
   }
   if (s.relayout) {

@@ -63,8 +63,14 @@ struct GpuRelayoutPlan {
 
 // Residue phases of a strided gradient (phaseTiles).
 struct GpuPhasesPlan {
+  // One strided reduction split into phases: output index `out` = g q + r, reduction index
+  // `red` = a q + m (printed "u = 2q + r, h = q + m").
+  struct Split {
+    std::string out, red;
+    std::int64_t g = 2, a = 1;
+  };
   std::int64_t count = 0;
-  std::string split;   // "u = 2q + r, h = q + m"
+  std::vector<Split> splits;
   bool merged = false; // the phases run in one launch
 };
 

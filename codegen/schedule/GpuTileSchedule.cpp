@@ -50,8 +50,9 @@ TensorCoreShape tensorCoreShape(const Target& t, bool bothCopied, std::int64_t e
   return s;
 }
 
-WarpgroupShape warpgroupShape(const Target& t, std::int64_t tilesI, std::int64_t extJ,
-                              std::int64_t extB) {
+WarpgroupShape warpgroupShape(const Target& t, bool sideBySide, std::int64_t tilesI,
+                              std::int64_t extJ, std::int64_t extB) {
+  if (sideBySide) return {64, 4, 0};
   const std::int64_t sms = t.gpuSms;
   auto tiles = [&](std::int64_t bn) { return tilesI * ((extJ + bn - 1) / bn) * extB; };
   if (extJ >= kWideTile && tiles(kWideTile) >= sms) return {kWideTile, 4, 1};
@@ -91,8 +92,9 @@ SplitK splitK(const Target& t, std::int64_t tiles, std::int64_t slices, std::int
 }
 
 RelayoutTile relayoutTile(std::int64_t extS, std::int64_t extD) {
-  const std::int64_t TS = std::min<std::int64_t>(extS, 32);
-  return {TS, std::min<std::int64_t>(extD, std::max<std::int64_t>(32, kRelayoutTile / TS))};
+  const std::int64_t warp = Target::gpuWarp;
+  const std::int64_t TS = std::min(extS, warp);
+  return {TS, std::min<std::int64_t>(extD, std::max(warp, kRelayoutTile / TS))};
 }
 
 int pipelineStages(const Target& t, bool allAsync, std::int64_t stageBytes) {

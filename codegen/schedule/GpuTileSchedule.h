@@ -57,13 +57,14 @@ TensorCoreShape tensorCoreShape(const Target& t, bool bothCopied, std::int64_t e
 
 // The warpgroup tile's width along J, the slices it keeps in shared memory and the groups of
 // products it leaves running while the next slice is issued: 256 wide with 4 slices and one
-// group in flight where there are enough such tiles for every SM, else 128 with 3, else 64 with 4.
+// group in flight where there are enough such tiles for every SM, else 128 with 3, else 64 with 4;
+// side by side (TensorCoreShape::sideBySide), 64 with 4: each warpgroup's own 64 columns.
 struct WarpgroupShape {
   std::int64_t BN = 128;
   int stages = 3, inFlight = 0;
 };
-WarpgroupShape warpgroupShape(const Target& t, std::int64_t tilesI, std::int64_t extJ,
-                              std::int64_t extB);
+WarpgroupShape warpgroupShape(const Target& t, bool sideBySide, std::int64_t tilesI,
+                              std::int64_t extJ, std::int64_t extB);
 
 // The blocks split-K aims at for a tensor-core tile: Target::gpuBlocksWanted(); for the
 // warpgroup tile (one or two blocks fill an SM) a quarter of that, unless there are fewer tiles
