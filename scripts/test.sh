@@ -88,9 +88,18 @@ if command -v ccache >/dev/null; then
   ccache --zero-stats >/dev/null
 fi
 
+# Without the CUDA toolkit (CI), NVRTC and the CUDA headers from PyPI: the CUDA backend then
+# builds, and generated CUDA compiles through NVRTC in the tests (those that need a GPU skip).
+cuda_args=()
+if ! command -v nvcc >/dev/null && [ ! -e /usr/local/cuda ]; then
+  begin "NVRTC and CUDA headers from PyPI (no CUDA toolkit here)"
+  cuda_args=("-DCUDAToolkit_ROOT=$("$root/scripts/cuda-from-pypi.sh" "$root/build-cuda-pypi")")
+  end
+fi
+
 begin "Release build (every package found)"
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DEINJIT_WERROR=ON \
-  ${launcher[@]+"${launcher[@]}"}
+  ${launcher[@]+"${launcher[@]}"} ${cuda_args[@]+"${cuda_args[@]}"}
 # Not in the default target (tools/dump-generated.sh builds it): it must still compile.
 cmake --build "$root/build" --target dump_generated --parallel "$jobs"
 end
@@ -112,7 +121,7 @@ if [ "$wait_ok" = 0 ]; then
 fi
 if [ ${#launcher[@]} -gt 0 ]; then ccache --zero-stats >/dev/null; fi
 # scikit-build-core passes CMAKE_ARGS to CMake; the command itself stays the README's.
-CMAKE_ARGS="${launcher[*]} -DEINJIT_WERROR=ON" "$root/scripts/test-python.sh" "$root/build"
+CMAKE_ARGS="${launcher[*]} -DEINJIT_WERROR=ON ${cuda_args[*]}" "$root/scripts/test-python.sh" "$root/build"
 if [ ${#launcher[@]} -gt 0 ]; then
   echo "ccache during the Python module's build (its einjit objects are the Release build's):"
   ccache --show-stats | grep -E '^ *(Hits|Misses):' || true

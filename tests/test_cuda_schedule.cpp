@@ -1,6 +1,6 @@
 // The CUDA backend's schedules and IR without a GPU or NVRTC: the code architecture, explain's
-// kernels and launch shapes, relayout copies around tiles, and the IR nodes the GPU tiles use
-// (integer xor for swizzles, vector copies), as printed and emitted.
+// kernels and launch shapes, relayout copies around tiles, the IR nodes the GPU tiles use
+// (integer xor for swizzles, vector copies), as printed and emitted, and the GPU schedule table.
 #include "Compare.h"
 #include "CudaCompile.h"
 #include "CudaTestSupport.h"
@@ -175,4 +175,132 @@ TEST_CASE("cuda: the IR's vector copy prints, emits one 16-byte load and store, 
   CHECK_THROWS_AS(ir::verify(g), einjit::InternalError);
   CHECK_THROWS_AS(ir::copyVector("out", ir::intImm(0), "in", ir::intImm(0), 12),
                   einjit::InternalError);
+}
+
+// The GPU's schedule table, as test_schedule's is the CPU's: {program, shapes, dtype, code
+// architecture} -> every statement's schedule value as `describe` prints it (the `einjit
+// explain` note), exactly. One row per family and surrounding: the f32 tile, the two tensor-core
+// families, split-K, residue phases, layout copies, a split reduction, one thread per element
+// (generic, in place, atomic adds). A change to any GPU decision shows
+// here as a changed line; GPU_SCHEDULES.md gives each rule.
+TEST_CASE("cuda: the GPU schedule table (program, shapes, dtype, arch -> each statement's note)") {
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    DType dtype;
+    int arch;
+    std::vector<std::string> notes;
+  };
+  const std::vector<Row> rows = {
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {512, 512}}, {"B", {512, 512}}},
+       DType::f32,
+       90,
+       {"GPU tile 128x128 over (i) x (k), 8x8 per thread, shared-memory slices of 16 along (j), 4 "
+        "slices in flight; tile.L by 4-byte asynchronous copies, tile.R by 16-byte asynchronous "
+        "copies"}},
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {1024, 1024}}, {"B", {1024, 1024}}},
+       DType::bf16,
+       90,
+       {"GPU tensor cores (wgmma m64n64k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled "
+        "operands): tile 128x64 over (i) x (k), 2 warpgroups of 64x64, shared-memory slices of 64 "
+        "along (j), 4 slices in flight; tile.A by 16-byte asynchronous copies, tile.B by 16-byte "
+        "asynchronous copies, the output stored 16 bytes at a time"}},
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {1024, 1024}}, {"B", {1024, 1024}}},
+       DType::bf16,
+       80,
+       {"GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (i) x (k), "
+        "8 warps (2x4) of 64x32, shared-memory slices of 64 along (j), 2 slices in flight; tile.A "
+        "by 16-byte asynchronous copies, tile.B by 16-byte asynchronous copies, split-K: 2 ranges "
+        "of 8 slices, partials added in order"}},
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {64, 8192}}, {"B", {8192, 128}}},
+       DType::f32,
+       90,
+       {"GPU tile 64x128 over (i) x (k), 4x8 per thread, shared-memory slices of 16 along (j), 2 "
+        "slices in flight; tile.L through registers (row offsets from a table), tile.R by 16-byte "
+        "asynchronous copies, split-K: 16 ranges of 32 slices, partials added in order"}},
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+       {{"A", {256, 128, 8}}, {"B", {8, 256, 128}}},
+       DType::f32,
+       90,
+       {"GPU tile 128x128 over (i) x (k), 8x8 per thread, shared-memory slices of 16 along (j), "
+        "one tile row per (b), 4 slices in flight; tile.L by 16-byte asynchronous copies, tile.R "
+        "by 16-byte asynchronous copies; A, C copied first to batch-outermost layouts (unit stride "
+        "on a batch index)"}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {8, 64, 30, 30}}, {"k", {64, 64, 3, 3}}},
+       DType::f32,
+       90,
+       {"GPU tile 64x128 over (o) x (n,h,w), 4x8 per thread, shared-memory slices of 16 along "
+        "(c,a,b), 2 slices in flight; tile.L by 4-byte asynchronous copies, tile.R through "
+        "registers (row offsets from a table)"}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {8, 64, 30, 30}}, {"k", {64, 64, 3, 3}}},
+       DType::bf16,
+       90,
+       {"GPU tensor cores (wgmma m64n64k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled "
+        "operands): tile 64x128 over (o) x (n,h,w), 2 warpgroups side by side of 64x64, "
+        "shared-memory slices of 64 along (a,b,c), 4 slices in flight; tile.A by 16-byte "
+        "asynchronous copies, tile.B by 16-byte asynchronous copies, the output stored 16 bytes at "
+        "a time; x, k copied first to layouts with c fastest, the reduction run with c last (whole "
+        "16-byte vectors)"}},
+      // The stride-2 convolution's input gradient (x 8x64x29x29) as Kernel::gradient writes it.
+      {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:29, v in 0:29, "
+       "h in max(0, cdiv(u-2, 2)):min(14, fdiv(u, 2)+1), w in max(0, cdiv(v-2, 2)):min(14, "
+       "fdiv(v, 2)+1)",
+       {{"dy", {8, 64, 14, 14}}, {"k", {64, 64, 3, 3}}},
+       DType::f32,
+       90,
+       {"4 residue phases (u = 2q + r, h = q + m, v = 2q + r, w = q + m), each: GPU tile 64x112 "
+        "over (c) x (n,u,v), 4x7 per thread, shared-memory slices of 16 along (h,w,o), 2 slices in "
+        "flight; tile.L through registers, tile.R through registers (over the hull of (h,w), "
+        "masked to their ranges); the phases in one launch"}},
+      // A 1-d convolution's input gradient (x of 100000, w of 1000).
+      {"dx[u] := dy[u-k] * w[k] where u in 0:100000, k in max(u+1000-100000, 0):min(u+1, 1000)",
+       {{"dy", {99001}}, {"w", {1000}}},
+       DType::f32,
+       90,
+       {"generic: output indices in left-hand order, reductions inside"}},
+      {"s := x[i] * x[i]",
+       {{"x", {1 << 20}}},
+       DType::f32,
+       90,
+       {"split reduction: 256 chunks of 4096 iterations of (i), one block each, tree in shared "
+        "memory, partials combined in chunk order"}},
+      {"y[i] = y[i] * 0.5 + x[i]",
+       {{"y", {4096}}, {"x", {4096}}},
+       DType::f32,
+       90,
+       {"one GPU thread per element, in place"}},
+      {"y[tok[b], d] += x[b, d]",
+       {{"y", {100, 64}}, {"tok", {512}}, {"x", {512, 64}}},
+       DType::f32,
+       90,
+       {"one GPU thread per element of (b,d), atomic adds into y (several land on one element: "
+        "their order, and the sum's last bits, vary between runs)"}},
+      {"y[b,d] := E[tok[b], d]\nz[d] := y[b,d]",
+       {{"E", {100, 64}}, {"tok", {512}}},
+       DType::bf16,
+       90,
+       {"generic: output indices in left-hand order, reductions inside",
+        "generic: output indices in left-hand order, reductions inside"}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.program);
+    CAPTURE(r.arch);
+    Kernel k = einjit::compile(r.program, on(Device::cuda(), r.dtype));
+    std::map<std::string, Tensor> in;
+    for (int id : k.program().arguments) {
+      const auto& t = k.program().tensors[static_cast<std::size_t>(id)];
+      in[t.name] = t.readAsIndex ? Tensor::randomInt(r.shapes.at(t.name), 0, 2, DType::i64, 1)
+                                 : Tensor::random(r.shapes.at(t.name), r.dtype, 1);
+    }
+    const auto cp = cudaFor(k, in, {}, r.dtype, r.arch);
+    CHECK(cp.lowered.notes == r.notes);
+    if (std::getenv("EINJIT_PRINT_NOTES"))
+      for (const std::string& n : cp.lowered.notes) MESSAGE(n);
+  }
 }
