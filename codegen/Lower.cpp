@@ -4,8 +4,6 @@
 
 #include "codegen/lower/Lowerer.h"
 
-#include "dsl/InPlace.h"
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -114,47 +112,7 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
     return k;
   }
   if (target_.gpu) {
-    const TilePlanner tiled = [&] { return plannedTile(st, bs, ranges, base); };
-    const TilePlanner phases = [&] { return phaseTiles(st, bs, ranges, base); };
-    auto plain = [](const TilePlanner& plan) -> std::optional<GpuTileSchedule> {
-      if (const TileEmission emit = plan()) return emit();
-      return std::nullopt;
-    };
-    // A tile over copies in other layouts, a plain one, the same for residue phases; else a
-    // tile of the core of a core/border split. Each is decided before it emits anything.
-    const bool indep = independentOutputs(st);
-    std::optional<GpuTileSchedule> tile;
-    if (indep &&
-        ((tile = relayoutTiled(st, bs, sched, ranges, base, tiled)) || (tile = plain(tiled)) ||
-         (tile = relayoutTiled(st, bs, sched, ranges, base, phases)) || (tile = plain(phases)) ||
-         (tile = gpuCoreSplit(st, bs, ranges, base)))) {
-      sched.gpuTile = std::move(tile);
-      out_.notes.back() = describe(*sched.gpuTile);
-    } else if (indep) {
-      emitGpuGeneric(st, bs, ranges, base);
-    } else if (dsl::runsInPlace(p_, k)) {
-      // In place: each thread's loads of the element it writes precede its store, and no
-      // thread touches another's element (dsl/InPlace.h).
-      out_.notes.back() = describe(GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace});
-      emitGpuGeneric(st, bs, ranges, base);
-    } else if (atomicScatter(st)) {
-      const bool wide = elemType(st.output) == Type::bf16;
-      out_.notes.back() =
-          describe(GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
-                                  p_.tensors[static_cast<std::size_t>(st.output)].name, wide});
-      const Scoped<std::string> into(ctx_.wide,
-                                     wide ? beginWideScatter(st, bs, ranges, base) : std::string());
-      {
-        const Scoped<bool> atomic(ctx_.atomic, true);
-        emitGpuGeneric(st, bs, ranges, base);
-      }
-      if (wide) endWideScatter(st, bs, ranges, base);
-    } else {
-      GpuThreadsPlan one{GpuThreadsPlan::Kind::OneThread};
-      one.scatter = st.scatter;
-      out_.notes.back() = describe(one);
-      emitGeneric(st, bs, sched, ranges, base);
-    }
+    gpuStatement(k, sched, ranges, base);
     return k;
   }
   if (sched.gemm) {

@@ -156,6 +156,10 @@ private:
   // in its packed GEMM's tile stores when it takes that path. Returns the last statement it
   // lowered (k, or `epilogue`).
   std::size_t statement(std::size_t k, std::size_t epilogue = 0);
+  // Statement k on the GPU (gpu/GpuStatement.cpp) under its schedule `sched`, which gets the
+  // tile's value (GpuTileSchedule) where a tile family applies.
+  void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
+                    const std::string& base);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
