@@ -120,6 +120,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   std::string buf[2] = {name + ".packA", name + ".packB"};
   std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
   for (int x = 0; x < 2; ++x) {
+    if (x == 1 && g.bInPlace) continue; // nothing of B is packed
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
           {buf[x], vt_, extentOfGroup(reads[x], r) * S[x] * W[x] * kTotal});
@@ -464,7 +465,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
   // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
-  auto kernelOf = [&](std::int64_t nr) {
+  // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
+  // one with masked loads (its lanes past N are neither read nor stored).
+  const std::int64_t fullB = N / NR;
+  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
       body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
@@ -472,7 +476,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     };
     Expr a = ir::load(vt_, acc, cell);
     Expr opA = ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii)));
-    Expr opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
+    Expr opB;
+    if (inPlace) { // every subscript proven inside over the ranges (GemmPlan)
+      const Scoped<bool> trust(ctx_.trustPlain, true);
+      opB = read(*ops[1], true);
+      if (masked) opB = MaskLoads(less(varExpr_[n], imm(r[n].second))).mutate(opB);
+    } else
+      opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
     // Reads of output indices only: a local tile each, loaded before the reduction (cells
     // past the output's edge read its last element: their sums are never stored).
     std::vector<Stmt> loadTiles;
@@ -506,6 +516,18 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return tile(ir::store(setName(set), cell, ir::add(ir::load(vt_, setName(set), cell), term)));
     };
     Stmt update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, addTerm(0));
+    if (inPlace) {
+      // The block's reduction indices as loops of their own (B's address is affine in them;
+      // LLVM unrolls a window's short taps into constant offsets), the position in the
+      // packed A sliver computed from them.
+      Stmt step = let(pv, ir::add(ir::mul(ir::sub(var(st.vars[kq].name), var(q0)), imm(innerTotal)),
+                                  flat(kInner)),
+                      addTerm(0));
+      for (std::size_t q = kInner.size(); q-- > 0;)
+        step = ir::forLoop(st.vars[kInner[q]].name, imm(r[kInner[q]].first),
+                           imm(r[kInner[q]].second), ForKind::Serial, std::move(step));
+      update = ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Serial, std::move(step));
+    }
     if (sets > 1) {
       const std::string pu = "gemm.pu";
       std::vector<Stmt> round, steps;
@@ -600,9 +622,12 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     return ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
                        ForKind::Serial, kernel);
   };
-  Stmt body = kernelOf(NR);
-  if (halfTail)
-    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2));
+  const bool inPlace = g.bInPlace;
+  Stmt body = kernelOf(NR, inPlace, false);
+  if (inPlace && fullB < S[1])
+    body = ir::ifThen(less(var(tv), imm(fullB)), body, kernelOf(halfTail ? NR / 2 : NR, true, true));
+  else if (halfTail)
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
   // An A block per MC slivers (packed here unless A is packed whole), a B panel per NC slivers
@@ -614,7 +639,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::string icb = "gemm.icb", jcb = "gemm.jcb";
   body = let(ic, ir::add(var(as0), ir::mul(var(icb), imm(blockSl[0]))), body);
   body = ir::forLoop(icb, imm(0), imm(cdiv(g.mChunk, blockSl[0])), ForKind::Serial, body);
-  if (!g.whole[1])
+  if (!g.whole[1] && !inPlace)
     body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
                            panelSlot(1)),
                       body});
