@@ -300,6 +300,28 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
     for (std::size_t d = 0; d < op.subs.size(); ++d) unit += op.subs[d].coef[side] * os[d];
     if (unit >= 1 && unit <= kNearLanes) {
+      // Reduction indices that no condition of a run reads (a convolution's channels, beside
+      // its taps) run innermost, inside the branches on the run's lanes and conditions: those
+      // are solved and decided once for all of them, and each branch is a plain copy loop
+      // (LLVM's pipeline here does not unswitch loops).
+      std::vector<bool> inCond(st.vars.size(), false);
+      for (int v : masks) {
+        inCond[static_cast<std::size_t>(v)] = true;
+        for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
+                                        &bs.hiBound[static_cast<std::size_t>(v)]}) {
+          std::vector<bool> rd(st.vars.size(), false);
+          boundVarsOf(*cb, rd);
+          for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
+        }
+      }
+      for (std::size_t d = 0; d < op.subs.size(); ++d) {
+        const Subscript& sub = op.subs[d];
+        if (sub.mode == IndexMode::Plain && subscriptInBounds(op, d)) continue;
+        for (std::size_t u = 0; u < sub.coef.size(); ++u) inCond[u] = inCond[u] || sub.coef[u] != 0;
+        if (sub.gather) std::fill(inCond.begin(), inCond.end(), true);
+      }
+      auto free = [&](std::size_t v) { return !inCond[v]; };
+      auto inner = [&](Stmt leaf) { return kLoopsOf(block, free, std::move(leaf)); };
       // Contiguous along the lanes, or nearly (a stride-2 convolution's window): the reduction
       // outermost, a group of slivers (whole cache lines) inside it, the lanes innermost
       // (vector loads for B where contiguous), so that each step reads a few whole lines.
@@ -311,7 +333,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       Stmt slow = vec        ? maskedRun()
                   : edgeOnly ? edgeSliver([](Stmt b) { return b; })
                              : ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, element());
-      Stmt body = slow;
+      Stmt body = inner(slow);
       const std::optional<Lanes> terms = termLanes(op, bs, masks, side, base, w, hi);
       const std::optional<Lanes> safe = safeLanes(op, side, base, w);
       if (terms && safe) {
@@ -347,42 +369,21 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         }
         Stmt inside = ir::ifThen(ir::binary(BinOp::And, ir::binary(BinOp::Eq, L, imm(0)),
                                             ir::binary(BinOp::Eq, H, imm(w))),
-                                 fast, part);
+                                 inner(fast), inner(part));
         Expr ok = conj(safe->cond, ir::binary(BinOp::And, ir::binary(BinOp::Le, safe->lo, L),
                                               ir::binary(BinOp::Le, H, safe->hi)));
         // A term outside its tensor is a user's mistake: checked reads, one lane at a time, in
         // a function of their own (nothing of them is hoisted into the loops that run).
         inside = ir::ifThen(ok, inside,
-                            ir::forLoop(ls, imm(0), imm(w), ForKind::Outlined, element()));
-        body = ir::ifThen(conj(terms->cond, less(L, H)), inside, zeros);
+                            inner(ir::forLoop(ls, imm(0), imm(w), ForKind::Outlined, element())));
+        body = ir::ifThen(conj(terms->cond, less(L, H)), inside, inner(zeros));
         body = let(lv, terms->lo, let(hv, terms->hi, body));
       } else if (monotone) {
         Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
-        body = runOk ? ir::ifThen(runOk, fast, slow) : fast;
+        body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
-      // Reduction indices that no condition of a run reads (a convolution's channels, beside
-      // its taps) run innermost, so a run's lanes and conditions are solved once for all of
-      // them.
-      std::vector<bool> inCond(st.vars.size(), false);
-      for (int v : masks) {
-        inCond[static_cast<std::size_t>(v)] = true;
-        for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
-                                        &bs.hiBound[static_cast<std::size_t>(v)]}) {
-          std::vector<bool> rd(st.vars.size(), false);
-          boundVarsOf(*cb, rd);
-          for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
-        }
-      }
-      for (std::size_t d = 0; d < op.subs.size(); ++d) {
-        const Subscript& sub = op.subs[d];
-        if (sub.mode == IndexMode::Plain && subscriptInBounds(op, d)) continue;
-        for (std::size_t u = 0; u < sub.coef.size(); ++u) inCond[u] = inCond[u] || sub.coef[u] != 0;
-        if (sub.gather) std::fill(inCond.begin(), inCond.end(), true);
-      }
-      auto free = [&](std::size_t v) { return !inCond[v]; };
-      body = kLoopsOf(block, free, body);
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
       body = kLoopsOf(block, [&](std::size_t v) { return !free(v); }, body);
       Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
