@@ -211,6 +211,12 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
        2},
       {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]", {{"x", {2, 16, 22, 23}}, {"k", {24, 16, 3, 3}}}, 2},
+      // The forward reads x in place (GemmPlan::bInPlace): 32 columns, no partial sliver (f32);
+      // 27 = 16 + 11, a partial last sliver wider than half (masked loads in a full-width
+      // kernel); 5 x 7 taps. (16 channels: every gradient packed too.)
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 12, 34}}, {"k", {20, 16, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 12, 29}}, {"k", {20, 16, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 14, 40}}, {"k", {13, 16, 5, 7}}}, 2},
       {"y[n,o,h,w] := x[n,c,h,w] * k[o,c]", {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}}, 2},
   };
   for (const ConvRow& row : table)

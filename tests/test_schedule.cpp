@@ -190,8 +190,9 @@ const ScheduleRow kRows[] = {
      2,
      "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 252 KC 256 NC 400; A "
      "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
-    // Convolutions (bench_cpu's shapes): the image and row loop around the GEMM, the input
-    // (whose packed form would be an im2col tensor) packed a block at a time by each task.
+    // Convolutions (bench_cpu's shapes): the image and row loop around the GEMM; the input,
+    // a window along N read with unit stride and proven inside, is read in place by the
+    // micro-kernel (its packed form would be an im2col tensor: each element once per tap).
     {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
      {{8, 64, 56, 56}, {64, 64, 3, 3}},
      DType::f32,
@@ -199,7 +200,35 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
-     "64; A packed whole, B packed per block; 432 tasks in 8 parallel groups"},
+     "64; A packed whole, B read in place; 432 tasks in 8 parallel groups"},
+    // The same with 64-byte vectors (NR 32) and dilation 2: still a window along N.
+    {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]",
+     {{2, 16, 40, 44}, {24, 16, 3, 3}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 14x32, MC 28 KC 72 NC 64; A "
+     "packed whole, B read in place; 72 tasks in 8 parallel groups"},
+    // Padded (a zero outside the image: nothing to read there), or strided along N (lanes two
+    // elements apart): B packed per block.
+    {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
+     "0:size(x,3)",
+     {{8, 64, 56, 56}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
+     "64; A packed whole, B packed per block; 448 tasks in 8 parallel groups"},
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+     {{8, 64, 56, 56}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
+     "32; A packed whole, B packed per block; 216 tasks in 8 parallel groups"},
     // The input gradient: the taps a and b run over their hull, masked while packing dy.
     {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
      "0:size(dy,3)+2, a in max(u+1-size(dy,2),0):min(u+1,size(k,2)), b in "

@@ -120,6 +120,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   std::string buf[2] = {name + ".packA", name + ".packB"};
   std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
   for (int x = 0; x < 2; ++x) {
+    if (x == 1 && g.bInPlace) continue; // nothing of B is packed
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
           {buf[x], vt_, extentOfGroup(reads[x], r) * S[x] * W[x] * kTotal});
@@ -299,6 +300,28 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
     for (std::size_t d = 0; d < op.subs.size(); ++d) unit += op.subs[d].coef[side] * os[d];
     if (unit >= 1 && unit <= kNearLanes) {
+      // Reduction indices that no condition of a run reads (a convolution's channels, beside
+      // its taps) run innermost, inside the branches on the run's lanes and conditions: those
+      // are solved and decided once for all of them, and each branch is a plain copy loop
+      // (LLVM's pipeline here does not unswitch loops).
+      std::vector<bool> inCond(st.vars.size(), false);
+      for (int v : masks) {
+        inCond[static_cast<std::size_t>(v)] = true;
+        for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
+                                        &bs.hiBound[static_cast<std::size_t>(v)]}) {
+          std::vector<bool> rd(st.vars.size(), false);
+          boundVarsOf(*cb, rd);
+          for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
+        }
+      }
+      for (std::size_t d = 0; d < op.subs.size(); ++d) {
+        const Subscript& sub = op.subs[d];
+        if (sub.mode == IndexMode::Plain && subscriptInBounds(op, d)) continue;
+        for (std::size_t u = 0; u < sub.coef.size(); ++u) inCond[u] = inCond[u] || sub.coef[u] != 0;
+        if (sub.gather) std::fill(inCond.begin(), inCond.end(), true);
+      }
+      auto free = [&](std::size_t v) { return !inCond[v]; };
+      auto inner = [&](Stmt leaf) { return kLoopsOf(block, free, std::move(leaf)); };
       // Contiguous along the lanes, or nearly (a stride-2 convolution's window): the reduction
       // outermost, a group of slivers (whole cache lines) inside it, the lanes innermost
       // (vector loads for B where contiguous), so that each step reads a few whole lines.
@@ -310,7 +333,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       Stmt slow = vec        ? maskedRun()
                   : edgeOnly ? edgeSliver([](Stmt b) { return b; })
                              : ir::forLoop(ls, imm(0), imm(w), ForKind::Rolled, element());
-      Stmt body = slow;
+      Stmt body = inner(slow);
       const std::optional<Lanes> terms = termLanes(op, bs, masks, side, base, w, hi);
       const std::optional<Lanes> safe = safeLanes(op, side, base, w);
       if (terms && safe) {
@@ -346,42 +369,21 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         }
         Stmt inside = ir::ifThen(ir::binary(BinOp::And, ir::binary(BinOp::Eq, L, imm(0)),
                                             ir::binary(BinOp::Eq, H, imm(w))),
-                                 fast, part);
+                                 inner(fast), inner(part));
         Expr ok = conj(safe->cond, ir::binary(BinOp::And, ir::binary(BinOp::Le, safe->lo, L),
                                               ir::binary(BinOp::Le, H, safe->hi)));
         // A term outside its tensor is a user's mistake: checked reads, one lane at a time, in
         // a function of their own (nothing of them is hoisted into the loops that run).
         inside = ir::ifThen(ok, inside,
-                            ir::forLoop(ls, imm(0), imm(w), ForKind::Outlined, element()));
-        body = ir::ifThen(conj(terms->cond, less(L, H)), inside, zeros);
+                            inner(ir::forLoop(ls, imm(0), imm(w), ForKind::Outlined, element())));
+        body = ir::ifThen(conj(terms->cond, less(L, H)), inside, inner(zeros));
         body = let(lv, terms->lo, let(hv, terms->hi, body));
       } else if (monotone) {
         Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
-        body = runOk ? ir::ifThen(runOk, fast, slow) : fast;
+        body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
-      // Reduction indices that no condition of a run reads (a convolution's channels, beside
-      // its taps) run innermost, so a run's lanes and conditions are solved once for all of
-      // them.
-      std::vector<bool> inCond(st.vars.size(), false);
-      for (int v : masks) {
-        inCond[static_cast<std::size_t>(v)] = true;
-        for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
-                                        &bs.hiBound[static_cast<std::size_t>(v)]}) {
-          std::vector<bool> rd(st.vars.size(), false);
-          boundVarsOf(*cb, rd);
-          for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
-        }
-      }
-      for (std::size_t d = 0; d < op.subs.size(); ++d) {
-        const Subscript& sub = op.subs[d];
-        if (sub.mode == IndexMode::Plain && subscriptInBounds(op, d)) continue;
-        for (std::size_t u = 0; u < sub.coef.size(); ++u) inCond[u] = inCond[u] || sub.coef[u] != 0;
-        if (sub.gather) std::fill(inCond.begin(), inCond.end(), true);
-      }
-      auto free = [&](std::size_t v) { return !inCond[v]; };
-      body = kLoopsOf(block, free, body);
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
       body = kLoopsOf(block, [&](std::size_t v) { return !free(v); }, body);
       Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(sHi, sLo), imm(grp - 1)), imm(grp));
@@ -464,7 +466,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
   // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
-  auto kernelOf = [&](std::int64_t nr) {
+  // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
+  // one with masked loads (its lanes past N are neither read nor stored).
+  const std::int64_t fullB = N / NR;
+  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
       body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
@@ -472,7 +477,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     };
     Expr a = ir::load(vt_, acc, cell);
     Expr opA = ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii)));
-    Expr opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
+    Expr opB;
+    if (inPlace) { // every subscript proven inside over the ranges (GemmPlan)
+      const Scoped<bool> trust(ctx_.trustPlain, true);
+      opB = read(*ops[1], true);
+      if (masked) opB = MaskLoads(less(varExpr_[n], imm(r[n].second))).mutate(opB);
+    } else
+      opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
     // Reads of output indices only: a local tile each, loaded before the reduction (cells
     // past the output's edge read its last element: their sums are never stored).
     std::vector<Stmt> loadTiles;
@@ -506,6 +517,18 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return tile(ir::store(setName(set), cell, ir::add(ir::load(vt_, setName(set), cell), term)));
     };
     Stmt update = ir::forLoop(pv, imm(0), kcLen, ForKind::Serial, addTerm(0));
+    if (inPlace) {
+      // The block's reduction indices as loops of their own (B's address is affine in them;
+      // LLVM unrolls a window's short taps into constant offsets), the position in the
+      // packed A sliver computed from them.
+      Stmt step = let(pv, ir::add(ir::mul(ir::sub(var(st.vars[kq].name), var(q0)), imm(innerTotal)),
+                                  flat(kInner)),
+                      addTerm(0));
+      for (std::size_t q = kInner.size(); q-- > 0;)
+        step = ir::forLoop(st.vars[kInner[q]].name, imm(r[kInner[q]].first),
+                           imm(r[kInner[q]].second), ForKind::Serial, std::move(step));
+      update = ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Serial, std::move(step));
+    }
     if (sets > 1) {
       const std::string pu = "gemm.pu";
       std::vector<Stmt> round, steps;
@@ -600,9 +623,12 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     return ir::forLoop(sv, var(ic), minOf(ir::add(var(ic), imm(blockSl[0])), var(as1)),
                        ForKind::Serial, kernel);
   };
-  Stmt body = kernelOf(NR);
-  if (halfTail)
-    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2));
+  const bool inPlace = g.bInPlace;
+  Stmt body = kernelOf(NR, inPlace, false);
+  if (inPlace && fullB < S[1])
+    body = ir::ifThen(less(var(tv), imm(fullB)), body, kernelOf(halfTail ? NR / 2 : NR, true, true));
+  else if (halfTail)
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
   // An A block per MC slivers (packed here unless A is packed whole), a B panel per NC slivers
@@ -614,7 +640,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::string icb = "gemm.icb", jcb = "gemm.jcb";
   body = let(ic, ir::add(var(as0), ir::mul(var(icb), imm(blockSl[0]))), body);
   body = ir::forLoop(icb, imm(0), imm(cdiv(g.mChunk, blockSl[0])), ForKind::Serial, body);
-  if (!g.whole[1])
+  if (!g.whole[1] && !inPlace)
     body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
                            panelSlot(1)),
                       body});

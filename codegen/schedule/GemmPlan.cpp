@@ -165,12 +165,31 @@ std::optional<GemmOperands> gemmOperands(const CExpr& rhs, int outputs) {
 std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::size_t k,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t) {
-  return planGemm(p.stmts[k], b.stmts[k], b.dtype, strides, t);
+  const BoundStatement& bs = b.stmts[k];
+  // Every subscript of the read inside its dimension over the statement's ranges (hulls).
+  auto inside = [&](const CExpr& read) {
+    const auto& shape = b.tensors[static_cast<std::size_t>(read.tensor)].shape;
+    for (std::size_t d = 0; d < read.subs.size(); ++d) {
+      const Subscript& s = read.subs[d];
+      if (s.gather || s.mode != IndexMode::Plain) return false;
+      std::int64_t lo = b.eval(p, s.constant), hi = lo;
+      for (std::size_t v = 0; v < s.coef.size(); ++v) {
+        const std::int64_t c = s.coef[v], a = c * bs.lo[v], e = c * (bs.hi[v] - 1);
+        if (c == 0) continue;
+        lo += std::min(a, e);
+        hi += std::max(a, e);
+      }
+      if (lo < 0 || hi >= shape[d]) return false;
+    }
+    return true;
+  };
+  return planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside);
 }
 
 std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
-                                 const Target& t, double minFlops) {
+                                 const Target& t, double minFlops,
+                                 const std::function<bool(const CExpr&)>& inside) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -446,7 +465,21 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.parallel = g.groups >= 2;
   g.vectorStore = outStride(g.n) == 1;
 
+  // B read in place (GemmPlan::bInPlace): a window along N, read with unit stride, packed per
+  // block (packed whole, it is shared by tasks and its copy is paid once), nothing to zero.
+  if (inside && !g.whole[1] && !g.batchInside && g.masks[1].empty() && g.kSets == 1 &&
+      strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 1 && inside(*op[1])) {
+    bool window = false;
+    for (const Subscript& sub : op[1]->subs) {
+      bool reduction = false;
+      for (int v : g.k) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
+      window = window || (reduction && sub.coef[static_cast<std::size_t>(g.n)] != 0);
+    }
+    g.bInPlace = window;
+  }
+
   auto packing = [&](int s) {
+    if (s == 1 && g.bInPlace) return std::string("read in place");
     std::string r = g.whole[static_cast<std::size_t>(s)] ? "whole" : "per block";
     if (!g.masks[static_cast<std::size_t>(s)].empty())
       r += ", ranges of " + names(st, g.masks[static_cast<std::size_t>(s)]);
@@ -461,7 +494,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
           "; micro-kernel " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
-          std::to_string(g.nc) + "; A packed " + packing(0) + ", B packed " + packing(1) + "; " +
+          std::to_string(g.nc) + "; A packed " + packing(0) + ", B " +
+          (g.bInPlace ? "" : "packed ") + packing(1) + "; " +
           (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +
                             " parallel groups"
                       : std::string("one thread"));

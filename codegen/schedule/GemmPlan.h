@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,13 @@ struct GemmPlan {
   // other operand reads none, so consecutive batch values pack nearly the same elements, from
   // cache, and the other operand's packed block serves them all.
   bool batchInside = false;
+  // B read in place: the micro-kernel loads B straight from the operand, nothing of it packed
+  // (a last, partial sliver with masked loads). For a window (a convolution's x[n,c,h+a,w+b]
+  // along w: N and a reduction index in one subscript), whose packed panel would hold each
+  // element once per tap: read with unit stride along N, otherwise packed per block, no
+  // dependent range or padding, every subscript proven inside its dimension. A KC block reads
+  // a few rows that stay in L1, so the copy bought nothing but its own cost.
+  bool bInPlace = false;
   int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
   // Accumulator sets along the reduction: consecutive terms go to `kSets` MR x NR sets in turn,
   // added together after the block. A tile too small for the FMA pipes' latency (the element-
@@ -97,9 +105,12 @@ constexpr double kGemmMinFlops = 1e6;
 
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
+// `inside(read)`: whether every subscript of a read stays inside its dimension over the
+// statement's ranges (B is read in place only then); none: B is always packed.
 std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
                                  DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
-                                 const Target& t, double minFlops = kGemmMinFlops);
+                                 const Target& t, double minFlops = kGemmMinFlops,
+                                 const std::function<bool(const dsl::CExpr&)>& inside = {});
 
 } // namespace einjit::codegen
