@@ -163,9 +163,11 @@ private:
   std::string partName(std::size_t k) const { return entryName_ + ".part" + std::to_string(k); }
   // Whether the function being emitted has a loop that LLVM's vectorizers may transform (the
   // JIT gives it the full O3 pipeline; kExplicitCodeAttr otherwise), and the counts of loops
-  // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar.
+  // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar,
+  // and of loops that carry the work (hinted to the vectorizer, or explicit vector loops of
+  // more than kMaxWrittenVectorSteps steps), which tell whether a loop is around one.
   bool leftToVectorizer_ = false;
-  std::int64_t loops_ = 0, explicitVectorLoops_ = 0, hintedLoops_ = 0;
+  std::int64_t loops_ = 0, explicitVectorLoops_ = 0, workLoops_ = 0;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -766,6 +768,7 @@ private:
                vecBase_ = x;
                stmt(n.body);
              });
+        ++workLoops_;
       }
       vecVar_.clear();
       return;
@@ -816,7 +819,7 @@ private:
             LoopHint hint, const std::function<void(llvm::Value*)>& body) {
     // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
     const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
-    const std::int64_t hintedBefore = hintedLoops_;
+    const std::int64_t workBefore = workLoops_;
     const bool vectorBody = inVector();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
@@ -833,11 +836,12 @@ private:
         (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
          explicitVectorLoops_ == vectorsBefore))
       leftToVectorizer_ = true;
-    // A loop around a loop hinted to the vectorizer is not unrolled: each copy of the inner
-    // loop would be vectorized on its own (vector body, epilogue, remainder), multiplying the
-    // compile time for no gain (the inner loop carries the work).
-    const bool aroundHinted = hint == LoopHint::None && hintedLoops_ > hintedBefore;
-    if (hint == LoopHint::Vectorize) ++hintedLoops_;
+    // A loop around a loop that carries the work is not unrolled: each copy of a hinted inner
+    // loop would be vectorized on its own (vector body, epilogue, remainder), and each copy of
+    // an explicit vector loop unrolled again, multiplying the compile time for no gain (the
+    // inner loop carries the work: a row block's copy of 8 rows of 4,096 elements was 8 copies).
+    const bool aroundHinted = hint == LoopHint::None && workLoops_ > workBefore;
+    if (hint == LoopHint::Vectorize) ++workLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);
