@@ -13,7 +13,6 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
-#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -159,25 +158,11 @@ constexpr const char* kExplicitPipeline =
 // convolutions' micro-kernels with their edge tiles, a stride-2 input gradient's residue
 // phases) it was about half of code generation's time and made no measured difference to run
 // time; below (the GEMM micro-kernels, 378, the stride-1 weight gradient's, 371) it is cheap
-// and the stride-1 weight gradient ran 10% slower without it. Explicit code that does no floating-point arithmetic (the packing
-// functions and loops: loads, stores, selects) leaves it out at any size: there it was about
-// half of code generation's time too. A per-module choice, unlike LLVM's -disable-lsr, which
-// is one setting for the whole process.
+// and the stride-1 weight gradient ran 10% slower without it. The packing functions stay below
+// the limit: without it they cost about half as much to generate, but the convolutions' input
+// gradients measured up to a third slower. A per-module choice, unlike LLVM's -disable-lsr,
+// which is one setting for the whole process.
 constexpr unsigned kLsrInstructionLimit = 450;
-
-// Whether the module computes in floating point (a product or a sum; not just moves values).
-bool computes(const llvm::Module& m) {
-  for (const llvm::Function& f : m)
-    for (const llvm::BasicBlock& b : f)
-      for (const llvm::Instruction& i : b) {
-        if (i.getType()->isFPOrFPVectorTy() && llvm::isa<llvm::BinaryOperator>(i)) return true;
-        if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i))
-          if (call->getIntrinsicID() == llvm::Intrinsic::fmuladd ||
-              call->getIntrinsicID() == llvm::Intrinsic::fma)
-            return true;
-      }
-  return false;
-}
 
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
@@ -388,7 +373,7 @@ struct Engine {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     CodegenPasses pm(explicitModule && !lsrEverywhere &&
-                     (m.getInstructionCount() > kLsrInstructionLimit || !computes(m)));
+                     m.getInstructionCount() > kLsrInstructionLimit);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     clock.lap("codegen setup");
