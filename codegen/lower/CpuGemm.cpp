@@ -656,8 +656,8 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
   std::vector<Stmt> bodies;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const GemmTasks& p = parts[i];
-    // Several parts: each task's a function of its own (outlined), which the CPU JIT
-    // compiles on a thread of its own.
+    // Several parts (residue phases): each part's share of a task is outlined, a function
+    // that the CPU JIT compiles as a module of its own (codegen::separateParts), in parallel.
     Stmt body = parts.size() == 1 ? p.body
                                   : ir::forLoop(tk + std::to_string(i), var(tk), ir::add(var(tk), imm(1)),
                                                 ForKind::Outlined, p.body);
