@@ -1,4 +1,5 @@
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/CodeGenParts.h"
 #include "codegen/VectorMath.h"
 
 #include "einjit/Error.h"
@@ -52,6 +53,36 @@ public:
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     b_.setFastMathFlags(fmf);
+  }
+
+  // Emitting with separate parts (separateParts): only_ is the part being emitted (0: the
+  // entry point, whose calls to parts get declarations).
+  static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
+  void separate(const std::vector<PartSite>& sites, std::size_t only, const std::string& entry) {
+    parts_.clear();
+    for (std::size_t k = 0; k < sites.size(); ++k) parts_[sites[k].loop] = k + 1;
+    only_ = only;
+    entryName_ = entry;
+  }
+
+  // Part k >= 1: the function of an outlined loop, with external linkage, alone in its module.
+  void part(const Func& f, const PartSite& site) {
+    leftToVectorizer_ = false;
+    // The buffers and variables in scope at the loop: their values do not matter here, only
+    // which names are bound (the outlined function's arguments are those the loop uses).
+    UsedBuffers usedNames;
+    usedNames.visit(f.body);
+    buffers_.clear();
+    vars_.clear();
+    for (const BufferArg& b : f.buffers)
+      if (usedNames.names.count(b.name)) buffers_[b.name] = {nullptr, llvmType(b.elem)};
+    for (const auto& [name, t] : site.locals) buffers_[name] = {nullptr, llvmType(t)};
+    for (const std::string& v : site.vars) vars_[v] = nullptr;
+    fn_ = nullptr;
+    const Signature sig = signature(*site.loop);
+    llvm::Function* fn = outlinedFunction(sig, partName(parts_.at(site.loop)), false);
+    defineOutlined(fn, *site.loop, sig);
+    if (f.explicitCode && !leftToVectorizer_) fn->addFnAttr(kExplicitCodeAttr);
   }
 
   void func(const Func& f, const std::string& prefix) {
@@ -124,11 +155,19 @@ private:
   };
   std::map<std::string, Buf> buffers_;
   std::map<std::string, llvm::Value*> vars_;
+  // The outlined loops compiled as parts of their own (numbered from 1), the part emitted, and
+  // the entry point's name that parts' names extend.
+  std::map<const For*, std::size_t> parts_;
+  std::size_t only_ = kWhole;
+  std::string entryName_;
+  std::string partName(std::size_t k) const { return entryName_ + ".part" + std::to_string(k); }
   // Whether the function being emitted has a loop that LLVM's vectorizers may transform (the
   // JIT gives it the full O3 pipeline; kExplicitCodeAttr otherwise), and the counts of loops
-  // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar.
+  // and explicit vector loops emitted so far, which tell whether a loop is innermost and scalar,
+  // and of loops that carry the work (hinted to the vectorizer, or explicit vector loops of
+  // more than kMaxWrittenVectorSteps steps), which tell whether a loop is around one.
   bool leftToVectorizer_ = false;
-  std::int64_t loops_ = 0, explicitVectorLoops_ = 0, hintedLoops_ = 0;
+  std::int64_t loops_ = 0, explicitVectorLoops_ = 0, workLoops_ = 0;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -613,8 +652,12 @@ private:
   }
 
   // An outlined loop: a noinline function of the buffers and variables it uses (the status
-  // and parameters passed on), called here.
-  void outlined(const For& n) {
+  // and parameters passed on), called here. A part compiled apart (separateParts) is defined
+  // in its own module and only declared here.
+  struct Signature {
+    std::vector<std::string> buffers, vars;
+  };
+  Signature signature(const For& n) const {
     UsedBuffers bufs;
     UsedVars vars;
     bufs.visit(n.lo);
@@ -623,32 +666,50 @@ private:
     vars.visit(n.lo);
     vars.visit(n.hi);
     vars.visit(n.body);
-    std::vector<std::string> bufNames, varNames;
+    Signature sig;
     for (const std::string& b : bufs.names)
-      if (buffers_.count(b)) bufNames.push_back(b);
+      if (buffers_.count(b)) sig.buffers.push_back(b);
     for (const std::string& v : vars.names)
-      if (vars_.count(v)) varNames.push_back(v);
+      if (vars_.count(v)) sig.vars.push_back(v);
+    return sig;
+  }
+  llvm::Function* outlinedFunction(const Signature& sig, const std::string& name, bool internal) {
     llvm::Type* ptr = b_.getPtrTy();
-    std::vector<llvm::Type*> types(bufNames.size(), ptr);
-    types.insert(types.end(), varNames.size(), b_.getInt64Ty());
+    std::vector<llvm::Type*> types(sig.buffers.size(), ptr);
+    types.insert(types.end(), sig.vars.size(), b_.getInt64Ty());
     types.insert(types.end(), {ptr, ptr});
     auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), types, false);
-    auto* fn = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage,
-                                      fn_->getName() + "." + n.var, m_);
+    auto* fn = llvm::Function::Create(
+        fnTy, internal ? llvm::Function::InternalLinkage : llvm::Function::ExternalLinkage, name, m_);
     fn->addFnAttr(llvm::Attribute::NoInline);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     // Its copies are short runs: calls to memcpy or memset would cost more than they move.
     fn->addFnAttr("no-builtins");
-    if (fn_->hasFnAttribute(llvm::Attribute::OptimizeNone))
+    if (fn_ && fn_->hasFnAttribute(llvm::Attribute::OptimizeNone))
       fn->addFnAttr(llvm::Attribute::OptimizeNone);
-    for (unsigned j = 0; j < bufNames.size(); ++j) fn->addParamAttr(j, llvm::Attribute::NoAlias);
+    for (unsigned j = 0; j < sig.buffers.size(); ++j) fn->addParamAttr(j, llvm::Attribute::NoAlias);
+    return fn;
+  }
+  void outlined(const For& n) {
+    const Signature sig = signature(n);
+    const auto part = parts_.find(&n);
+    const bool apart = part != parts_.end();
+    llvm::Function* fn = outlinedFunction(
+        sig, apart ? partName(part->second) : (fn_->getName() + "." + n.var).str(), !apart);
     std::vector<llvm::Value*> args;
-    for (const std::string& b : bufNames) args.push_back(buffers_.at(b).ptr);
-    for (const std::string& v : varNames) args.push_back(vars_.at(v));
+    for (const std::string& b : sig.buffers) args.push_back(buffers_.at(b).ptr);
+    for (const std::string& v : sig.vars) args.push_back(vars_.at(v));
     args.push_back(params_);
     args.push_back(status_);
     b_.CreateCall(fn, args);
-    // The function's body, with the emitter's state of its own.
+    if (apart) { // defined by its own module; a loop of the caller's all the same (a loop
+      ++loops_;  // around the call is not innermost scalar code left to the vectorizers)
+      return;
+    }
+    defineOutlined(fn, n, sig);
+  }
+  // The function's body, with the emitter's state of its own.
+  void defineOutlined(llvm::Function* fn, const For& n, const Signature& sig) {
     const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
     auto savedBuffers = std::move(buffers_);
     auto savedVars = std::move(vars_);
@@ -657,8 +718,8 @@ private:
     llvm::Value *savedParams = params_, *savedStatus = status_;
     llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
-    for (const std::string& b : bufNames) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
-    for (const std::string& v : varNames) vars_[v] = fn->getArg(a++);
+    for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
+    for (const std::string& v : sig.vars) vars_[v] = fn->getArg(a++);
     params_ = fn->getArg(a++);
     status_ = fn->getArg(a++);
     For inner = n;
@@ -707,6 +768,7 @@ private:
                vecBase_ = x;
                stmt(n.body);
              });
+        ++workLoops_;
       }
       vecVar_.clear();
       return;
@@ -757,7 +819,7 @@ private:
             LoopHint hint, const std::function<void(llvm::Value*)>& body) {
     // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
     const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
-    const std::int64_t hintedBefore = hintedLoops_;
+    const std::int64_t workBefore = workLoops_;
     const bool vectorBody = inVector();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".head", fn_);
@@ -774,11 +836,12 @@ private:
         (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
          explicitVectorLoops_ == vectorsBefore))
       leftToVectorizer_ = true;
-    // A loop around a loop hinted to the vectorizer is not unrolled: each copy of the inner
-    // loop would be vectorized on its own (vector body, epilogue, remainder), multiplying the
-    // compile time for no gain (the inner loop carries the work).
-    const bool aroundHinted = hint == LoopHint::None && hintedLoops_ > hintedBefore;
-    if (hint == LoopHint::Vectorize) ++hintedLoops_;
+    // A loop around a loop that carries the work is not unrolled: each copy of a hinted inner
+    // loop would be vectorized on its own (vector body, epilogue, remainder), and each copy of
+    // an explicit vector loop unrolled again, multiplying the compile time for no gain (the
+    // inner loop carries the work: a row block's copy of 8 rows of 4,096 elements was 8 copies).
+    const bool aroundHinted = hint == LoopHint::None && workLoops_ > workBefore;
+    if (hint == LoopHint::Vectorize) ++workLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(head);
@@ -820,6 +883,23 @@ bool unoptimized(const Func& f) {
 void emitLLVM(const std::vector<Func>& funcs, const std::string& prefix, llvm::Module& m) {
   Emitter e(m);
   for (const Func& f : funcs) e.func(f, prefix);
+}
+
+std::size_t separateParts(const Func& f) {
+  if (unoptimized(f)) return 0;
+  return findParts(f.body).size();
+}
+
+void emitLLVMPart(const Func& f, const std::string& prefix, std::size_t part, llvm::Module& m) {
+  const std::vector<PartSite> sites = findParts(f.body);
+  if (part > sites.size())
+    throw InternalError("codegen: " + f.name + " has no part " + std::to_string(part));
+  Emitter e(m);
+  e.separate(sites, part, prefix + f.name);
+  if (part == 0)
+    e.func(f, prefix);
+  else
+    e.part(f, sites[part - 1]);
 }
 
 } // namespace einjit::codegen

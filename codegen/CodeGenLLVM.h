@@ -12,6 +12,7 @@
 // point operations carry the `contract` flag (fused multiply-add).
 #include "codegen/IR.h"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,14 @@ inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
 bool unoptimized(const ir::Func& f);
 
 void emitLLVM(const std::vector<ir::Func>& funcs, const std::string& prefix, llvm::Module& m);
+
+// An optimized function's outlined loops (ForKind::Outlined) that are emitted once and do
+// enough work compile apart, so that a large function compiles on several threads: part 0 is
+// the entry point with everything else, calling part k (1 <= k <= separateParts(f)) through
+// an external declaration `<prefix><name>.part<k>`, which emitLLVMPart(f, prefix, k, m)
+// defines alone in its own module. The parts must be loaded together (one JITDylib). Zero for
+// functions compiled unoptimized.
+std::size_t separateParts(const ir::Func& f);
+void emitLLVMPart(const ir::Func& f, const std::string& prefix, std::size_t part, llvm::Module& m);
 
 } // namespace einjit::codegen

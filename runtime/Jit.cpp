@@ -155,12 +155,14 @@ constexpr const char* kExplicitPipeline =
 // Code generation's passes, without loop strength reduction (and the freeze canonicalization
 // that prepares for it) when `withoutLsr`. Its cost grows faster than the code: on explicit
 // code of more than kLsrInstructionLimit LLVM instructions after the middle end (the
-// convolutions' input gradients, the stride-2 one's four phases in one function) it was about
-// half of code generation's time and made no measured difference to run time; below (the
-// GEMM micro-kernels, the weight gradients) it is cheap and the stride-1 weight gradient ran
-// 10% slower without it. A per-module choice, unlike LLVM's -disable-lsr, which is one
-// setting for the whole process.
-constexpr unsigned kLsrInstructionLimit = 600;
+// convolutions' micro-kernels with their edge tiles, a stride-2 input gradient's residue
+// phases) it was about half of code generation's time and made no measured difference to run
+// time; below (the GEMM micro-kernels, 378, the stride-1 weight gradient's, 371) it is cheap
+// and the stride-1 weight gradient ran 10% slower without it. The packing functions stay below
+// the limit: without it they cost about half as much to generate, but the convolutions' input
+// gradients measured up to a third slower. A per-module choice, unlike LLVM's -disable-lsr,
+// which is one setting for the whole process.
+constexpr unsigned kLsrInstructionLimit = 450;
 
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
@@ -279,26 +281,36 @@ struct Engine {
   // The code of a program is an object file per module (the functions share nothing: each is
   // called by the runtime through its entry point), compiled in parallel on oneTBB's threads;
   // the image packs them (JitImage.h). Each function that is optimized gets a module of its
-  // own; the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders,
-  // combines) share one, which skips the middle end and gets LLVM's fast code generation
-  // (each module costs a fixed few milliseconds, which such a function's code does not).
+  // own, and each of its outlined loops that compiles apart (codegen::separateParts: a
+  // strided gradient's residue phases, a convolution's packing) another, all loaded together;
+  // the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders, combines)
+  // share one, which skips the middle end and gets LLVM's fast code generation (each module
+  // costs a fixed few milliseconds, which such a function's code does not).
+  static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
+  struct Unit {
+    std::vector<codegen::ir::Func> funcs; // one function, or those compiled unoptimized
+    bool optimize = true;
+    std::size_t part = kWhole; // of the one function (codegen::emitLLVMPart), or all of it
+  };
+
   std::string buildImage(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
                          std::string* irText) {
-    std::vector<std::vector<codegen::ir::Func>> modules;
+    std::vector<Unit> units;
     std::vector<codegen::ir::Func> unoptimized;
     for (const codegen::ir::Func& f : funcs) {
-      if (codegen::unoptimized(f))
+      if (codegen::unoptimized(f)) {
         unoptimized.push_back(f);
-      else
-        modules.push_back({f});
+        continue;
+      }
+      const std::size_t parts = codegen::separateParts(f);
+      for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, parts ? k : kWhole});
     }
-    const std::size_t optimized = modules.size();
-    if (!unoptimized.empty()) modules.push_back(std::move(unoptimized));
-    std::vector<std::string> objects(modules.size()), texts(modules.size());
-    std::vector<std::exception_ptr> failures(modules.size());
+    if (!unoptimized.empty()) units.push_back({std::move(unoptimized), false, kWhole});
+    std::vector<std::string> objects(units.size()), texts(units.size());
+    std::vector<std::exception_ptr> failures(units.size());
     auto one = [&](std::size_t i) {
       try {
-        objects[i] = buildObject(modules[i], i < optimized, prefix, irText ? &texts[i] : nullptr);
+        objects[i] = buildObject(units[i], prefix, irText ? &texts[i] : nullptr);
       } catch (...) {
         failures[i] = std::current_exception();
       }
@@ -306,9 +318,9 @@ struct Engine {
 #if EINJIT_HAVE_TBB
     // Isolated: this thread holds the cache's lock, so while it waits it must not take an
     // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
-    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, modules.size(), one); });
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, units.size(), one); });
 #else
-    for (std::size_t i = 0; i < modules.size(); ++i) one(i);
+    for (std::size_t i = 0; i < units.size(); ++i) one(i);
 #endif
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
@@ -320,8 +332,9 @@ struct Engine {
   // One module: LLVM IR, the middle end (O3, or kExplicitPipeline for explicit code; none
   // unless `optimize`), an object file. Safe to run on several threads at once (a context and
   // a target machine each).
-  std::string buildObject(const std::vector<codegen::ir::Func>& funcs, bool optimize,
-                          const std::string& prefix, std::string* irText) {
+  std::string buildObject(const Unit& unit, const std::string& prefix, std::string* irText) {
+    const std::vector<codegen::ir::Func>& funcs = unit.funcs;
+    const bool optimize = unit.optimize;
     StageClock clock;
     llvm::LLVMContext ctx;
     // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
@@ -342,7 +355,10 @@ struct Engine {
     m.setDataLayout(tm->createDataLayout());
     m.setTargetTriple(tm->getTargetTriple().str());
     clock.lap("target machine");
-    codegen::emitLLVM(funcs, prefix, m);
+    if (unit.part == kWhole)
+      codegen::emitLLVM(funcs, prefix, m);
+    else
+      codegen::emitLLVMPart(funcs.front(), prefix, unit.part, m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
@@ -366,6 +382,7 @@ struct Engine {
     if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
     std::string names;
     for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
+    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
     clock.report(names + ", " + std::to_string(buf.size()) + "-byte object" +
                  (optimize ? "" : ", unoptimized"));
     return std::string(buf.begin(), buf.end());

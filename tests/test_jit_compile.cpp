@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -339,10 +340,11 @@ TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled")
 }
 
 // The stride-2 input gradient of a convolution runs as four residue phases, each a packed GEMM,
-// in one explicit-code function of about 2,500 LLVM instructions after the middle end: above
-// the limit where code generation leaves out loop strength reduction (Jit.cpp). Its results are
-// the interpreter's, f32 and f64.
-TEST_CASE("jit_compile: a large explicit-code module (no loop strength reduction) is correct") {
+// in one function whose tasks run the phases in turn; each phase's part of a task is an
+// outlined function compiled as a module of its own (codegen::separateParts), of about 800
+// LLVM instructions after the middle end: above the limit where code generation leaves out
+// loop strength reduction (Jit.cpp). Its results are the interpreter's, f32 and f64.
+TEST_CASE("jit_compile: a strided gradient's residue phases compile apart (no loop strength reduction)") {
   Kernel g = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]").gradient({"x"});
   for (DType dt : {DType::f32, DType::f64}) {
     const char* dtype = dt == DType::f32 ? "f32" : "f64";
@@ -351,10 +353,152 @@ TEST_CASE("jit_compile: a large explicit-code module (no loop strength reduction
                                      {"k", Tensor::random({24, 16, 3, 3}, dt, 2)},
                                      {"dy", Tensor::random({2, 24, 20, 21}, dt, 3)}};
     const std::vector<einjit::Arg> args = argsOf(g, in, {});
-    const std::string text = g.explain(args);
+    const std::string text = g.explain(args, true);
     CAPTURE(text);
     REQUIRE(text.find("4 residue phases, each a packed GEMM") != std::string::npos);
+    // Each phase's function (and each phase's packing loop) defined with external linkage in
+    // a module of its own, beside the entry point's.
+    std::set<std::size_t> definedIn;
+    std::size_t module = 0, parts = 0;
+    for (auto at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
+      const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+      if (line.rfind("; ModuleID", 0) == 0) ++module;
+      if (line.rfind("define void @", 0) == 0 && line.find("_s0_phases.part") != std::string::npos) {
+        ++parts;
+        definedIn.insert(module);
+      }
+    }
+    CHECK(parts >= 4);
+    CHECK(definedIn.size() == parts);
     Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
     checkSame(g.call(args), ref.call(args), assigned(ref), dt);
+  }
+}
+
+// Outlined loops that do enough work compile as modules of their own (codegen::separateParts):
+// the entry point calls each through an external declaration, and the part's module defines
+// it, with the local buffers and loop variables it uses as arguments (here a local buffer, an
+// enclosing loop's variable and, for the nested part, the outer part's). An outlined loop that
+// a shared subtree emits twice, or that sits inside an unrolled loop, stays in its caller's
+// module. The results are worked out by hand.
+TEST_CASE("jit_compile: outlined loops compile apart, as modules of their own") {
+  using ir::ForKind;
+  const ir::Type f32 = ir::Type::f32;
+  const ir::Expr r = ir::var("r"), q = ir::var("q"), u = ir::var("u");
+  const ir::Expr eight = ir::intImm(8);
+  // Twelve stores of t[j] = x[8 row + j] + c (24 accesses): enough for a part.
+  auto copies = [&](const ir::Expr& row, const ir::Expr& c) {
+    std::vector<ir::Stmt> s;
+    for (int j = 0; j < 12; ++j)
+      s.push_back(ir::store("t", ir::intImm(j),
+                            ir::add(ir::load(f32, "x", ir::add(ir::mul(row, eight), ir::intImm(j))),
+                                    ir::cast(f32, c))));
+    return ir::block(std::move(s));
+  };
+  // Part 1 (q in 0:1) holds part 2 (u in 0:1), which adds r + 1 to t[0..12) over copies of x.
+  auto inner = ir::forLoop("u", q, ir::add(q, ir::intImm(1)), ForKind::Outlined,
+                           copies(r, ir::add(ir::add(r, u), ir::intImm(1))));
+  auto outer = ir::forLoop("q", ir::intImm(0), ir::intImm(1), ForKind::Outlined,
+                           ir::block({copies(r, r), inner}));
+  // A small outlined loop (two accesses): not a part.
+  const ir::Expr v = ir::var("v");
+  auto small = ir::forLoop("v", ir::intImm(12), ir::intImm(16), ForKind::Outlined,
+                           ir::store("t", v, ir::floatImm(f32, 0)));
+  // y[8r + j] = 2 t[j], for j in 0:8.
+  const ir::Expr j = ir::var("j");
+  auto out = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Serial,
+                         ir::store("y", ir::add(ir::mul(r, eight), j),
+                                   ir::mul(ir::load(f32, "t", j), ir::floatImm(f32, 2))));
+  auto body = ir::allocate("t", f32, 16,
+                           ir::forLoop("r", ir::intImm(0), ir::intImm(2), ForKind::Serial,
+                                       ir::block({outer, small, out})));
+  std::vector<ir::Func> funcs{func("parts", ir::forLoop("rep", ir::intImm(0), ir::intImm(300),
+                                                        ForKind::Serial, body))};
+  REQUIRE(einjit::codegen::separateParts(funcs[0]) == 2);
+  // The same outlined loop twice (a shared subtree), and one inside an unrolled loop: no parts.
+  const ir::Expr w = ir::var("w");
+  auto once = ir::forLoop("q", ir::intImm(0), ir::intImm(1), ForKind::Outlined, copies(w, w));
+  // (Each in a serial loop of enough iterations that the function is optimized.)
+  auto repeat = [&](ir::Stmt b) {
+    return ir::allocate("t", f32, 16,
+                        ir::forLoop("rep", ir::intImm(0), ir::intImm(300), ForKind::Serial, std::move(b)));
+  };
+  auto twice = ir::forLoop("w", ir::intImm(0), ir::intImm(2), ForKind::Serial, ir::block({once, once}));
+  CHECK(einjit::codegen::separateParts(func("shared", repeat(twice))) == 0);
+  auto unrolled = ir::forLoop("w", ir::intImm(0), ir::intImm(2), ForKind::Unrolled, once);
+  CHECK(einjit::codegen::separateParts(func("unrolled", repeat(unrolled))) == 0);
+  auto serial = ir::forLoop("w", ir::intImm(0), ir::intImm(2), ForKind::Serial, once);
+  CHECK(einjit::codegen::separateParts(func("serial", repeat(serial))) == 1);
+
+  auto code = einjit::runtime::jitCompile(funcs, true);
+  const std::string& text = code->llvmIR;
+  CAPTURE(text);
+  // Three modules: the entry point's, and one defining each part.
+  std::size_t modules = 0;
+  for (auto m = text.find("; ModuleID"); m != std::string::npos; m = text.find("; ModuleID", m + 1))
+    ++modules;
+  CHECK(modules == 3);
+  auto moduleDefining = [&](const std::string& name) {
+    std::size_t module = 0, found = 0;
+    for (auto m = text.find("; ModuleID"); m != std::string::npos; m = text.find("; ModuleID", m + 1)) {
+      ++module;
+      const auto next = text.find("; ModuleID", m + 1);
+      const std::string mod = text.substr(m, next == std::string::npos ? std::string::npos : next - m);
+      for (auto d = mod.find("define "); d != std::string::npos; d = mod.find("define ", d + 1)) {
+        const std::string line = mod.substr(d, mod.find('\n', d) - d);
+        if (line.find("_" + name + "(") != std::string::npos) found = module;
+      }
+    }
+    return found;
+  };
+  const std::size_t entry = moduleDefining("parts"), part1 = moduleDefining("parts.part1"),
+                    part2 = moduleDefining("parts.part2");
+  CHECK(entry != 0);
+  CHECK(part1 != 0);
+  CHECK(part2 != 0);
+  CHECK(entry != part1);
+  CHECK(entry != part2);
+  CHECK(part1 != part2);
+
+  std::vector<float> x(24), y(16, -1.0f);
+  for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(3 * i) - 7.0f;
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  CHECK(status == 0);
+  // Row r: t[j] = x[8r + j] + r + 1 (part 2 overwrites part 1's copies).
+  for (int row = 0; row < 2; ++row)
+    for (int col = 0; col < 8; ++col) {
+      const auto at = static_cast<std::size_t>(8 * row + col);
+      CAPTURE(at);
+      CHECK(y[at] == 2 * (x[at] + static_cast<float>(row + 1)));
+    }
+}
+
+// A loop around an explicit vector loop of more than a few steps is not unrolled either (a row
+// block's copy of 8 rows of 4,096 elements: O3 unrolled the rows into 8 copies of the vector
+// loop, 1,092 LLVM instructions against 393): the outer loop keeps llvm.loop.unroll.disable
+// through O3. y[i, j] = 2 x[i, j] over 8 rows of 128, checked element by element.
+TEST_CASE("jit_compile: a loop around an explicit vector loop is not unrolled") {
+  using ir::ForKind;
+  const ir::Expr i = ir::var("i"), j = ir::var("j");
+  const ir::Expr at = ir::add(ir::mul(i, ir::intImm(128)), j);
+  auto body = ir::forLoop(
+      "i", ir::intImm(0), ir::intImm(8), ForKind::Serial,
+      ir::forLoop("j", ir::intImm(0), ir::intImm(128), ForKind::Vectorized,
+                  ir::store("y", at, ir::mul(ir::load(ir::Type::f32, "x", at), ir::floatImm(ir::Type::f32, 2))),
+                  8));
+  auto code = einjit::runtime::jitCompile({func("rows", body)}, true);
+  CAPTURE(code->llvmIR);
+  CHECK(code->llvmIR.find("llvm.loop.unroll.disable") != std::string::npos);
+  std::vector<float> x(1024), y(1024, -1.0f);
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k % 97) - 40.5f;
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  CHECK(status == 0);
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    CAPTURE(k);
+    CHECK(y[k] == 2 * x[k]);
   }
 }

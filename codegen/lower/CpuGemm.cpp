@@ -680,10 +680,15 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
     parallel = parallel && p.parallel;
   }
   std::vector<Stmt> bodies;
-  for (const GemmTasks& p : parts)
-    bodies.push_back(p.tasks == tasks
-                         ? p.body
-                         : ir::ifThen(less(var(tk), imm(p.tasks)), p.body));
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const GemmTasks& p = parts[i];
+    // Several parts (residue phases): each part's share of a task is outlined, a function
+    // that the CPU JIT compiles as a module of its own (codegen::separateParts), in parallel.
+    Stmt body = parts.size() == 1 ? p.body
+                                  : ir::forLoop(tk + std::to_string(i), var(tk), ir::add(var(tk), imm(1)),
+                                                ForKind::Outlined, p.body);
+    bodies.push_back(p.tasks == tasks ? body : ir::ifThen(less(var(tk), imm(p.tasks)), body));
+  }
   const std::int64_t perGroup = cdiv(tasks, groups);
   Expr firstTask = ir::mul(var(gv), imm(perGroup));
   Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
