@@ -74,7 +74,7 @@ bool commutes(const dsl::Program& p, std::size_t earlier, std::size_t later) {
 bool scratchable(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
                  const std::vector<bool>& in, int t) {
   const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(t)];
-  if (info.isArgument || info.writtenBy.empty()) return false;
+  if (info.isArgument || info.saved || info.writtenBy.empty()) return false;
   if (std::find(p.outputs.begin(), p.outputs.end(), t) != p.outputs.end()) return false;
   auto inside = [&](std::size_t k) { return bool(in[k]); };
   for (int w : info.writtenBy)

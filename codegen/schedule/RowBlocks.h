@@ -18,7 +18,8 @@
 // gathered subscript, and keep the box schedule with at most a row of outputs per tile (no split
 // reduction, no packed GEMM, no contraction's register tile over two output indices).
 //
-// A tensor the run writes that is no output of the program, no argument, is written and read
+// A tensor the run writes that is no output of the program, no argument, not saved
+// (Options::saved: the caller reads it after the call), is written and read
 // only by statements of the run, and whose first write is a ':=' covering it, needs no memory
 // of full size: it lives in a block-sized scratch per task group (the softmax gradient's
 // m, e, z, de, dz, dm and first_m), which is what removes the traffic.
