@@ -11,9 +11,12 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using einjit::DType;
 using einjit::Tensor;
@@ -63,9 +66,15 @@ void BM_Rows(benchmark::State& state) {
     const bool softmax = c == kSoftmaxFwd || c == kSoftmaxGrad;
     const bool grad = c == kSoftmaxGrad || c == kLayernormGrad;
     // The layer's forward as a training step uses it: only its output is read, so its
-    // intermediates need not be kept (the gradient program recomputes what it needs).
+    // intermediates need not be kept, except the row statistics its gradient reads instead of
+    // recomputing them (PyTorch's kernels save the same: softmax its output, layer_norm the
+    // mean and 1/sqrt(var + eps)).
     einjit::Options layer;
     layer.keepIntermediates = false;
+    // (ROWS_SAVED=0: none saved, the gradient recomputes them: the A/B of Options::saved.)
+    const char* savedEnv = std::getenv("ROWS_SAVED");
+    if (!savedEnv || std::string_view(savedEnv) != "0")
+      layer.saved = softmax ? std::vector<std::string>{"m", "z"} : std::vector<std::string>{"mu", "var"};
     auto fwd = einjit::compile(softmax ? kSoftmax : kLayernorm, layer);
     auto back = fwd.gradient();
     std::map<std::string, Tensor> in{{"x", x}};
@@ -77,11 +86,14 @@ void BM_Rows(benchmark::State& state) {
     }
     std::map<std::string, Tensor> gin = in;
     gin["dy"] = dy;
-    std::map<std::string, Tensor> used;
-    for (const auto& n : back.tensorArguments()) used[n] = gin.at(n);
     auto once = [&] {
-      benchmark::DoNotOptimize(fwd.call(in, scalars)[std::size_t{0}].data());
-      if (grad) benchmark::DoNotOptimize(back.call(used, scalars)[std::size_t{0}].data());
+      const einjit::Outputs y = fwd.call(in, scalars);
+      benchmark::DoNotOptimize(y[std::size_t{0}].data());
+      if (!grad) return;
+      std::map<std::string, Tensor> used;
+      for (const auto& n : back.tensorArguments())
+        used[n] = gin.count(n) ? gin.at(n) : y[std::string_view(n)];
+      benchmark::DoNotOptimize(back.call(used, scalars)[std::size_t{0}].data());
     };
     once(); // compiles (or loads from the disk cache) outside the timed loop
     for (auto _ : state) once();

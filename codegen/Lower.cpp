@@ -71,7 +71,7 @@ auto Lowerer::run() -> LoweredProgram {
       if (!alone && rows.runOf[k + 1] >= 0) {
         const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k + 1])];
         alone = run.first != k + 1 || run.last != fusion.last[k + 1] || !run.scratch.empty() ||
-                !run.deferred.empty();
+                !run.deferred.empty() || !run.sums.empty();
       }
       const EpiloguePlan epilogue =
           alone ? EpiloguePlan{k, {}, {}} : planEpilogue(p_, b_, k, fusion);

@@ -86,6 +86,9 @@ struct TensorInfo {
   // A snapshot (dsl/InPlace.h): the copy of tensor `snapshotOf` that a statement writing it
   // reads instead of it; -1 for the program's own tensors.
   int snapshotOf = -1;
+  // Options::saved (grad::markSaved): the caller keeps it from the call and the gradient program
+  // takes it as an input instead of recomputing it; always written in full (no row scratch).
+  bool saved = false;
 };
 
 struct ParamInfo {

@@ -320,9 +320,10 @@ void GradientBuilder::assemble() {
   for (std::size_t k = p_.stmts.size(); k-- > 0;) {
     const Statement& st = p_.stmts[k];
     const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
-    // An argument read only for its shape is passed in, not recomputed.
-    if (!values.count(out) &&
-        (!read.count(out) || p_.tensors[static_cast<std::size_t>(st.output)].isArgument))
+    // An argument read only for its shape is passed in, not recomputed; so is a saved tensor.
+    if (p_.tensors[static_cast<std::size_t>(st.output)].saved ||
+        (!values.count(out) &&
+         (!read.count(out) || p_.tensors[static_cast<std::size_t>(st.output)].isArgument)))
       continue;
     keep[k] = true;
     collect(st.ast);
@@ -346,6 +347,38 @@ void GradientBuilder::assemble() {
 Gradient differentiate(const Program& program, const std::vector<std::string>& wrt,
                        bool scatterOnly) {
   return GradientBuilder(program, wrt, scatterOnly).run();
+}
+
+void markSaved(Program& program, const std::vector<std::string>& names) {
+  const Source& src = *program.source;
+  for (const std::string& n : names) {
+    const int id = program.findTensor(n);
+    if (id < 0 || program.tensors[static_cast<std::size_t>(id)].snapshotOf >= 0 ||
+        (program.tensors[static_cast<std::size_t>(id)].writtenBy.empty() &&
+         !program.tensors[static_cast<std::size_t>(id)].isArgument)) {
+      std::string assigned;
+      for (const TensorInfo& t : program.tensors)
+        if (!t.writtenBy.empty() && !t.isArgument && t.snapshotOf < 0)
+          assigned += (assigned.empty() ? "" : ", ") + t.name;
+      throw Error("cannot save '" + n + "' for the gradient: the program assigns no tensor of "
+                  "that name (it assigns: " + assigned + ")");
+    }
+    TensorInfo& t = program.tensors[static_cast<std::size_t>(id)];
+    if (t.isArgument && t.writtenBy.empty())
+      fail(src, t.firstUse,
+           "cannot save '" + n + "' for the gradient: it is an argument of the program, which "
+           "the gradient program takes anyway");
+    if (t.isArgument)
+      fail(src, program.stmts[static_cast<std::size_t>(t.writtenBy[0])].ast.outputRange,
+           "cannot save '" + n + "' for the gradient: the program changes this argument in "
+           "place; a saved tensor is the value of one ':=' statement");
+    if (t.writtenBy.size() > 1)
+      fail(src, program.stmts[static_cast<std::size_t>(t.writtenBy[1])].ast.outputRange,
+           "cannot save '" + n + "' for the gradient: this statement writes it again after its "
+           "':='; a saved tensor is the value of one ':=' statement (write the final value "
+           "into a tensor of its own and save that)");
+    t.saved = true;
+  }
 }
 
 } // namespace einjit::grad

@@ -6,8 +6,8 @@
 // inputs. Each contribution to dX is its own statement in gather form: dX's indices are the
 // outer loops, each element written once, the rest a reduction with exact bounds solved from
 // the index equations (docs/GRADIENTS.md: unit pivots, Fourier-Motzkin bounds). Intermediate
-// results the gradients read are recomputed first, and the chain rule runs through the
-// statements in reverse order.
+// results the gradients read are recomputed first (except saved ones, below), and the chain rule
+// runs through the statements in reverse order.
 //
 // Sites are solved with unit pivots (G2a), residue phases (G2b/G3), Euclid steps (G2c),
 // sub-lattices (G2d), clamp() edges and wrap() over one period, with exact Fourier-Motzkin
@@ -43,5 +43,13 @@ inline constexpr std::size_t kMaxGradientSize = std::size_t{1} << 20;
 // (the reference the gather form is tested against).
 Gradient differentiate(const dsl::Program& program, const std::vector<std::string>& wrt,
                        bool scatterOnly = false);
+
+// Options::saved: marks the named tensors of the program saved (TensorInfo::saved). A saved
+// tensor is an input of the gradient program, which reads it instead of recomputing it (and
+// the statements only it needed): the caller passes what the forward call stored. Each must be
+// the value of one ':=' statement that no other statement writes, so that the value stored is
+// the one every read in the program saw. Throws einjit::Error (with a caret at the statement
+// at fault) for a name the program assigns no such value to.
+void markSaved(dsl::Program& program, const std::vector<std::string>& names);
 
 } // namespace einjit::grad

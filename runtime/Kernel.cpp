@@ -213,7 +213,7 @@ Outputs run(const Kernel::Impl& impl, const std::vector<Tensor>& tensors,
   for (std::size_t id = 0; id < p.tensors.size(); ++id)
     if (!p.tensors[id].writtenBy.empty())
       byName[p.tensors[id].name] =
-          impl.options.keepIntermediates || p.tensors[id].isArgument ||
+          impl.options.keepIntermediates || p.tensors[id].isArgument || p.tensors[id].saved ||
                   std::find(p.outputs.begin(), p.outputs.end(), static_cast<int>(id)) !=
                       p.outputs.end()
               ? all[id]
@@ -343,6 +343,7 @@ Kernel Kernel::gradient(const std::vector<std::string>& wrt) const {
   auto made = std::make_shared<Kernel::Impl>();
   made->program = dsl::check(dsl::printProgram(g.program), self.options.name + " (gradient)");
   made->options = self.options;
+  made->options.saved.clear(); // names of the forward program
   made->gradientInputs = g.outputGrads;
   made->gradientOutputs = g.inputGrads;
   made->scatters = g.scatters;
@@ -387,6 +388,7 @@ bool cudaAvailable(std::string* why) {
 Kernel compile(const std::string& source, const Options& options) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->program = dsl::check(source, options.name);
+  grad::markSaved(impl->program, options.saved);
   impl->options = options;
   impl->makeBackend();
   Kernel k;

@@ -6,6 +6,8 @@
 // inputs and of written arguments, f32 and f64, one and two threads (bit for bit the same).
 #include "Compare.h"
 
+#include "codegen/schedule/RowBlocks.h"
+#include "dsl/Binding.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
@@ -83,18 +85,42 @@ std::vector<RunRow> runRows() {
        {1, 1, 1},
        "scratch: s)"},
       {"w[i,j] = x[i,j] * 2\ns[i] := w[i,j] * x[i,j]", {{"x", x}, {"w", x}}, {1, 1}, "no scratch)"},
-      // a column sum between members runs after the run (deferred) ...
+      // a column sum between members is summed in the run, per task group ...
       {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i]",
        {{"x", x}},
        {1, 0, 1},
        "scratch: s)",
-       "run after the row blocks of statements 1-3"},
-      // ... and what it reads is written in full
+       "summed in the row blocks of statements 1-3 (over the rows of i: a partial sum per task "
+       "group, added in group order)"},
+      // ... and what it reads from the run lives in scratch
       {"d[i,j] := x[i,j] * 2\nc[j] := d[i,j]\ny[i,j] := d[i,j] + 1",
+       {{"x", x}},
+       {1, 0, 1},
+       "scratch: d)",
+       "summed in the row blocks of statements 1-3"},
+      // ... but runs after the run (deferred), reading the tensor in full, where it reads the
+      // run's rows elsewhere than at its row index, is no ':=' (+) sum, sums other rows, or
+      // reads another column sum
+      {"d[i,j] := x[i,j] * 2\nc[j] := d[pad(i+1),j] where i in 0:size(x,0)\ny[i,j] := d[i,j] + 1",
        {{"x", x}},
        {1, 0, 1},
        "no scratch)",
        "run after the row blocks of statements 1-3"},
+      {"d[i,j] := x[i,j] * 2\n(max) c[j] := d[i,j]\ny[i,j] := d[i,j] + 1",
+       {{"x", x}},
+       {1, 0, 1},
+       "no scratch)",
+       "run after the row blocks of statements 1-3"},
+      {"s[i] := x[i,j]\nc[j] := x[i,j] where i in 0:60\ny[i,j] := x[i,j] - s[i]",
+       {{"x", x}},
+       {1, 0, 1},
+       "scratch: s)",
+       "run after the row blocks of statements 1-3"},
+      {"s[i] := x[i,j]\nc[j] := x[i,j]\nq[j] := x[i,j] * c[j]\ny[i,j] := x[i,j] - s[i]",
+       {{"x", x}},
+       {1, 0, 0, 1},
+       "scratch: s)",
+       "run after the row blocks of statements 1-4"},
       // not when a later member reads what it writes, or writes what it reads: the run ends
       {"s[i] := x[i,j]\nc[j] := x[i,j]\ny[i,j] := x[i,j] - s[i] * c[j]",
        {{"x", x}},
@@ -210,7 +236,7 @@ TEST_CASE("row blocks: softmax and layernorm, forward and gradient, against the 
         }
 }
 
-TEST_CASE("row blocks: the layernorm gradient is one run, its column sums after it") {
+TEST_CASE("row blocks: the layernorm gradient is one run, its column sums in it") {
   Kernel fwd = einjit::compile(kLayernorm, cpu(DType::f32));
   Kernel back = einjit::compile(fwd.gradient().source(), cpu(DType::f32));
   std::map<std::string, Tensor> in{{"x", Tensor::random({1001, 1024}, DType::f32, 1)},
@@ -225,8 +251,10 @@ TEST_CASE("row blocks: the layernorm gradient is one run, its column sums after 
     runs.push_back(out == "dg" || out == "db" ? 0 : 1);
   }
   CHECK(runsOf(text, runs.size()) == runs);
-  CHECK(text.find("run after the row blocks of statements 1-") != std::string::npos);
-  // dd, the gradient's largest intermediate, no longer crosses memory.
+  // dg and db are summed per task group inside the run, so d and dd never cross memory.
+  CHECK(text.find("summed in the row blocks of statements 1-") != std::string::npos);
+  CHECK(text.find("run after") == std::string::npos);
+  CHECK(text.find(",d,") != std::string::npos);
   CHECK(text.find(",dd,") != std::string::npos);
 }
 
@@ -237,6 +265,8 @@ TEST_CASE("row blocks: results do not depend on the thread count (bit for bit)")
                                    {"dy", Tensor::random({517, 96}, DType::f32, 2)},
                                    {"g", Tensor::random({96}, DType::f32, 3)},
                                    {"b", Tensor::random({96}, DType::f32, 4)}};
+  // The column sums dg, db too: their partial sums are per task group, and the groups are
+  // fixed by the shapes, not the threads.
   std::vector<std::vector<double>> got;
   for (int threads : {1, 2}) {
 #ifdef EINJIT_HAVE_TBB
@@ -244,10 +274,13 @@ TEST_CASE("row blocks: results do not depend on the thread count (bit for bit)")
                               static_cast<std::size_t>(threads));
 #endif
     Outputs o = back.call(argsOf(back, in, {{"eps", 1e-5}}));
-    got.push_back(o["dx"].toVector());
+    for (const char* n : {"dx", "dg", "db"}) got.push_back(o[n].toVector());
   }
   REQUIRE(got[0].size() == 517u * 96u);
-  CHECK(got[0] == got[1]);
+  REQUIRE(got[1].size() == 96u);
+  CHECK(got[0] == got[3]);
+  CHECK(got[1] == got[4]);
+  CHECK(got[2] == got[5]);
 }
 
 TEST_CASE("row blocks: an intermediate kept in scratch is not readable unless kept") {
@@ -271,4 +304,42 @@ TEST_CASE("row blocks: an intermediate kept in scratch is not readable unless ke
   Kernel ref = einjit::compile(kSoftmax, on(Device::reference(), DType::f32));
   Outputs r = ref.call(in);
   checkSame(full, r, {"m", "e", "z", "y"}, DType::f32);
+}
+
+TEST_CASE("row blocks: with column sums the blocks and task groups do not depend on the threads") {
+  // The layernorm gradient: dg and db summed in the run; its blocks and groups (and so the
+  // order in which dg's and db's partial sums are added) for 1, 2 and 16 threads.
+  const einjit::dsl::Program p = einjit::dsl::check(einjit::compile(kLayernorm).gradient().source());
+  for (auto [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1001, 1024}, {4096, 1024}, {1024, 4096}, {67, 300}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    std::vector<einjit::dsl::ArgSpec> args;
+    for (int id : p.arguments) {
+      const std::string& n = p.tensors[static_cast<std::size_t>(id)].name;
+      args.push_back({DType::f32, n == "g" || n == "b" ? std::vector<std::int64_t>{cols}
+                                                       : std::vector<std::int64_t>{rows, cols}});
+    }
+    const einjit::dsl::BoundProgram b = einjit::dsl::bind(p, args, std::vector<double>{1e-5}, DType::f32);
+    einjit::codegen::Strides strides(p.tensors.size());
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+      const auto& shape = b.tensors[t].shape;
+      strides[t].assign(shape.size(), 1);
+      for (std::size_t d = shape.size(); d-- > 1;) strides[t][d - 1] = strides[t][d] * shape[d];
+    }
+    std::vector<std::pair<std::int64_t, std::int64_t>> plans;
+    for (int threads : {1, 2, 16}) {
+      einjit::codegen::Target t;
+      t.threads = threads;
+      const einjit::codegen::RowPlan plan = einjit::codegen::planRows(p, b, strides, t);
+      REQUIRE(plan.runs.size() == 1);
+      const einjit::codegen::RowRun& run = plan.runs[0];
+      CHECK(run.sums.size() == 2);
+      CHECK(run.deferred.empty());
+      CHECK(run.groups <= einjit::codegen::kRowSumGroups);
+      plans.emplace_back(run.blockRows, run.groups);
+    }
+    CHECK(plans[0] == plans[1]);
+    CHECK(plans[0] == plans[2]);
+  }
 }

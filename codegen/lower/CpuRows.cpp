@@ -28,11 +28,11 @@ auto Lowerer::statementRanges(const BoundStatement& bs) const -> Ranges {
 
 Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionPlan& fusion,
                            std::int64_t rows, const Expr& base, const Expr& slot,
-                           const std::vector<std::int64_t>& blockElems) {
+                           const Expr& sumSlot, const std::vector<std::int64_t>& blockElems) {
   std::vector<Stmt> parts;
   const std::size_t funcs = out_.funcs.size();
   for (std::size_t k = run.first; k <= run.last; ++k) {
-    if (!run.member(k)) continue; // deferred: after the run (rowBlocks)
+    if (!run.member(k) && !run.summed(k)) continue; // deferred: after the run (rowBlocks)
     RowBlockContext rc;
     rc.var = plan.rowVar[k];
     rc.rows = rows;
@@ -41,6 +41,11 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     rc.base = base;
     rc.slot = slot;
     rc.blockElems = blockElems;
+    if (run.summed(k)) {
+      rc.sumOutput = p_.stmts[k].output;
+      rc.sumElems = elementsOf(rc.sumOutput);
+      rc.sumSlot = sumSlot;
+    }
     const Scoped<RowBlockContext> inRows(ctx_.rows, std::move(rc));
     stmt_ = k;
     if (fusion.fused(k)) {
@@ -75,12 +80,35 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
       ctx_.buffers.names[u] = name + "." + p_.tensors[u].name;
       out_.scratch.push_back({ctx_.buffers.names[u], elemType(t), blockElems[u] * run.groups});
     }
+    // The column sums' partial sums, one per task group and one for the tail block, in
+    // scratch; their stores go there (RowBlockContext::sumOutput).
+    for (std::size_t k : run.sums) {
+      const int t = p_.stmts[k].output;
+      const auto u = static_cast<std::size_t>(t);
+      ctx_.buffers.names[u] = name + ".sum." + p_.tensors[u].name;
+      ctx_.buffers.aligned[u] = elementsOf(t) * ir::typeBytes(elemType(t)) % 64 == 0;
+      out_.scratch.push_back({ctx_.buffers.names[u], elemType(t), elementsOf(t) * run.partialSlots()});
+    }
+    // Zeroes partial sum `at` of every column sum.
+    auto zeroSums = [&](const Expr& at) {
+      std::vector<Stmt> zero;
+      for (std::size_t k : run.sums) {
+        const int t = p_.stmts[k].output;
+        const std::int64_t n = elementsOf(t);
+        const std::string e = "rows.z" + std::to_string(k);
+        zero.push_back(ir::forLoop(
+            e, ir::intImm(0), ir::intImm(n), ForKind::Serial,
+            ir::store(bufferName(t), ir::add(ir::mul(at, ir::intImm(n)), ir::var(e)),
+                      ir::cast(elemType(t), num(0)))));
+      }
+      return zero;
+    };
     const std::int64_t full = run.fullBlocks(), B = run.blockRows, G = run.groups;
     if (full > 0) {
       // Group g runs blocks [g * full / G, (g + 1) * full / G), in its own scratch slot g.
       const std::string g = "rows.g", blk = "rows.b";
       const Expr base = ir::add(ir::intImm(run.lo), ir::mul(ir::var(blk), ir::intImm(B)));
-      Stmt body = rowBlockBody(plan, run, fusion, B, base, ir::var(g), blockElems);
+      Stmt body = rowBlockBody(plan, run, fusion, B, base, ir::var(g), ir::var(g), blockElems);
       ir::Func f = newFunc(name);
       if (body) {
         auto bound = [&](const Expr& at) {
@@ -88,6 +116,9 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
         };
         body = ir::forLoop(blk, bound(ir::var(g)), bound(ir::add(ir::var(g), ir::intImm(1))),
                            ForKind::Serial, body);
+        std::vector<Stmt> group = zeroSums(ir::var(g));
+        group.push_back(body);
+        body = ir::block(group);
         f.body = ir::forLoop(g, ir::intImm(0), ir::intImm(G),
                              G > 1 ? ForKind::Parallel : ForKind::Serial, body);
         f.parallel = G > 1;
@@ -100,10 +131,13 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     if (run.tailRows() > 0) {
       // The last, partial block, after every group has finished (slot 0 is free again).
       const Expr base = ir::intImm(run.lo + full * B);
-      Stmt body = rowBlockBody(plan, run, fusion, run.tailRows(), base, ir::intImm(0), blockElems);
+      Stmt body = rowBlockBody(plan, run, fusion, run.tailRows(), base, ir::intImm(0),
+                               ir::intImm(G), blockElems);
       if (body) {
         ir::Func f = newFunc(name + "_tail");
-        f.body = body;
+        std::vector<Stmt> tail = zeroSums(ir::intImm(G));
+        tail.push_back(body);
+        f.body = ir::block(tail);
         out_.funcs.push_back(std::move(f));
       }
     }
@@ -114,10 +148,15 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
   std::vector<std::string> memberNotes(out_.notes.begin() + static_cast<std::ptrdiff_t>(notes),
                                        out_.notes.end());
   out_.notes.resize(notes);
-  // The deferred statements, in their order, each by its own schedule (fusion groups with
-  // them were dissolved: Lower.cpp).
+  // The deferred statements and the column sums' combines, in their order, each deferred one by
+  // its own schedule (fusion groups with them were dissolved: Lower.cpp).
   std::vector<std::string> deferredNotes;
-  for (std::size_t k : run.deferred) {
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (run.summed(k)) {
+      combineSums(run, k, name);
+      continue;
+    }
+    if (run.member(k)) continue;
     stmt_ = k;
     statement(k);
     deferredNotes.push_back(out_.notes.back() + "; " + plan.notes[k]);
@@ -126,7 +165,7 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
   // The notes in statement order.
   std::size_t m = 0, d = 0;
   for (std::size_t k = run.first; k <= run.last; ++k) {
-    if (!run.member(k)) {
+    if (!run.member(k) && !run.summed(k)) {
       out_.notes.push_back(deferredNotes[d++]);
       continue;
     }
@@ -134,6 +173,25 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     note += (note.empty() ? "" : "; ") + plan.notes[k];
     out_.notes.push_back(note);
   }
+}
+
+// The column sum k's output: its partial sums added in slot order (the task groups', then the
+// tail block's), element by element; the output is dense (RowBlocks.cpp, notColumnSum).
+void Lowerer::combineSums(const RowRun& run, std::size_t k, const std::string& name) {
+  const int t = p_.stmts[k].output;
+  const auto u = static_cast<std::size_t>(t);
+  const std::int64_t n = elementsOf(t);
+  const std::string partial = name + ".sum." + p_.tensors[u].name, e = "rows.e";
+  const Type et = elemType(t);
+  Expr sum = num(0);
+  for (std::int64_t s = 0; s < run.partialSlots(); ++s) {
+    if (s < run.groups ? run.fullBlocks() == 0 : run.tailRows() == 0) continue; // never ran
+    sum = ir::add(sum, ir::cast(vt_, ir::load(et, partial, ir::add(ir::intImm(s * n), ir::var(e)))));
+  }
+  ir::Func f = newFunc(name + "_sum" + std::to_string(k));
+  f.body = ir::forLoop(e, ir::intImm(0), ir::intImm(n), ForKind::Serial,
+                       ir::store(bufferName(t), ir::var(e), ir::cast(et, sum)));
+  out_.funcs.push_back(std::move(f));
 }
 
 } // namespace einjit::codegen::lowering

@@ -32,6 +32,11 @@ struct RowBlockContext {
   std::int64_t lo = 0, hi = 0; // the rows of the whole run (what accesses are proven over)
   ir::Expr base, slot;       // the block's first row; the task group's scratch slot
   std::vector<std::int64_t> blockElems; // per tensor: elements of its scratch block; 0: none
+  // A column sum (RowRun::sums): its output's stores add into partial sum `sumSlot`, each
+  // partial `sumElems` elements (the whole output) long.
+  int sumOutput = -1;
+  std::int64_t sumElems = 0;
+  ir::Expr sumSlot;
   bool scratch(int t) const {
     return t >= 0 && static_cast<std::size_t>(t) < blockElems.size() &&
            blockElems[static_cast<std::size_t>(t)] > 0;

@@ -169,10 +169,13 @@ private:
   // function over task groups of full blocks, then one for the last, partial block.
   void rowBlocks(const RowPlan& plan, std::size_t run, const FusionPlan& fusion);
   // The statements of the run, one after another, over one block of `rows` rows starting at
-  // `base`, with scratch slot `slot`: their loop nests, every loop serial.
+  // `base`, with scratch slot `slot` and the column sums' partial sum `sumSlot`: their loop
+  // nests, every loop serial.
   Stmt rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionPlan& fusion,
-                    std::int64_t rows, const Expr& base, const Expr& slot,
+                    std::int64_t rows, const Expr& base, const Expr& slot, const Expr& sumSlot,
                     const std::vector<std::int64_t>& blockElems);
+  // After the run: column sum k's partial sums added into its output (a function of its own).
+  void combineSums(const RowRun& run, std::size_t k, const std::string& name);
 
   // A bf16 scatter adds into an f32 copy of its output (a scratch buffer indexed like the output),
   // widened before and rounded back after: each element is rounded once, as in the interpreter,

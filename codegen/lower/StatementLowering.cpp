@@ -86,6 +86,8 @@ Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyC
   if (ctx_.rows.scratch(acc.tensor)) // the group's own block of the scratch
     off = ir::add(off, ir::mul(ctx_.rows.slot,
                                ir::intImm(ctx_.rows.blockElems[static_cast<std::size_t>(acc.tensor)])));
+  if (acc.tensor == ctx_.rows.sumOutput) // the group's partial sum
+    off = ir::add(off, ir::mul(ctx_.rows.sumSlot, ir::intImm(ctx_.rows.sumElems)));
   return off;
 }
 
@@ -245,7 +247,7 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
   if (ctx_.atomic) // a bf16 output's adds are f32 (into its wide copy, when it has one)
     s = ir::atomicAdd(ctx_.wide.empty() ? name : ctx_.wide, off,
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
-  else if (st.assign == Assign::Accumulate)
+  else if (st.assign == Assign::Accumulate || st.output == ctx_.rows.sumOutput)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
   if (!s) s = ir::store(name, off, ir::cast(et, val));
   return inside ? ir::ifThen(inside, s) : s;

@@ -69,12 +69,37 @@ bool commutes(const dsl::Program& p, std::size_t earlier, std::size_t later) {
   return ok;
 }
 
-// Whether tensor t can live in a block-sized scratch of the run of the members `in`
-// (RowBlocks.h).
+// Statement k is a ':=' that defines every element of its output (its box covers the whole
+// tensor, no index twice on the left), which is dense row-major (intermediates and ':='
+// outputs are): a block of its rows, or all of it, is one contiguous run of elements.
+bool definesDense(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+                  std::size_t k) {
+  const Statement& st = p.stmts[k];
+  const dsl::BoundStatement& bs = b.stmts[k];
+  const auto t = static_cast<std::size_t>(st.output);
+  const auto& shape = b.tensors[t].shape;
+  if (st.assign != dsl::Assign::Define || st.lhsVars.size() != shape.size()) return false;
+  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    for (std::size_t e = 0; e < d; ++e)
+      if (st.lhsVars[e] == st.lhsVars[d]) return false;
+    if (bs.dependent[v] || bs.lo[v] != 0 || bs.hi[v] != shape[d]) return false;
+  }
+  const auto& str = strides[t];
+  std::int64_t want = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (str[d] != want) return false;
+    want *= shape[d];
+  }
+  return true;
+}
+
+// Whether tensor t can live in a block-sized scratch of the run whose statements (members and
+// column sums) are `in` (RowBlocks.h).
 bool scratchable(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
                  const std::vector<bool>& in, int t) {
   const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(t)];
-  if (info.isArgument || info.writtenBy.empty()) return false;
+  if (info.isArgument || info.saved || info.writtenBy.empty()) return false;
   if (std::find(p.outputs.begin(), p.outputs.end(), t) != p.outputs.end()) return false;
   auto inside = [&](std::size_t k) { return bool(in[k]); };
   for (int w : info.writtenBy)
@@ -85,26 +110,64 @@ bool scratchable(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     eachAccess(p.stmts[k], [&](const CExpr& e, bool write) { reads |= !write && e.tensor == t; });
     if (reads) return false;
   }
-  // The first write defines every element of it (a ':=' over the whole box).
-  const auto w0 = static_cast<std::size_t>(info.writtenBy.front());
-  const Statement& st = p.stmts[w0];
-  const dsl::BoundStatement& bs = b.stmts[w0];
-  const auto& shape = b.tensors[static_cast<std::size_t>(t)].shape;
-  if (st.assign != dsl::Assign::Define || st.lhsVars.size() != shape.size()) return false;
-  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
-    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
-    for (std::size_t e = 0; e < d; ++e)
-      if (st.lhsVars[e] == st.lhsVars[d]) return false;
-    if (bs.dependent[v] || bs.lo[v] != 0 || bs.hi[v] != shape[d]) return false;
+  // The first write defines every element of it.
+  return definesDense(p, b, strides, static_cast<std::size_t>(info.writtenBy.front()));
+}
+
+// Why the deferred statement k cannot be summed inside the run of the members `in` over the rows
+// [lo, hi) (RowRun::sums); empty when it can, `rowVar` then its reduction index over the rows.
+// `before`: the statements between the run's first and k that are no members (deferred or
+// summed): k moves before them, so it must commute with each.
+std::string notColumnSum(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+                         const Target& t, const std::vector<bool>& in,
+                         const std::vector<std::size_t>& before, std::int64_t lo, std::int64_t hi,
+                         std::size_t k, int& rowVar) {
+  const Statement& st = p.stmts[k];
+  const dsl::BoundStatement& bs = b.stmts[k];
+  rowVar = -1;
+  if (st.assign != dsl::Assign::Define || st.reduce != dsl::Reduce::Add) return "no ':=' sum";
+  const DType dt = b.tensors[static_cast<std::size_t>(st.output)].dtype;
+  if (dt != DType::f32 && dt != DType::f64) return "partial sums need f32 or f64";
+  if (!independentOutputs(st)) return "a scatter or a repeated write";
+  for (std::size_t w = 0; w < st.vars.size(); ++w)
+    if (bs.dependent[w]) return "a range that depends on another index";
+  if (!definesDense(p, b, strides, k)) return "it does not define all of a dense output";
+  for (std::size_t d : before)
+    if (d < k && !commutes(p, d, k)) return "it depends on statement " + std::to_string(d + 1);
+  std::vector<bool> written(p.tensors.size(), false);
+  for (std::size_t j = 0; j < in.size(); ++j)
+    if (in[j]) written[static_cast<std::size_t>(p.stmts[j].output)] = true;
+  bool touched = false, gathers = false;
+  for (std::size_t j = 0; j < in.size(); ++j)
+    if (in[j])
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool) { touched |= e.tensor == st.output; });
+  eachAccess(st, [&](const CExpr& e, bool) {
+    for (const Subscript& s : e.subs) gathers = gathers || s.gather;
+  });
+  if (touched) return "a statement of the run touches its output";
+  if (gathers) return "a gathered subscript";
+  // Its row: a reduction index over exactly the run's rows that is the first subscript of every
+  // read of what the run writes (those rows are final when the block reaches the statement),
+  // and of one read at least.
+  for (int v = st.numOutputVars(); v < static_cast<int>(st.vars.size()) && rowVar < 0; ++v) {
+    if (bs.lo[static_cast<std::size_t>(v)] != lo || bs.hi[static_cast<std::size_t>(v)] != hi)
+      continue;
+    bool any = false, all = true;
+    eachAccess(st, [&](const CExpr& e, bool write) {
+      if (write) return;
+      const bool row = rowSubscript(p, b, e, v);
+      any = any || row;
+      all = all && (row || !written[static_cast<std::size_t>(e.tensor)]);
+    });
+    if (any && all) rowVar = v;
   }
-  // Dense row-major (intermediates are): a block's rows are one contiguous run of elements.
-  const auto& str = strides[static_cast<std::size_t>(t)];
-  std::int64_t want = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (str[d] != want) return false;
-    want *= shape[d];
+  if (rowVar < 0) return "no reduction index over the rows of the run";
+  const StatementSchedule s = scheduleStatement(p, b, k, strides, t);
+  if (!s.run || s.splitChunks > 0 || s.gemm || s.oneHot || s.dotVar == rowVar) {
+    rowVar = -1;
+    return "its schedule reduces over the rows in another way";
   }
-  return true;
+  return {};
 }
 
 } // namespace
@@ -207,12 +270,24 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     RowRun run;
     run.first = k;
     run.last = last;
-    run.deferred = deferred;
     std::tie(run.lo, run.hi) = rows(k);
+    // Deferred statements that sum over the rows are summed inside the run instead.
+    std::vector<std::size_t> notMembers = deferred;
+    for (std::size_t d : notMembers) {
+      int v = -1;
+      if (notColumnSum(p, b, strides, t, in, notMembers, run.lo, run.hi, d, v).empty()) {
+        run.sums.push_back(d);
+        plan.rowVar[d] = v;
+      } else {
+        run.deferred.push_back(d);
+      }
+    }
+    std::vector<bool> inRun = in; // the members and the column sums
+    for (std::size_t d : run.sums) inRun[d] = true;
     // The bytes of one row of every tensor touched only by rows.
     std::vector<int> byRows(p.tensors.size(), 0); // 0 untouched, 1 by rows, -1 otherwise
     for (std::size_t j = k; j <= last; ++j)
-      if (in[j])
+      if (inRun[j])
         eachAccess(p.stmts[j], [&](const CExpr& e, bool) {
           int& s = byRows[static_cast<std::size_t>(e.tensor)];
           if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
@@ -224,20 +299,29 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
       for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
       rowBytes += perRow;
-      if (t.rowScratch && scratchable(p, b, strides, in, static_cast<int>(id)))
+      if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id)))
         run.scratch.push_back(static_cast<int>(id));
     }
     const std::int64_t fit = t.l2Bytes / 2 / std::max<std::int64_t>(rowBytes, 1);
-    // Enough blocks for every group of every thread where the rows allow it.
-    const std::int64_t share =
-        (run.hi - run.lo) / (kRowGroupsPerThread * std::max(t.threads, 1));
+    // Enough blocks for every group of every thread where the rows allow it; with column sums,
+    // as many groups whatever the thread count.
+    const std::int64_t groups =
+        run.sums.empty() ? kRowGroupsPerThread * std::max(t.threads, 1) : kRowSumGroups;
+    const std::int64_t share = (run.hi - run.lo) / groups;
     run.blockRows = std::clamp(std::min(fit, share) / kRowAlign * kRowAlign, kRowAlign, kMaxBlockRows);
-    run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, kRowGroupsPerThread * std::max(t.threads, 1));
+    run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
     const int index = static_cast<int>(plan.runs.size());
     std::string scratchNames;
     for (int id : run.scratch)
       scratchNames += (scratchNames.empty() ? "" : ",") + p.tensors[static_cast<std::size_t>(id)].name;
-    for (std::size_t d : deferred) {
+    for (std::size_t d : run.sums) {
+      plan.runOf[d] = index;
+      plan.notes[d] = "summed in the row blocks of statements " + std::to_string(k + 1) + "-" +
+                      std::to_string(last + 1) + " (over the rows of " +
+                      p.stmts[d].vars[static_cast<std::size_t>(plan.rowVar[d])].name +
+                      ": a partial sum per task group, added in group order)";
+    }
+    for (std::size_t d : run.deferred) {
       plan.deferredBy[d] = index;
       const std::string after = "run after the row blocks of statements " + std::to_string(k + 1) +
                                 "-" + std::to_string(last + 1);

@@ -18,7 +18,8 @@
 // gathered subscript, and keep the box schedule with at most a row of outputs per tile (no split
 // reduction, no packed GEMM, no contraction's register tile over two output indices).
 //
-// A tensor the run writes that is no output of the program, no argument, is written and read
+// A tensor the run writes that is no output of the program, no argument, not saved
+// (Options::saved: the caller reads it after the call), is written and read
 // only by statements of the run, and whose first write is a ':=' covering it, needs no memory
 // of full size: it lives in a block-sized scratch per task group (the softmax gradient's
 // m, e, z, de, dz, dm and first_m), which is what removes the traffic.
@@ -45,6 +46,9 @@ inline constexpr std::int64_t kRowAlign = 8;
 inline constexpr std::int64_t kMaxBlockRows = 512;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
+// Task groups of a run with column sums (RowRun::sums), whatever the thread count: the groups'
+// partial sums are added in a fixed order.
+inline constexpr std::int64_t kRowSumGroups = 8;
 
 struct RowRun {
   std::size_t first = 0, last = 0; // statements: the members, and the deferred ones between
@@ -53,10 +57,22 @@ struct RowRun {
   // because no later member writes what such a statement reads or writes, or reads what it
   // writes: moving it past them changes no value.
   std::vector<std::size_t> deferred;
+  // Statements between first and last that sum over the run's rows into an output no member
+  // touches (the layernorm gradient's column sums dg[j], db[j]): summed inside the run, each
+  // block's rows at the statement's place among the members, into a partial sum per task group
+  // (`partialSlots` of them, the tail block's last), which a combine after the run adds in group
+  // order into the output. The blocks and groups are then fixed by the shapes, not the threads
+  // (kRowSumGroups), so the result does not depend on the thread count.
+  std::vector<std::size_t> sums;
   bool member(std::size_t k) const {
     return k >= first && k <= last &&
-           std::find(deferred.begin(), deferred.end(), k) == deferred.end();
+           std::find(deferred.begin(), deferred.end(), k) == deferred.end() &&
+           std::find(sums.begin(), sums.end(), k) == sums.end();
   }
+  bool summed(std::size_t k) const { return std::find(sums.begin(), sums.end(), k) != sums.end(); }
+  // The column sums' partial sums: one per task group, then the tail block's (those of the
+  // groups exist when there are full blocks; the tail's when there is a tail).
+  std::int64_t partialSlots() const { return groups + 1; }
   std::int64_t lo = 0, hi = 0;     // the rows
   std::int64_t blockRows = 0;      // rows per block
   std::int64_t groups = 1;         // task groups (the parallel loop's extent)
@@ -70,7 +86,9 @@ struct RowPlan {
   std::vector<RowRun> runs;
   std::vector<int> runOf;  // per statement: its run in `runs`, or -1
   std::vector<int> deferredBy; // per statement: the run it is deferred by (RowRun::deferred), or -1
-  std::vector<int> rowVar; // per statement in a run: the index variable of its rows
+  // Per statement in a run: the index variable of its rows (of a column sum: the reduction
+  // index that runs over them).
+  std::vector<int> rowVar;
   // Per statement: the decision in words for `einjit explain` (empty outside runs, and for a
   // statement that could not join the run before it only because it is not a row statement).
   std::vector<std::string> notes;

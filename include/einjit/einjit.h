@@ -58,6 +58,12 @@ struct Options {
   // scratch (docs/CPU_SCHEDULES.md, "Row blocks"): set it off on a layer whose intermediates
   // are not read. Kernel::gradient() inherits it.
   bool keepIntermediates = true;
+  // Tensors the forward saves for its gradient (docs/LANGUAGE.md, "Gradients"): each stays
+  // readable by name from the call's Outputs (written in full, also without keepIntermediates),
+  // and gradient() takes it as an input instead of recomputing it from the program's inputs
+  // (softmax: {"m", "z"}; layernorm: {"mu", "var"}). Each must be the value of one ':='
+  // statement that no other statement writes. Not inherited by the gradient kernel.
+  std::vector<std::string> saved;
 };
 
 // The compiled-code caches (docs/RELIABILITY.md): each kernel keeps Options::maxVariants
@@ -151,8 +157,9 @@ public:
 
   // The gradient program with respect to the named tensor arguments (all floating-point
   // inputs when empty), compiled like any program. It takes the gradients of this program's
-  // outputs (named d<Y>; see gradientInputs()) and the forward inputs; it returns d<X> for
-  // each requested X, in order.
+  // outputs (named d<Y>; see gradientInputs()) and the forward inputs, and the tensors of
+  // Options::saved that it reads (pass them from the forward call's Outputs); it returns d<X>
+  // for each requested X, in order.
   Kernel gradient(const std::vector<std::string>& wrt = {}) const;
   // For a gradient kernel: the output-gradient names it takes (one per forward output), the
   // gradients it returns, the contributions it computes as scatters (a gather's gradient),
