@@ -145,6 +145,10 @@ struct Node {
   Fn fn = Fn::Exp;
   std::vector<Sub> subs;
   std::vector<Node> args;
+  // A read's tensor: its dense copy, or else the caller's buffer read in place.
+  const double* dense = nullptr;
+  const void* base = nullptr;
+  DType dtype = DType::f64;
 };
 
 class Interpreter {
@@ -246,7 +250,14 @@ private:
       n.kind = CKind::Const;
       n.value = static_cast<double>(shapeOf(e.tensor)[static_cast<std::size_t>(e.dim)]);
       break;
-    case CKind::Read:
+    case CKind::Read: {
+      const auto t = static_cast<std::size_t>(e.tensor);
+      if (direct_[t]) {
+        n.base = bufs_[t].data;
+        n.dtype = bufs_[t].dtype;
+      } else {
+        n.dense = vals_[t].data();
+      }
       for (std::size_t d = 0; d < e.subs.size(); ++d) {
         const Subscript& s = e.subs[d];
         Sub c;
@@ -261,6 +272,7 @@ private:
         n.subs.push_back(std::move(c));
       }
       break;
+    }
     default: break;
     }
     for (const CExprPtr& a : e.args) n.args.push_back(compile(*a));
@@ -270,9 +282,7 @@ private:
   double read(const Node& n) {
     std::int64_t off = 0;
     if (!offsetOf(n, &off)) return 0.0;
-    const auto t = static_cast<std::size_t>(n.tensor);
-    if (direct_[t]) return loadElement(bufs_[t].dtype, bufs_[t].data, off);
-    return vals_[t][static_cast<std::size_t>(off)];
+    return n.dense ? n.dense[off] : loadElement(n.dtype, n.base, off);
   }
 
   // The element an access reaches; false for a padded read outside the tensor.
