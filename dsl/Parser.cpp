@@ -42,7 +42,17 @@ public:
     p.source = src_;
     skipSeparators();
     while (peek().kind != Tok::End) {
-      p.stmts.push_back(stmt());
+      Stmt s = stmt();
+      if (p.stmts.size() == kMaxStatements)
+        fail(*src_, s.range,
+             "too many statements: a program may have at most " +
+                 std::to_string(kMaxStatements) + " (this is statement " +
+                 std::to_string(kMaxStatements + 1) + ")",
+             {{{},
+               "split the program into several kernels (compile time grows faster than the "
+               "number of statements)",
+               false}});
+      p.stmts.push_back(std::move(s));
       const Token& t = peek();
       if (t.kind != Tok::End && t.kind != Tok::Newline && t.kind != Tok::Semi)
         fail(*src_, t.range, "expected ';' or a newline after the statement, found " + describe(t));
