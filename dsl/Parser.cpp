@@ -45,12 +45,12 @@ public:
       Stmt s = stmt();
       if (p.stmts.size() == kMaxStatements)
         fail(*src_, s.range,
-             "too many statements: a program may have at most " +
-                 std::to_string(kMaxStatements) + " (this is statement " +
-                 std::to_string(kMaxStatements + 1) + ")",
+             "too many statements: a program may have at most " + std::to_string(kMaxStatements) +
+                 " (this is statement " + std::to_string(kMaxStatements + 1) + ")",
              {{{},
                "split the program into several kernels (compile time grows faster than the "
-               "number of statements)",
+               "number of statements; a gradient program has about twice as many statements "
+               "as the program it differentiates)",
                false}});
       p.stmts.push_back(std::move(s));
       const Token& t = peek();
