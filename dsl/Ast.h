@@ -4,7 +4,6 @@
 // so an identifier may still be a tensor, an index variable or a scalar parameter.
 #include "dsl/Source.h"
 
-#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,10 +65,6 @@ struct Expr {
 // operator chains (a + b + c + ...) are as deep as they are long, and the later stages recurse
 // over the tree.
 constexpr int kMaxExprHeight = 512;
-
-// The most statements a program may have (gradient programs included): compile time grows
-// faster than linearly in the number of statements, so the limit bounds the worst case.
-constexpr std::size_t kMaxStatements = 1024;
 
 // Structural equality, ignoring source ranges.
 bool sameExpr(const Expr& a, const Expr& b);

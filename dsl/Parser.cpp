@@ -3,6 +3,7 @@
 #include "dsl/Lexer.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <optional>
 
@@ -32,6 +33,11 @@ std::optional<BinOp> binOpFor(Tok t) {
 
 // Deeply nested input must fail with an error, not overflow the stack.
 constexpr int kMaxDepth = 200;
+
+// The most statements a program may have (gradient programs included, docs/LANGUAGE.md
+// "Limits"): the CPU JIT's compile time grows faster than linearly in the number of
+// statements, so the limit bounds the worst case.
+constexpr std::size_t kMaxStatements = 1024;
 
 class Parser {
 public:
