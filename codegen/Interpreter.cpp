@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
+#include <string>
 
 namespace einjit::codegen {
 
@@ -143,6 +145,10 @@ struct Node {
   Fn fn = Fn::Exp;
   std::vector<Sub> subs;
   std::vector<Node> args;
+  // A read's tensor: its dense copy, or else the caller's buffer read in place.
+  const double* dense = nullptr;
+  const void* base = nullptr;
+  DType dtype = DType::f64;
 };
 
 class Interpreter {
@@ -163,8 +169,14 @@ private:
   const BoundProgram& b_;
   const std::vector<HostBuffer>& bufs_;
   std::vector<std::vector<std::int64_t>>* writeCounts_;
-  std::vector<std::vector<double>> vals_;              // dense row-major copies
-  std::vector<std::vector<std::int64_t>> denseStride_; // per tensor
+  // Per tensor: the tensors that statements write (outputs, temporaries, arguments written
+  // in place) are dense row-major copies in vals_, stored back at the end, so that a failed
+  // check writes nothing and in-place statements read what the program's order says. Read-only
+  // arguments are read where they are, through their own strides and dtype (direct_): a
+  // gather from a huge (even stride-0) table must not copy the table.
+  std::vector<std::vector<double>> vals_;
+  std::vector<bool> direct_;
+  std::vector<std::vector<std::int64_t>> stride_; // in elements of vals_ or of the buffer
   std::vector<std::int64_t> vars_;
 
   const std::vector<std::int64_t>& shapeOf(int t) const {
@@ -173,8 +185,16 @@ private:
 
   void load() {
     vals_.resize(p_.tensors.size());
-    denseStride_.resize(p_.tensors.size());
+    direct_.assign(p_.tensors.size(), false);
+    stride_.resize(p_.tensors.size());
     for (std::size_t t = 0; t < p_.tensors.size(); ++t) {
+      if (p_.tensors[t].isArgument && p_.tensors[t].writtenBy.empty()) {
+        const HostBuffer& h = bufs_[t];
+        if (h.shape != shapeOf(static_cast<int>(t))) throw InternalError("interpret: input shape");
+        direct_[t] = true;
+        stride_[t] = h.strides;
+        continue;
+      }
       const auto& shape = shapeOf(static_cast<int>(t));
       std::int64_t total = 1;
       std::vector<std::int64_t> stride(shape.size());
@@ -182,8 +202,15 @@ private:
         stride[d] = total;
         total *= shape[d];
       }
-      denseStride_[t] = stride;
-      vals_[t].assign(static_cast<std::size_t>(total), 0.0);
+      stride_[t] = stride;
+      try {
+        vals_[t].assign(static_cast<std::size_t>(total), 0.0);
+      } catch (const std::bad_alloc&) {
+        throw Error("the reference interpreter cannot allocate " +
+                    std::to_string(static_cast<std::uint64_t>(total) * sizeof(double)) +
+                    " bytes for its float64 copy of '" + dsl::shownName(p_, static_cast<int>(t)) +
+                    "' (" + std::to_string(total) + " elements)");
+      }
       if (!p_.tensors[t].isArgument) continue;
       const HostBuffer& h = bufs_[t];
       auto& dst = vals_[t];
@@ -223,7 +250,14 @@ private:
       n.kind = CKind::Const;
       n.value = static_cast<double>(shapeOf(e.tensor)[static_cast<std::size_t>(e.dim)]);
       break;
-    case CKind::Read:
+    case CKind::Read: {
+      const auto t = static_cast<std::size_t>(e.tensor);
+      if (direct_[t]) {
+        n.base = bufs_[t].data;
+        n.dtype = bufs_[t].dtype;
+      } else {
+        n.dense = vals_[t].data();
+      }
       for (std::size_t d = 0; d < e.subs.size(); ++d) {
         const Subscript& s = e.subs[d];
         Sub c;
@@ -233,11 +267,12 @@ private:
         c.constant = b_.eval(p_, s.constant);
         if (s.gather) c.gather = std::make_unique<Node>(compile(*s.gather));
         c.extent = shapeOf(e.tensor)[d];
-        c.stride = denseStride_[static_cast<std::size_t>(e.tensor)][d];
+        c.stride = stride_[static_cast<std::size_t>(e.tensor)][d];
         c.range = s.range;
         n.subs.push_back(std::move(c));
       }
       break;
+    }
     default: break;
     }
     for (const CExprPtr& a : e.args) n.args.push_back(compile(*a));
@@ -247,7 +282,7 @@ private:
   double read(const Node& n) {
     std::int64_t off = 0;
     if (!offsetOf(n, &off)) return 0.0;
-    return vals_[static_cast<std::size_t>(n.tensor)][static_cast<std::size_t>(off)];
+    return n.dense ? n.dense[off] : loadElement(n.dtype, n.base, off);
   }
 
   // The element an access reaches; false for a padded read outside the tensor.

@@ -6,9 +6,10 @@
 // Semantics (docs/LANGUAGE.md): each statement loops over its output indices (in left-hand
 // order), then over its reduction indices (in order of first appearance), reducing the
 // right-hand side with the statement's reduction into a local accumulator. max/min keep the
-// first extreme value in that order. All statements run on double copies of the tensors;
-// results are converted and written to the outputs only after every statement succeeded, so
-// a failing call (a gather index out of bounds) leaves the caller's outputs untouched.
+// first extreme value in that order. Statements write into double copies of the tensors they
+// write; results are converted and written to the outputs only after every statement
+// succeeded, so a failing call (a gather index out of bounds) leaves the caller's outputs
+// untouched. Arguments that no statement writes are read in place, never copied.
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
 

@@ -3,6 +3,7 @@
 #include "dsl/Lexer.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <optional>
 
@@ -33,6 +34,11 @@ std::optional<BinOp> binOpFor(Tok t) {
 // Deeply nested input must fail with an error, not overflow the stack.
 constexpr int kMaxDepth = 200;
 
+// The most statements a program may have (gradient programs included, docs/LANGUAGE.md
+// "Limits"): the CPU JIT's compile time grows faster than linearly in the number of
+// statements, so the limit bounds the worst case.
+constexpr std::size_t kMaxStatements = 1024;
+
 class Parser {
 public:
   explicit Parser(SourcePtr src) : src_(std::move(src)), toks_(lex(*src_)) {}
@@ -42,7 +48,17 @@ public:
     p.source = src_;
     skipSeparators();
     while (peek().kind != Tok::End) {
-      p.stmts.push_back(stmt());
+      Stmt s = stmt();
+      if (p.stmts.size() == kMaxStatements)
+        fail(*src_, s.range,
+             "too many statements: a program may have at most " + std::to_string(kMaxStatements) +
+                 " (this is statement " + std::to_string(kMaxStatements + 1) + ")",
+             {{{},
+               "split the program into several kernels (compile time grows faster than the "
+               "number of statements; a gradient program has about twice as many statements "
+               "as the program it differentiates)",
+               false}});
+      p.stmts.push_back(std::move(s));
       const Token& t = peek();
       if (t.kind != Tok::End && t.kind != Tok::Newline && t.kind != Tok::Semi)
         fail(*src_, t.range, "expected ';' or a newline after the statement, found " + describe(t));

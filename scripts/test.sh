@@ -138,7 +138,7 @@ end
 # the Release build above compiled the same sources at -O3 with warnings as errors.
 nollvm_tests=(test_ranges test_interpreter test_errors test_robustness test_kernel test_cli
               test_grad test_cache test_cache_limits test_fuzz_replay test_differential
-              test_backends test_inplace)
+              test_backends test_inplace test_bad_inputs)
 begin "Debug build without LLVM and CUDA"
 cmake -S "$root" -B "$root/build-nollvm" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEINJIT_WERROR=ON \
   -DEINJIT_WITH_LLVM=OFF -DEINJIT_WITH_CUDA=OFF -DEINJIT_BUILD_BENCH=OFF >/dev/null

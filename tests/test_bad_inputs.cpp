@@ -5,9 +5,8 @@
 // (with a caret where the mistake has a place in the program) and after which every tensor
 // the row passed in holds what it held before; or a result equal to values worked out by hand.
 // Anything else (another exception, a crash, a sanitizer report, a wrong value) fails.
-// Not here yet: reads of a huge argument (a gather from a 2^32-element table), which the
-// interpreter, also the CPU JIT's error path, copies whole into doubles and fails with
-// std::bad_alloc (docs/RELIABILITY.md, "What is guaranteed, and what is not").
+// Huge arguments that are only read (a gather from a 2^32-element table) are here too: the
+// interpreter, which also gives the CPU JIT's errors for failed checks, reads them in place.
 #include "Watch.h"
 #include "einjit/einjit.h"
 
@@ -105,6 +104,21 @@ std::vector<Row> rows() {
      "cannot allocate 1125899906842624 bytes for a 16777216x16777216 f32 tensor", false, nullptr,
      {}, {}},
 #endif
+    // A table of 2^32 elements (16 GiB as floats, here one float seen through stride 0) that
+    // a gather only indexes: read in place, never copied, on every device and on the CPU
+    // JIT's error path.
+    {"a gather from a 2^32-element table", "y[i] := E[tok[i]]",
+     [=](Watch&, Buffers& b) {
+       return Args{broadcast(b, big, 3.5f), ints({3}, {0, 7, 4294967295.0})};
+     },
+     nullptr, false, "y", {3}, {3.5, 3.5, 3.5}},
+    {"a gather past the end of a 2^32-element table", "y[i] = E[tok[i]]",
+     [=](Watch& w, Buffers& b) {
+       return Args{w(Tensor::full({2}, 7.0)), broadcast(b, big, 3.5f),
+                   w(ints({2}, {0, 4294967296.0}))};
+     },
+     "gather index 4294967296 is out of bounds for 'E' (extent 4294967296)", true, nullptr, {},
+     {}},
 
     // --- zero-size dimensions --------------------------------------------------------------
     {"a sum over an empty dimension is 0", "y[i] := x[i,j] * w[j]",
@@ -217,9 +231,14 @@ std::vector<Row> rows() {
     {"a 10 MB comment", "y[i] := x[i] * 2  #" + std::string(10 << 20, 'c'),
      [](Watch&, Buffers&) { return Args{vals({2}, {1, 2})}; },
      nullptr, false, "y", {2}, {2, 4}},
-    {"a chain of 1,000 statements", chain(1000),
+    // The statement limit (docs/LANGUAGE.md, "Limits"): 1,024 compile and run, 1,025 do not.
+    {"a chain of 1,024 statements (the limit)", chain(1024),
      [](Watch&, Buffers&) { return Args{vals({2}, {1, -0.5})}; },
-     nullptr, false, "t1000", {2}, {1001, -500.5}},
+     nullptr, false, "t1024", {2}, {1025, -512.5}},
+    {"a chain of 1,025 statements", chain(1025),
+     [](Watch& w, Buffers&) { return Args{w(vals({2}, {1, -0.5}))}; },
+     "too many statements: a program may have at most 1024 (this is statement 1025)", true,
+     nullptr, {}, {}},
 
     // --- non-UTF-8 bytes and embedded NUL --------------------------------------------------
     {"a byte that is not UTF-8", "y[i] := x[i] * \xff",
@@ -307,6 +326,28 @@ TEST_CASE("bad inputs: einjit::Error or a correct result, nothing written on err
       runRow(row, device);
     }
   }
+}
+
+TEST_CASE("bad inputs: the statement limit's caret, and gradient programs count too") {
+  try {
+    einjit::compile(chain(1025) + "t1026[i] := t1025[i] + x[i]\n");
+    FAIL("a program of 1,026 statements compiled");
+  } catch (const einjit::Error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    // At statement 1,025 (line 1,025), the whole statement underlined.
+    CHECK(e.line() == 1025);
+    CHECK(e.column() == 1);
+    CHECK(what.find("1025 | t1025[i] := t1024[i] + x[i]\n") != std::string::npos);
+    CHECK(what.find("\n     | ^" + std::string(26, '~') + "\n") != std::string::npos);
+    CHECK(what.find("split the program into several kernels") != std::string::npos);
+  }
+  // A gradient program is a program: the gradient of a chain of n statements has 2n - 1.
+  const Kernel fine = einjit::compile(chain(512));
+  CHECK(fine.gradient({"x"}).source().size() > 0);
+  const Kernel big = einjit::compile(chain(513));
+  CHECK_THROWS_WITH_AS(big.gradient({"x"}), doctest::Contains("too many statements"),
+                       einjit::Error);
 }
 
 TEST_CASE("bad inputs: tensors of impossible shapes are einjit::Errors") {

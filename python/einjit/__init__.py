@@ -6,8 +6,9 @@
 
 Arguments are arrays of any DLPack-capable library (NumPy, PyTorch, JAX, CuPy, ...) or Python
 numbers, by position (tensors in order of first appearance in the program, then scalar
-parameters) or by name. They are read and written in place, without copies, on the host or on
-a CUDA device (for a kernel compiled with device="cuda"); results come back as arrays of the
+parameters) or by name. They are read and written in place, without copies (JAX arrays, which
+are immutable, are only read: a JAX array for a tensor the program writes is an error), on
+the host or on a CUDA device (for a kernel compiled with device="cuda"); results come back as arrays of the
 first array argument's library (NumPy when there is none), over einjit's memory, without
 copies, on the arguments' device. CUDA calls run on the device's default stream, ordered with
 PyTorch's and CuPy's current stream (see Kernel.__call__). Every mistake raises einjit.Error,

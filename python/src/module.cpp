@@ -124,12 +124,29 @@ bool written(const einjit::Kernel& k, const std::string& name) {
   return false;
 }
 
+// Whether h is a JAX array (jax.Array, whose concrete type lives in jaxlib). JAX arrays are
+// immutable, and other code (JAX's own caches, arrays that share the buffer) relies on that,
+// but their DLPack export does not mark them read-only: the read-only check below would let
+// a write through.
+bool isJaxArray(nb::handle h) {
+  const std::string module = nb::cast<std::string>(nb::handle(h.type()).attr("__module__"));
+  const std::string top = module.substr(0, module.find('.'));
+  return top == "jax" || top == "jaxlib";
+}
+
 Array toArray(nb::handle h, const std::string& name, bool write) {
   Array a;
   if (!nb::try_cast(h, a))
     throw einjit::Error("argument " + name + ": expected an array (any DLPack-capable one: "
                         "NumPy, PyTorch, JAX, CuPy) or a Python number, got " +
                         nb::cast<std::string>(nb::str(h.type())));
+  if (write && isJaxArray(h))
+    throw einjit::Error("argument " + name +
+                        ": the program writes this tensor ('=' or '+='), but it is a JAX array, "
+                        "and JAX arrays are immutable: make '" + name +
+                        "' a result instead (assign it with ':=' and take it from the call's "
+                        "return value; for '+=', add the old value in the program, e.g. '" +
+                        name + "_new[...] := " + name + "[...] + ...')");
   nb::ndarray<> writable;
   if (write && !nb::try_cast(h, writable))
     throw einjit::Error("argument " + name +
