@@ -208,10 +208,13 @@ TEST_CASE("saved tensors: the gradient program takes them as arguments, the forw
   CHECK(y["m"].shape() == Shape{4});
   CHECK(y["z"].shape() == Shape{4});
   CHECK_THROWS_WITH_AS(y["e"], doctest::Contains("not kept after the call"), einjit::Error);
-  // The run keeps only e in scratch: m and z are written in full.
+  // The run keeps only e in scratch: m and z are written in full (row blocks are the CPU JIT's;
+  // without LLVM the CPU device is the interpreter, which has no plan to show).
+#if EINJIT_HAVE_LLVM
   const std::string plan = fwd.explain({x});
   CAPTURE(plan);
   CHECK(plan.find("scratch: e)") != std::string::npos);
+#endif
 }
 
 TEST_CASE("saved tensors: what cannot be saved is an einjit::Error with a caret") {
