@@ -85,7 +85,7 @@ struct Target {
   // memory (launched with its size).
   static constexpr std::int64_t gpuStaticShared = 48 * 1024;
   // The architecture code is generated for where no GPU is there to ask (NVRTC still compiles
-  // it: CI and the compile-only tests): the H100's, compute capability 9.0.
+  // it: CI and the compile-only tests): compute capability 9.0, the newest the schedules know.
   static constexpr int gpuDefaultArch = 90;
 };
 

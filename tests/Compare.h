@@ -149,17 +149,25 @@ inline void compareCall(const std::string& program, const std::vector<Arg>& args
   checkSame(j, r, assigned(ref), dtype);
 }
 
-inline std::map<std::string, Tensor> randomArgs(const einjit::dsl::Program& p,
-                                                const std::map<std::string, Shape>& shapes,
-                                                DType dtype, std::uint64_t seed) {
+// Random arguments: index tensors i64 in 0..2, the others of dtypeOf(their name).
+inline std::map<std::string, Tensor>
+randomArgs(const einjit::dsl::Program& p, const std::map<std::string, Shape>& shapes,
+           const std::function<DType(const std::string&)>& dtypeOf, std::uint64_t seed) {
   std::map<std::string, Tensor> in;
   for (int id : p.arguments) {
     const auto& t = p.tensors[static_cast<std::size_t>(id)];
     const Shape& s = shapes.at(t.name);
     in[t.name] = t.readAsIndex ? Tensor::randomInt(s, 0, 2, DType::i64, ++seed)
-                               : Tensor::random(s, dtype, ++seed);
+                               : Tensor::random(s, dtypeOf(t.name), ++seed);
   }
   return in;
+}
+
+inline std::map<std::string, Tensor> randomArgs(const einjit::dsl::Program& p,
+                                                const std::map<std::string, Shape>& shapes,
+                                                DType dtype, std::uint64_t seed) {
+  return randomArgs(
+      p, shapes, [dtype](const std::string&) { return dtype; }, seed);
 }
 
 // Forward and gradient of a program on both devices, on random inputs.
@@ -208,16 +216,12 @@ inline void compareMixed(const std::string& program, const std::map<std::string,
                          Device device = Device::cpu()) {
   Kernel ref = einjit::compile(program, on(Device::reference(), DType::f32));
   Kernel jit = einjit::compile(program, on(device, DType::f32));
-  std::map<std::string, Tensor> in, wide;
-  for (int id : ref.program().arguments) {
-    const auto& t = ref.program().tensors[static_cast<std::size_t>(id)];
-    const Shape& sh = shapes.at(t.name);
-    Tensor a = t.readAsIndex
-                   ? Tensor::randomInt(sh, 0, 2, DType::i64, ++seed)
-                   : Tensor::random(sh, f32.count(t.name) ? DType::f32 : DType::bf16, ++seed);
-    wide[t.name] = converted(a, t.readAsIndex ? a.dtype() : DType::f32);
-    in[t.name] = a;
-  }
+  std::map<std::string, Tensor> in = randomArgs(
+      ref.program(), shapes,
+      [&](const std::string& n) { return f32.count(n) ? DType::f32 : DType::bf16; }, seed);
+  std::map<std::string, Tensor> wide;
+  for (const auto& [n, a] : in) wide[n] = converted(a, DType::f32); // index tensors: copies
+  seed += in.size();
   Outputs r = ref.call(in, {});
   Outputs j = jit.call(in, {});
   Outputs w = einjit::compile(program, on(device, DType::f32)).call(wide, {});

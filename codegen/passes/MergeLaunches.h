@@ -12,9 +12,8 @@ namespace einjit::codegen::passes {
 // its buffers; its body is replaced): block b runs function p's block b - offset_p, so one
 // function's last blocks share the GPU with the next's first instead of leaving it part idle.
 // False (nothing changed) unless there are two or more such launches, or when they use wgmma:
-// merging measured faster for the f32 stride-2 input gradient (4 phases of 196 blocks) but
-// slower on warpgroup tiles (ptxas keeps the products of four copies of the tile apart), so
-// those stay apart.
+// on warpgroup tiles merging costs more than the idle tail it saves (ptxas keeps the products of
+// the merged copies of the tile apart), so those stay apart (docs/GPU_SCHEDULES.md).
 bool mergeLaunches(std::vector<ir::Func>& funcs, std::size_t from, ir::Func merged);
 
 } // namespace einjit::codegen::passes
