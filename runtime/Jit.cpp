@@ -506,9 +506,28 @@ Engine& engine() {
 
 bool jitAvailable() { return true; }
 
+namespace {
+
+// EINJIT_CPU_VECTOR_BYTES=16|32|64: schedule for vectors of that width instead of the host's,
+// to run another CPU kind's schedules (the AVX-512 tiles on an AVX2 machine: LLVM splits the
+// wider vectors, so the code is correct but not fast). 0 when unset.
+int vectorBytesOverride() {
+  static const int bytes = [] {
+    const char* e = std::getenv("EINJIT_CPU_VECTOR_BYTES");
+    if (!e || !*e) return 0;
+    const std::string v(e);
+    if (v != "16" && v != "32" && v != "64")
+      throw Error("EINJIT_CPU_VECTOR_BYTES is '" + v + "': it must be 16, 32 or 64");
+    return std::stoi(v);
+  }();
+  return bytes;
+}
+
+} // namespace
+
 codegen::Target hostTarget() {
   codegen::Target t;
-  t.vectorBytes = engine().vectorBytes;
+  t.vectorBytes = vectorBytesOverride() ? vectorBytesOverride() : engine().vectorBytes;
   t.gatherCost = engine().cpu.rfind("znver", 0) == 0 ? 13 : 4;
   // The data caches, where the C library knows them (the defaults otherwise).
   for (auto [name, field] : {std::pair{_SC_LEVEL1_DCACHE_SIZE, &t.l1Bytes},
@@ -527,7 +546,8 @@ codegen::Target hostTarget() {
 
 std::string hostDescription() {
   Engine& e = engine();
-  return e.triple + " " + e.cpu + ", " + std::to_string(e.vectorBytes) + "-byte vectors, " +
+  return e.triple + " " + e.cpu + ", " + std::to_string(hostTarget().vectorBytes) +
+         (vectorBytesOverride() ? "-byte vectors (EINJIT_CPU_VECTOR_BYTES), " : "-byte vectors, ") +
          std::to_string(hostTarget().threads) + " thread(s)";
 }
 

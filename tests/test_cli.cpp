@@ -127,6 +127,28 @@ TEST_CASE("demo runs the conv layer and checks it against hand-written loops") {
   CHECK(has(r.out, "demo: PASS"));
 }
 
+// EINJIT_CPU_VECTOR_BYTES: another CPU kind's schedules (the AVX-512 micro-kernel on any host),
+// checked against the interpreter; a value that is no vector width is an error, not ignored.
+TEST_CASE("EINJIT_CPU_VECTOR_BYTES schedules for another vector width; a bad one is an error") {
+#if !EINJIT_HAVE_LLVM
+  MESSAGE("skipped: this build has no LLVM JIT, so no CPU schedule is made");
+  return;
+#endif
+  const std::string gemm = "'C[i,k] := A[i,j] * B[j,k]' --shape A=200x300 --shape B=300x70";
+  Result wide = runCli("explain " + gemm, "EINJIT_CPU_VECTOR_BYTES=64 ");
+  CHECK(wide.status == 0);
+  CHECK(has(wide.out, "64-byte vectors (EINJIT_CPU_VECTOR_BYTES)"));
+  CHECK(has(wide.out, "micro-kernel 14x32"));
+  Result run = runCli("run " + gemm + " --check", "EINJIT_CPU_VECTOR_BYTES=64 ");
+  CHECK(run.status == 0);
+  CHECK(has(run.out, "check: PASS"));
+  Result narrow = runCli("explain " + gemm, "EINJIT_CPU_VECTOR_BYTES=16 ");
+  CHECK(has(narrow.out, "16-byte vectors (EINJIT_CPU_VECTOR_BYTES)"));
+  Result bad = runCli("run 'y[i] := x[i] * 2' --shape x=4", "EINJIT_CPU_VECTOR_BYTES=48 ");
+  CHECK(bad.status == 1);
+  CHECK(bad.out == "EINJIT_CPU_VECTOR_BYTES is '48': it must be 16, 32 or 64\n");
+}
+
 TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
 #if !EINJIT_HAVE_LLVM
   MESSAGE("skipped: this build has no LLVM JIT, so nothing is compiled for the CPU");

@@ -8,8 +8,11 @@
 #include "Compare.h"
 
 #include "einjit/einjit.h"
+#include "runtime/Jit.h"
 
 #include <doctest/doctest.h>
+
+#include <optional>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/global_control.h>
@@ -20,10 +23,22 @@ using namespace einjit::test;
 
 namespace {
 
+// The rows' expected paths depend on the micro-kernel's MR x NR, which the vector width fixes
+// (6 x 2 vectors with AVX2's 16 registers, 14 x 2 with AVX-512's 32): a row is written for
+// 32-byte vectors, and where the path differs, for 64-byte ones too. CI runs this suite a second
+// time with EINJIT_CPU_VECTOR_BYTES=64, so the AVX-512 tiles are checked on AVX2 machines.
+bool wideVectors() { return einjit::runtime::hostTarget().vectorBytes >= 64; }
+
+// How many statements of a row's forward and gradient programs take the packed path.
+struct Packs {
+  std::size_t fwd = 0, grad = 0;
+};
+
 struct GemmRow {
   std::string program;
   std::map<std::string, Shape> shapes;
-  bool packed; // some statement takes the packed path (on an AVX2 or AVX-512 host)
+  bool packed;               // some statement takes the packed path, given M >= MR and N >= NR:
+  std::int64_t m = 0, n = 0; // M and N where the tile decides (0: it does not)
 };
 
 // A view of a copy of t that starts one row into a larger buffer (a nonzero offset).
@@ -58,13 +73,12 @@ std::vector<GemmRow> rows() {
     for (const Size& s : sizes) {
       Shape a = f.transA ? Shape{s.k, s.m} : Shape{s.m, s.k};
       Shape b = f.transB ? Shape{s.n, s.k} : Shape{s.k, s.n};
-      // With M < MR the plan may still take the other operand's side as M: it must not.
-      out.push_back({f.program, {{"A", a}, {"B", b}}, s.packed && s.m >= 6 && s.n >= 16});
+      out.push_back({f.program, {{"A", a}, {"B", b}}, s.packed, s.m, s.n});
     }
   out.push_back(
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {67, 45, 4}}, {"B", {4, 70, 45}}}, true});
   out.push_back(
-      {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {13, 300, 5}}, {"B", {5, 33, 300}}}, true});
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {15, 300, 5}}, {"B", {5, 33, 300}}}, true});
   // Two reduction indices (flattened in the slivers, the last fastest).
   out.push_back(
       {"C[i,k] := A[i,j,l] * B[j,l,k]", {{"A", {50, 20, 31}}, {"B", {20, 31, 41}}}, true});
@@ -142,8 +156,14 @@ TEST_CASE("gemm: four transpositions, batched, odd sizes, views, 1 and 2 threads
       std::vector<Arg> refArgs;
       for (const std::string& n : order) refArgs.push_back(in.at(n));
       const Outputs r = ref.call(refArgs);
-      checkViews(jit, in, order, r, assigned(ref), dt, row.packed);
-      packedRows += row.packed;
+      // MR x NR: 6 (AVX2) or 14 (AVX-512) rows, 2 vectors of columns. With M < MR the plan may
+      // still take the other operand's side as M: it must not.
+      const std::int64_t mr = wideVectors() ? 14 : 6;
+      const std::int64_t nr =
+          2 * einjit::runtime::hostTarget().vectorBytes / (dt == DType::f32 ? 4 : 8);
+      const bool packed = row.packed && row.m >= (row.m ? mr : 0) && row.n >= (row.n ? nr : 0);
+      checkViews(jit, in, order, r, assigned(ref), dt, packed);
+      packedRows += packed;
     }
   }
   CHECK(packedRows >= 34);
@@ -186,42 +206,96 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
   struct ConvRow {
     const char* program;
     std::map<std::string, Shape> shapes;
-    std::size_t gradPacked; // gradient statements that take the packed path
+    std::size_t gradPacked; // gradient statements that take the packed path (32-byte vectors)
+    Packs f32Wide, f64Wide; // forward and gradient statements packed with 64-byte vectors
   };
+  // With 64-byte vectors (NR = 32 f32 lanes, MR = 14) most of these images are too narrow for
+  // an f32 tile: the last rows are wide enough to take the packed path there too.
   const std::vector<ConvRow> table = {
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 2}},
       // Odd channel counts: edge slivers on both sides of every GEMM (the weight gradient's
       // taps inside its KC blocks, its lanes, the channels, far apart).
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {3, 13, 17, 19}}, {"k", {23, 13, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {3, 13, 17, 19}}, {"k", {23, 13, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 0}},
       // More input than output channels: the weight gradient's x is operand B (lanes the
       // channels), packed per block for each tap, 24 = 16 + 8 channels (an edge sliver).
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 24, 16, 19}}, {"k", {8, 24, 3, 3}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 24, 16, 19}}, {"k", {8, 24, 3, 3}}},
+       2,
+       {0, 0},
+       {0, 1}},
       // The strided input gradients run as residue phases (4, 9), each packed.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
-       2},
+       2,
+       {0, 0},
+       {1, 2}},
       // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
       // own unrolled code, the channels' last (4 rows) by the general one.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
-       2},
-      {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]", {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}}, 2},
+       2,
+       {0, 0},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]",
+       {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}},
+       2,
+       {0, 0},
+       {1, 0}},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
        "0:size(x,3)",
        {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
-       2},
-      {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]", {{"x", {2, 16, 22, 23}}, {"k", {24, 16, 3, 3}}}, 2},
+       2,
+       {0, 0},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]",
+       {{"x", {2, 16, 22, 23}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 2}},
       // The forward reads x in place (GemmPlan::bInPlace): 32 columns, no partial sliver (f32);
       // 27 = 16 + 11, a partial last sliver wider than half (masked loads in a full-width
       // kernel); 5 x 7 taps. (16 channels: every gradient packed too.)
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 12, 34}}, {"k", {20, 16, 3, 3}}}, 2},
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 12, 29}}, {"k", {20, 16, 3, 3}}}, 2},
-      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{"x", {2, 16, 14, 40}}, {"k", {13, 16, 5, 7}}}, 2},
-      {"y[n,o,h,w] := x[n,c,h,w] * k[o,c]", {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}}, 2},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 12, 34}}, {"k", {20, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 12, 29}}, {"k", {20, 16, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 14, 40}}, {"k", {13, 16, 5, 7}}},
+       2,
+       {0, 1},
+       {0, 1}},
+      {"y[n,o,h,w] := x[n,c,h,w] * k[o,c]",
+       {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}},
+       2,
+       {0, 0},
+       {1, 2}},
+      // Wide enough for 64-byte f32 tiles too: 38 output columns, 36 channels.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 36, 12, 40}}, {"k", {20, 36, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
   };
   for (const ConvRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {
-      INFO(row.program << " " << einjit::dtypeName(dt));
+      INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
+      const Packs want = !wideVectors()     ? Packs{1, row.gradPacked}
+                         : dt == DType::f32 ? row.f32Wide
+                                            : row.f64Wide;
       Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
       Kernel jit = einjit::compile(row.program, on(Device::cpu(), dt));
       auto in = randomArgs(ref.program(), row.shapes, dt, 5);
@@ -229,7 +303,10 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       std::vector<Arg> args;
       for (const std::string& n : order) args.push_back(in.at(n));
       const Outputs y = ref.call(args);
-      checkViews(jit, in, order, y, assigned(ref), dt, true);
+      std::size_t count = 0;
+      takesPacked(jit, args, &count);
+      CHECK(count == want.fwd);
+      checkViews(jit, in, order, y, assigned(ref), dt, want.fwd > 0);
 
       Kernel gref = ref.gradient();
       Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dt));
@@ -238,11 +315,10 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       std::vector<Arg> gargs;
       for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
       INFO("gradient program:\n" << gref.source());
-      std::size_t count = 0;
       takesPacked(gjit, gargs, &count);
-      CHECK(count == row.gradPacked);
+      CHECK(count == want.grad);
       checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,
-                 row.gradPacked > 0);
+                 want.grad > 0);
     }
 }
 
@@ -270,6 +346,7 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
     const char* program;
     std::map<std::string, Shape> shapes;
     std::size_t packed, gradPacked; // statements that take the packed path
+    std::optional<Packs> f32Wide = {}; // where f32 with 64-byte vectors differs
   };
   // Each statement above the packed path's size floor (kGemmMinFlops: 10^6 flops).
   const std::vector<SummandRow> table = {
@@ -287,7 +364,8 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
        "in 0:size(x,3)",
        {{"x", {2, 8, 13, 19}}, {"k", {18, 8, 3, 3}}},
        1,
-       1},
+       1,
+       Packs{0, 0}}, // 19 columns: less than one f32 sliver of 64-byte vectors
       // Three tile reads leave room for a few accumulators only: two sets along the reduction
       // (an odd reduction extent, so the block's last term goes to the first set alone).
       {kThreeTiles,
@@ -304,11 +382,14 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
       const std::vector<std::string> order = ref.tensorArguments();
       std::vector<Arg> args;
       for (const std::string& n : order) args.push_back(in.at(n));
+      const Packs want = wideVectors() && dt == DType::f32 && row.f32Wide
+                             ? *row.f32Wide
+                             : Packs{row.packed, row.gradPacked};
       std::size_t count = 0;
       takesPacked(jit, args, &count);
-      CHECK(count == row.packed);
+      CHECK(count == want.fwd);
       const Outputs y = ref.call(args);
-      checkViews(jit, in, order, y, assigned(ref), dt, row.packed > 0);
+      checkViews(jit, in, order, y, assigned(ref), dt, want.fwd > 0);
 
       Kernel gref = ref.gradient();
       Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dt));
@@ -318,9 +399,9 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
       for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
       INFO("gradient program:\n" << gref.source());
       takesPacked(gjit, gargs, &count);
-      CHECK(count == row.gradPacked);
+      CHECK(count == want.grad);
       checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,
-                 row.gradPacked > 0);
+                 want.grad > 0);
     }
 }
 
