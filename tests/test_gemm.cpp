@@ -156,12 +156,15 @@ TEST_CASE("gemm: four transpositions, batched, odd sizes, views, 1 and 2 threads
       std::vector<Arg> refArgs;
       for (const std::string& n : order) refArgs.push_back(in.at(n));
       const Outputs r = ref.call(refArgs);
-      // MR x NR: 6 (AVX2) or 14 (AVX-512) rows, 2 vectors of columns. With M < MR the plan may
-      // still take the other operand's side as M: it must not.
-      const std::int64_t mr = wideVectors() ? 14 : 6;
-      const std::int64_t nr =
-          2 * einjit::runtime::hostTarget().vectorBytes / (dt == DType::f32 ? 4 : 8);
-      const bool packed = row.packed && row.m >= (row.m ? mr : 0) && row.n >= (row.n ? nr : 0);
+      // MR x NR: 6 rows x 2 vectors (AVX2); 14 x 2 vectors or, where N is shorter, 28 x 1
+      // (AVX-512). With M < MR the plan may still take the other operand's side as M: it must
+      // not.
+      const std::int64_t lanes =
+          einjit::runtime::hostTarget().vectorBytes / (dt == DType::f32 ? 4 : 8);
+      auto fits = [&](std::int64_t mr, std::int64_t nr) { return row.m >= mr && row.n >= nr; };
+      const bool tile = row.m == 0 || (wideVectors() ? fits(14, 2 * lanes) || fits(28, lanes)
+                                                     : fits(6, 2 * lanes));
+      const bool packed = row.packed && tile;
       checkViews(jit, in, order, r, assigned(ref), dt, packed);
       packedRows += packed;
     }
@@ -282,6 +285,13 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}},
        2,
        {0, 0},
+       {1, 2}},
+      // 21 output columns, 32 output channels: with 64-byte vectors the 28 x 16 tile (one
+      // vector of columns) takes the stride-2 forward, whose columns two vectors would not fit.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 41, 43}}, {"k", {32, 16, 3, 3}}},
+       2,
+       {1, 1},
        {1, 2}},
       // Wide enough for 64-byte f32 tiles too: 38 output columns, 36 channels.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",

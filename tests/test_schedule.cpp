@@ -229,6 +229,28 @@ const ScheduleRow kRows[] = {
      2,
      "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
      "32; A packed whole, B packed per block; 216 tasks in 8 parallel groups"},
+    // 64-byte vectors, 28 output columns: two 16-lane vectors would not fit w, so the plan
+    // would take h and o as M and N (scattered tile stores); one vector and a 28-row tile keep
+    // N on w.
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+     {{8, 64, 57, 57}, {64, 64, 3, 3}},
+     DType::f32,
+     64,
+     4,
+     2,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 28x16, MC 84 KC 198 NC 32; A "
+     "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
+    // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
+    // input gradient's residue phases of 28 x 28): one vector of columns and a 28-row tile
+    // plan it, where two vectors would leave the register tiles.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{30, 1000}, {1000, 20}},
+     DType::f32,
+     64,
+     4,
+     2,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 28x16, MC 28 KC 250 NC 16; A packed "
+     "whole, B packed whole; 4 tasks in 4 parallel groups"},
     // The input gradient: the taps a and b run over their hull, masked while packing dy.
     {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
      "0:size(dy,3)+2, a in max(u+1-size(dy,2),0):min(u+1,size(k,2)), b in "

@@ -186,10 +186,42 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   return planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside);
 }
 
+namespace {
+
+// The plan with a micro-kernel `vectors` vectors of columns wide (where no read of output
+// indices sets the tile).
+std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
+                                 const std::vector<std::vector<std::int64_t>>& strides,
+                                 const Target& t, double minFlops,
+                                 const std::function<bool(const CExpr&)>& inside, int nrVectors);
+
+} // namespace
+
 std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside) {
+  std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2);
+  // With 32 registers NR is two 16-lane vectors, wider than a short contiguous index (a
+  // stride-2 convolution's 28 output columns, its input gradient's residue phases of 28): M and
+  // N are then picked among the indices at least NR long, with scattered tile stores or strided
+  // packing, or there is no plan at all (the phases kept the generic loops). One vector of
+  // columns and a taller tile (28 x 16: as many accumulators) lets the pick follow the strides;
+  // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
+  // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
+  if (t.vectorRegisters() >= 32) {
+    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1);
+    if (one && (!two || one->m != two->m || one->n != two->n)) return one;
+  }
+  return two;
+}
+
+namespace {
+
+std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
+                                 const std::vector<std::vector<std::int64_t>>& strides,
+                                 const Target& t, double minFlops,
+                                 const std::function<bool(const CExpr&)>& inside, int nrVectors) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -224,12 +256,13 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // MR x NR accumulators, NR/width vectors of B and one broadcast of A in the registers:
   // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
   const int registers = t.vectorRegisters();
-  int nrWanted = 2 * width, mrWanted = (registers - 4) / 2;
+  int nrWanted = nrVectors * width, mrWanted = (registers - 4) / nrVectors;
   // Reads of output indices only (GemmOperands::tile) keep a tile of values each beside the
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
   if (!ops->tile.empty()) {
+    if (nrVectors != 2) return std::nullopt; // the tile reads choose their own width
     const int per = static_cast<int>(ops->tile.size()) + 1;
     int vectors = 2;
     if ((registers - vectors - 4) / (per * vectors) < 4) vectors = 1;
@@ -501,5 +534,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
                       : std::string("one thread"));
   return g;
 }
+
+} // namespace
 
 } // namespace einjit::codegen
