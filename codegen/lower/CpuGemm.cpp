@@ -602,7 +602,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
               return ir::forLoop(ii, imm(0), imm(MR), ForKind::Rolled, body);
             },
             ir::load(vt_, edge, cell));
-        return ir::allocate(edge, vt_, MR * nr, ir::block({tile(ir::store(edge, cell, a)), rowsOut}));
+        return ir::allocate(edge, vt_, MR * nr,
+                            ir::block({tile(ir::store(edge, cell, a)), rowsOut}));
       };
       const std::int64_t lastCols = N - (S[1] - 1) * NR;
       Stmt whole = fixed(nr == NR ? NR : lastCols);
