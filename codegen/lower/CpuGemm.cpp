@@ -587,18 +587,23 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Stmt store = part;
     if (!g.vectorStore && g.kBlocks == 1 && st.assign == Assign::Define) {
       // An output not contiguous along N, each tile stored once (a residue phase's dx[2q + rho]:
-      // a short reduction, so the stores weigh): a tile of MR whole rows stores its elements
-      // from the accumulators themselves (unrolled: each a lane of a register at a constant
-      // offset), no copy and no loop; its columns are NR, or the last sliver's count (the
-      // half-width kernel runs only the last sliver). Tiles stored once per KC block of a long
-      // reduction keep the loops (less code to compile, little time).
+      // a short reduction, so the stores weigh): a tile of MR whole rows is copied out of the
+      // accumulators (vector stores) and stored from the copy by a rolled loop over its rows
+      // whose body writes one row, its columns unrolled (each element at a constant offset
+      // from the row's start): NR columns, or the last sliver's count (the half-width kernel
+      // runs only the last sliver). Every element of the tile written out (no loop) ran a few
+      // percent faster but was about half of a phase's code to compile; a loop per element
+      // (rows and columns rolled, as for a partial tile) ran slower. Tiles stored once per KC
+      // block of a long reduction keep the general loops (less code to compile, little time).
       auto fixed = [&](std::int64_t cols) {
-        return finish(
+        const Stmt rowsOut = finish(
             [&](Stmt body) {
               body = ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
-              return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
+              return ir::forLoop(ii, imm(0), imm(MR), ForKind::Rolled, body);
             },
-            a);
+            ir::load(vt_, edge, cell));
+        return ir::allocate(edge, vt_, MR * nr,
+                            ir::block({tile(ir::store(edge, cell, a)), rowsOut}));
       };
       const std::int64_t lastCols = N - (S[1] - 1) * NR;
       Stmt whole = fixed(nr == NR ? NR : lastCols);
