@@ -454,6 +454,9 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   g.nChunk = cdiv(sl[1], nTasks);
   g.mTasks = cdiv(sl[0], g.mChunk);
   g.nTasks = cdiv(sl[1], g.nChunk);
+  // Chunks of balanced sizes (lower/CpuGemm.cpp): the longest.
+  g.mChunk = cdiv(sl[0], g.mTasks);
+  g.nChunk = cdiv(sl[1], g.nTasks);
   // Equal MC (NC) blocks in a chunk: a chunk of 43 slivers in blocks of 42 left a block of one
   // sliver, which streamed the whole B panel through L2 for one micro-kernel call per sliver.
   auto equalBlocks = [](std::int64_t block, std::int64_t slivers, std::int64_t lanes) {
