@@ -429,18 +429,9 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
       const bool canM = mc0 >= 2, canN = nc0 >= 2;
       if (!canM && !canN) break;
       const bool freeM = g.whole[1], freeN = g.whole[0];
-      // Both operands could be packed whole (shared by the tasks): one side is split, the
-      // longer, so that the other operand, the smaller, is packed whole and shared, and the
-      // split side's is packed per block by the one task that uses each element (in cache, in
-      // the product: no pass of its own through memory before it, see the "users" rule
-      // below). Splitting both left both packed whole: on two threads a pass over both
-      // operands before the product (a tenth of a 1024 GEMM's time), which two threads
-      // share a memory bus for.
       bool splitM = canM;
       if (canM && canN)
-        splitM = freeM != freeN ? freeM
-                 : freeM        ? sl[0] * g.mr >= sl[1] * g.nr
-                                : mc0 * g.mr >= nc0 * g.nr;
+        splitM = freeM != freeN ? freeM : mc0 * g.mr >= nc0 * g.nr;
       (splitM ? mTasks : nTasks) *= 2;
     }
   };
