@@ -65,8 +65,8 @@ std::vector<GemmRow> rows() {
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {67, 45, 4}}, {"B", {4, 70, 45}}}, true});
   out.push_back(
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {13, 300, 5}}, {"B", {5, 33, 300}}}, true});
-  // A task's chunk of M over several MC blocks (KC 256, MC about 42 slivers: 2100 rows in 8
-  // chunks of 44 slivers, each in two equal blocks), on 1 thread one chunk in nine blocks.
+  // A task's chunk of M over several MC blocks (KC 256, MC at most 42 slivers: on 2 threads
+  // 350 slivers in 8 chunks of 43-44, each in two blocks; on 1 thread nine blocks of 39).
   out.push_back({"C[i,k] := A[i,j] * B[k,j]", {{"A", {2100, 256}}, {"B", {17, 256}}}, true});
   // Two reduction indices (flattened in the slivers, the last fastest).
   out.push_back(
