@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -290,6 +292,63 @@ void convArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Conv_einjit)->Apply(convArgs);
 BENCHMARK(BM_Conv_oneDNN)->Apply(convArgs);
+
+// --- alignment: the same kernel with its output and operands shifted from a cache line ------
+
+// A tensor of random values `shift` bytes past a 64-byte boundary (a view into a larger block
+// that the returned holder owns).
+struct Shifted {
+  std::shared_ptr<float> block;
+  Tensor t;
+};
+Shifted shifted(const einjit::Shape& s, std::int64_t shift, std::uint64_t seed) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) n *= d;
+  const auto bytes = static_cast<std::size_t>((n * 4 + shift + 63) / 64 * 64);
+  std::shared_ptr<float> block(static_cast<float*>(std::aligned_alloc(64, bytes)), std::free);
+  Tensor t = Tensor::view(block.get() + shift / 4, DType::f32, s);
+  std::memcpy(t.data(), rnd(s, seed).data(), static_cast<std::size_t>(n) * 4);
+  return {block, t};
+}
+
+// range(0): 0 GEMM C[i,k] = A[i,j] * B[j,k] at 1024, 1 conv 3x3 stride 1 forward (the bench's
+// shapes), both writing into a given output ('='); range(1): the output's shift in bytes from
+// a 64-byte boundary, range(2): the operands'. The spread over shifts is the figure (issue 24:
+// within 1.2x).
+void BM_Align_einjit(benchmark::State& state) {
+  const bool conv = state.range(0) == 1;
+  const std::int64_t outShift = state.range(1), inShift = state.range(2);
+  auto k = einjit::compile(conv ? "y[n,o,h,w] = x[n,c,h+a,w+b] * k[o,c,a,b]"
+                                : "C[i,k] = A[i,j] * B[j,k]");
+  std::vector<Shifted> keep;
+  std::map<std::string, Tensor> args;
+  auto add = [&](const char* name, const einjit::Shape& s, std::int64_t shift) {
+    keep.push_back(shifted(s, shift, keep.size() + 1));
+    args[name] = keep.back().t;
+  };
+  if (conv) {
+    add("x", {kN, kC, kH, kH}, inShift);
+    add("k", {kO, kC, 3, 3}, inShift);
+    add("y", {kN, kO, convOut(1), convOut(1)}, outShift);
+  } else {
+    add("A", {1024, 1024}, inShift);
+    add("B", {1024, 1024}, inShift);
+    add("C", {1024, 1024}, outShift);
+  }
+  k.call(args); // the first call compiles
+  for (auto _ : state) benchmark::DoNotOptimize(k.call(args).size());
+  setFlops(state, conv ? convFlops(1) : 2.0 * 1024 * 1024 * 1024);
+  state.SetLabel(std::string(conv ? "conv stride 1 forward" : "GEMM 1024") + ", output +" +
+                 std::to_string(outShift) + " B, operands +" + std::to_string(inShift) + " B");
+}
+void alignArgs(benchmark::internal::Benchmark* b) {
+  for (int kernel : {0, 1}) {
+    for (int s : {0, 4, 16, 32, 64}) b->Args({kernel, s, 0});
+    for (int s : {4, 16, 32, 64}) b->Args({kernel, 0, s});
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Align_einjit)->Apply(alignArgs);
 
 // --- layers: forward, and forward + all gradients -----------------------------------------
 

@@ -69,6 +69,20 @@ def main():
             print(f"| {layer}: (forward + gradients) / forward | {f1['ms'] / f0['ms']:.2f} | "
                   + (f"{d[f'BM_{layer}_OpenBLAS/1/real_time']['ms'] / d[f'BM_{layer}_OpenBLAS/0/real_time']['ms']:.2f}"
                      if f"BM_{layer}_OpenBLAS/1/real_time" in d else "-") + " | |")
+    # BM_Align_einjit/KERNEL/OUTPUT_SHIFT/OPERAND_SHIFT: the spread over shifts (issue 24: 1.2x).
+    align = {}
+    for name, r in d.items():
+        kind, a = args(name)
+        if kind == "BM_Align_einjit":
+            kernel, out, operands = a.split("/")
+            align.setdefault(kernel, {})[(int(out), int(operands))] = r["ms"]
+    if align:
+        print("\n| kernel | shift (output / operands, bytes): ms | slowest / fastest |")
+        print("|---|---|---|")
+        for kernel, rows in sorted(align.items()):
+            cells = ", ".join(f"{o}/{i}: {ms:.2f}" for (o, i), ms in sorted(rows.items()))
+            spread = max(rows.values()) / min(rows.values())
+            print(f"| {'GEMM 1024' if kernel == '0' else 'conv s1 forward'} | {cells} | {spread:.2f} |")
     print("\n| compile / call | time |")
     print("|---|---|")
     for name, r in d.items():

@@ -79,6 +79,9 @@ std::vector<GemmRow> rows() {
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {67, 45, 4}}, {"B", {4, 70, 45}}}, true});
   out.push_back(
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]", {{"A", {15, 300, 5}}, {"B", {5, 33, 300}}}, true});
+  // A task's chunk of M over several MC blocks (KC 256, MC at most 42 slivers: on 2 threads
+  // 350 slivers in 8 chunks of 43-44, each in two blocks; on 1 thread nine blocks of 39).
+  out.push_back({"C[i,k] := A[i,j] * B[k,j]", {{"A", {2100, 256}}, {"B", {17, 256}}}, true});
   // Two reduction indices (flattened in the slivers, the last fastest).
   out.push_back(
       {"C[i,k] := A[i,j,l] * B[j,l,k]", {{"A", {50, 20, 31}}, {"B", {20, 31, 41}}}, true});

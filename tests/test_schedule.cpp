@@ -106,8 +106,9 @@ const ScheduleRow kRows[] = {
     // The packed GEMM path (GemmPlan.h): a product of two reads of at least 10^6 flops with
     // an M and an N side of at least MR and NR. N is the output's unit-stride index; MR x NR
     // from the vector registers (AVX-512: 14 x 2 vectors, AVX2: 6 x 2); KC, MC, NC from the
-    // default caches (32 KiB, 512 KiB, 8 MiB), KC in equal blocks; operands up to 8 MB packed
-    // whole; with 2 threads 8 tasks (chunks of M or N), the groups a multiple of the threads.
+    // default caches (32 KiB, 512 KiB, 8 MiB), each in equal blocks (MC and NC of a task's
+    // chunk); operands up to 8 MB packed whole; with 2 threads 8 tasks (chunks of M or N), the
+    // groups a multiple of the threads.
     // An element-wise summand of two operands (GemmOperands): the distance layer, and its
     // weight gradient, whose read of output indices only (w) keeps a tile beside the
     // accumulators and whose factor 2 is taken out of the sum. AVX2 has room for 5 x 8 only,
@@ -120,7 +121,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand): M i, N j, K k, batch -; micro-kernel 6x16, MC "
-     "330 KC 196 NC 1024; A packed whole, B packed whole; 8 tasks in 8 parallel groups"},
+     "258 KC 196 NC 1024; A packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))",
      {{1024, 4096}, {784, 1024}, {784, 4096}},
      DType::f32,
@@ -128,7 +129,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by 2): M k, N i, K j, batch -; "
-     "micro-kernel 4x8 (2 accumulator sets), MC 128 KC 512 NC 256; A packed whole, B packed "
+     "micro-kernel 4x8 (2 accumulator sets), MC 100 KC 512 NC 256; A packed whole, B packed "
      "whole; 8 tasks in 8 parallel groups"},
     {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))",
      {{1024, 4096}, {784, 1024}, {784, 4096}},
@@ -153,7 +154,7 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 252 KC 256 NC 512; A "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 132 KC 256 NC 512; A "
      "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     {"C[i,k] := A[j,i] * B[k,j]",
      {{1000, 257}, {17, 1000}},
@@ -161,7 +162,7 @@ const ScheduleRow kRows[] = {
      32,
      13,
      1,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 126 KC 250 NC 24; A "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x8, MC 90 KC 250 NC 24; A "
      "packed per block, B packed per block; one thread"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{257, 300}, {300, 1000}},
@@ -179,7 +180,7 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 252 KC 256 NC 160; A "
+     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 132 KC 256 NC 160; A "
      "packed whole, B packed per block; 8 tasks in 8 parallel groups"},
     // A Linear layer's weight gradient.
     {"dw[o,i] := dt[n,o] * x[n,i]",
@@ -188,7 +189,7 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 252 KC 256 NC 400; A "
+     "packed GEMM: M o, N i, K n, batch -; micro-kernel 6x16, MC 132 KC 256 NC 400; A "
      "packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     // Convolutions (bench_cpu's shapes): the image and row loop around the GEMM; the input,
     // a window along N read with unit stride and proven inside, is read in place by the
@@ -368,7 +369,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by -2): M k, N j, K i, batch -; "
-     "micro-kernel 4x8 (2 accumulator sets), MC 128 KC 512 NC 512; A packed whole, B packed per "
+     "micro-kernel 4x8 (2 accumulator sets), MC 112 KC 512 NC 512; A packed whole, B packed per "
      "block; 8 tasks in 8 parallel groups"},
     // The same on a smaller shape (below the packed path's size): the register tile, x[k,j]
     // loaded once per tile, so k can be the tile's rows and dy's vectors serve 8 of them.

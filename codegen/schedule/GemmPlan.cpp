@@ -478,8 +478,17 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   g.nChunk = cdiv(sl[1], nTasks);
   g.mTasks = cdiv(sl[0], g.mChunk);
   g.nTasks = cdiv(sl[1], g.nChunk);
-  g.mc = std::min(g.mc, g.mChunk * g.mr);
-  g.nc = std::min(g.nc, g.nChunk * g.nr);
+  // Chunks of balanced sizes (lower/CpuGemm.cpp): the longest.
+  g.mChunk = cdiv(sl[0], g.mTasks);
+  g.nChunk = cdiv(sl[1], g.nTasks);
+  // Equal MC (NC) blocks in a chunk: a chunk of 43 slivers in blocks of 42 left a block of one
+  // sliver, which streamed the whole B panel through L2 for one micro-kernel call per sliver.
+  auto equalBlocks = [](std::int64_t block, std::int64_t slivers, std::int64_t lanes) {
+    const std::int64_t per = std::max<std::int64_t>(block / lanes, 1);
+    return cdiv(slivers, cdiv(slivers, per)) * lanes;
+  };
+  g.mc = equalBlocks(g.mc, g.mChunk, g.mr);
+  g.nc = equalBlocks(g.nc, g.nChunk, g.nr);
   g.tasks = (g.batchInside ? 1 : batchTotal) * g.mTasks * g.nTasks;
   // An operand packed whole pays a round trip through memory so that several tasks share it;
   // where each of its packed elements would be packed once anyway (it reads every batch index,

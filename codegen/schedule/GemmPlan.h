@@ -86,8 +86,9 @@ struct GemmPlan {
   int kSplit = 0;
   std::int64_t kChunk = 1, kc = 0, kBlocks = 1;
   std::int64_t mc = 0, nc = 0; // cache blocks along M and N (multiples of MR and NR)
-  // Tasks: every batch value split into mTasks x nTasks chunks of mChunk x nChunk slivers; the
-  // tasks run in `groups` contiguous groups (the parallel loop), each with its own scratch.
+  // Tasks: every batch value split into mTasks x nTasks chunks of at most mChunk x nChunk
+  // slivers (sizes that differ by one at most); the tasks run in `groups` contiguous groups
+  // (the parallel loop), each with its own scratch.
   std::int64_t mChunk = 0, nChunk = 0, mTasks = 1, nTasks = 1, tasks = 1, groups = 1;
   bool parallel = false;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
