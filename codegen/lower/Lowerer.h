@@ -9,6 +9,7 @@
 #include "codegen/Lower.h"
 #include "codegen/lower/LowerContext.h"
 #include "codegen/lower/LowerTypes.h"
+#include "codegen/passes/HoistChecks.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
 #include "codegen/schedule/GpuTileSchedule.h"
@@ -57,7 +58,15 @@ public:
     ctx_.buffers.aligned.resize(p.tensors.size(), false);
   }
 
+  // The statements lowered, in order (Lower.cpp); the post-passes run on the result.
   LoweredProgram run();
+
+  // The checked subscripts recorded while lowering (passes/HoistChecks).
+  const passes::AccessChecks& accessChecks() const { return checks_; }
+  // The function that evaluates checked subscript c at every point of the box of the indices
+  // `box`: a GPU thread, or a CPU loop iteration, per point (passes::CheckFunction).
+  ir::Func checkFunction(const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
+                         const std::string& name);
 
 private:
   const Program& p_;
@@ -66,16 +75,10 @@ private:
   Type vt_;
   LoweredProgram out_;
   bool checked_ = false;
-  // The subscripts checked at run time, per statement (hoistChecks); unhoistable_: some check
-  // was made that hoistChecks cannot repeat (of a rewritten statement, or a floating-point
-  // gather index).
-  struct CheckedSub {
-    std::size_t stmt;
-    const CExpr* access;
-    std::size_t dim;
-  };
-  std::vector<CheckedSub> checkedSubs_;
-  bool unhoistable_ = false, hoisting_ = false;
+  // The subscripts checked at run time, and whether each check can be repeated ahead of the
+  // program (noteCheck); hoisting_: checkFunction is lowering a check, which records nothing.
+  passes::AccessChecks checks_;
+  bool hoisting_ = false;
   std::size_t stmt_ = 0; // the statement being lowered
   // The modes the current statement is lowered in (lower/LowerContext.h).
   LowerContext ctx_;
@@ -112,19 +115,11 @@ private:
   // value sets the status, and the interpreter reports it.
   Expr gatherIndex(const CExpr& g);
 
-  // --- access checks hoisted ahead of the program (Lower.h) ----------------------------------
+  // --- access checks hoisted ahead of the program (Lower.h, passes/HoistChecks) -------------
   // A subscript checked at run time: recorded for hoistChecks when it belongs to the statement
   // being lowered (a residue phase's rewritten copy does not: nothing is hoisted then).
   void noteCheck(const CExpr& access, std::size_t dim);
   static bool holds(const CExpr& e, const CExpr* node);
-  // The indices a subscript reads (through its gathers too), and the tensors its gathers read.
-  static void subscriptUses(const Subscript& s, std::vector<bool>& vars, std::vector<int>& reads);
-
-  // The checked subscripts as functions of their own, first in the program, when each reads
-  // only indices of fixed ranges and tensors no statement writes (their values are then those
-  // the statements see); otherwise nothing is hoisted. One function per subscript: a GPU
-  // thread, or a CPU loop iteration, per point of the box of its indices.
-  void hoistChecks();
 
   static Expr clampIndex(Expr idx, std::int64_t e);
 
