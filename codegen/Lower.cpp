@@ -4,6 +4,7 @@
 
 #include "codegen/lower/Lowerer.h"
 #include "codegen/passes/HoistChecks.h"
+#include "codegen/passes/MergeLaunches.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -161,6 +162,10 @@ LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const St
                      const Target& target, const Aligned16& aligned) {
   lowering::Lowerer lowerer(p, b, strides, target, aligned);
   LoweredProgram out = lowerer.run();
+  const std::vector<bool> merged = passes::mergeLaunches(out.funcs, lowerer.launchGroups());
+  lowerer.noteMerged(out.notes, merged);
+  if (std::find(merged.begin(), merged.end(), true) != merged.end())
+    lowering::debugLower("MergeLaunches", out.funcs, 0);
   out = passes::hoistChecks(std::move(out), lowerer.accessChecks(), p, b,
                             [&](const passes::CheckedSubscript& c,
                                 const std::vector<std::size_t>& box, const std::string& name) {

@@ -27,6 +27,8 @@ void Lowerer::gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges
        (tile = gpuCoreSplit(st, bs, ranges, base)))) {
     sched.gpuTile = std::move(tile);
     out_.notes.back() = describe(*sched.gpuTile);
+    if (sched.gpuTile->phases)
+      phaseLaunches_.push_back({out_.notes.size() - 1, *sched.gpuTile, base + "_phases"});
   } else if (indep) {
     emitGpuGeneric(st, bs, ranges, base);
   } else if (dsl::runsInPlace(p_, k)) {

@@ -1,6 +1,5 @@
 // Residue phases of strided gradients as separate GPU tile statements.
 #include "codegen/lower/Lowerer.h"
-#include "codegen/passes/MergeLaunches.h"
 
 namespace einjit::codegen::lowering {
 
@@ -74,17 +73,39 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
   std::vector<GpuPhasesPlan::Split> what;
   for (const PhaseSub& x : subs)
     what.push_back({st.vars[x.out].name, st.vars[x.red].name, x.g, x.a});
-  return [this, phases = std::move(phases), combos, what, base] {
+  return [this, phases = std::move(phases), combos, what] {
     const std::size_t funcs = out_.funcs.size();
     GpuTileSchedule s;
     for (const Phase& ph : phases) {
       const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, ph.subs);
       s.tile = emitGpuTile(ph.ps, ph.pb, ph.r, ph.name, ph.groups); // the last phase's is shown
     }
-    s.phases = GpuPhasesPlan{combos, what,
-                             passes::mergeLaunches(out_.funcs, funcs, newFunc(base + "_phases"))};
+    s.phases = GpuPhasesPlan{combos, what, funcs, out_.funcs.size(), false};
     return s;
   };
+}
+
+std::vector<passes::LaunchGroup> Lowerer::launchGroups() {
+  std::vector<passes::LaunchGroup> groups;
+  for (const PhaseLaunches& l : phaseLaunches_)
+    groups.push_back({l.schedule.phases->firstLaunch, l.schedule.phases->endLaunch,
+                      newFunc(l.name)});
+  return groups;
+}
+
+void Lowerer::noteMerged(std::vector<std::string>& notes, const std::vector<bool>& merged) const {
+  for (std::size_t g = 0; g < phaseLaunches_.size(); ++g) {
+    if (!merged[g]) continue;
+    const PhaseLaunches& l = phaseLaunches_[g];
+    // The note starts with the schedule's own part; what follows it (fusion, rows) stays.
+    const std::string before = describe(l.schedule);
+    std::string& note = notes[l.note];
+    if (note.compare(0, before.size(), before) != 0)
+      throw InternalError("lower: a residue phases' note that does not start with its schedule");
+    GpuTileSchedule after = l.schedule;
+    after.phases->merged = true;
+    note = describe(after) + note.substr(before.size());
+  }
 }
 
 auto Lowerer::phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) -> Statement {

@@ -10,6 +10,7 @@
 #include "codegen/lower/LowerContext.h"
 #include "codegen/lower/LowerTypes.h"
 #include "codegen/passes/HoistChecks.h"
+#include "codegen/passes/MergeLaunches.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
 #include "codegen/schedule/GpuTileSchedule.h"
@@ -68,6 +69,11 @@ public:
   ir::Func checkFunction(const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
                          const std::string& name);
 
+  // The residue phases' launches that may share one grid (passes/MergeLaunches), and their
+  // statements' notes updated for the groups that merged.
+  std::vector<passes::LaunchGroup> launchGroups();
+  void noteMerged(std::vector<std::string>& notes, const std::vector<bool>& merged) const;
+
 private:
   const Program& p_;
   const BoundProgram& b_;
@@ -79,6 +85,13 @@ private:
   // program (noteCheck); hoisting_: checkFunction is lowering a check, which records nothing.
   passes::AccessChecks checks_;
   bool hoisting_ = false;
+  // Per statement lowered as residue phases: its note, its schedule, the merged launch's name.
+  struct PhaseLaunches {
+    std::size_t note;
+    GpuTileSchedule schedule;
+    std::string name;
+  };
+  std::vector<PhaseLaunches> phaseLaunches_;
   std::size_t stmt_ = 0; // the statement being lowered
   // The modes the current statement is lowered in (lower/LowerContext.h).
   LowerContext ctx_;

@@ -5,6 +5,7 @@
 // by the functions of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this
 // value, which the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints
 // for `einjit explain` (the only place the tile's note is written).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,6 +72,9 @@ struct GpuPhasesPlan {
   };
   std::int64_t count = 0;
   std::vector<Split> splits;
+  // The functions the phases were emitted as, [firstLaunch, endLaunch): the launches that
+  // passes::mergeLaunches merges after every statement is lowered, when it can (`merged`).
+  std::size_t firstLaunch = 0, endLaunch = 0;
   bool merged = false; // the phases run in one launch
 };
 
