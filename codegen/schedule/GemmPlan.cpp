@@ -502,4 +502,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   return g;
 }
 
+std::string describePhases(std::size_t phases, const GemmPlan& each) {
+  return std::to_string(phases) + " residue phases, each a " + each.why;
+}
+
 } // namespace einjit::codegen
