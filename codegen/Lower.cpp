@@ -179,4 +179,10 @@ LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const St
   return out;
 }
 
+GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k,
+                                  const Aligned16& aligned) {
+  return lowering::Lowerer(p, b, strides, target, aligned).planGpu(k);
+}
+
 } // namespace einjit::codegen

@@ -52,7 +52,7 @@ struct GpuRelayoutCopy {
 };
 
 // The layout copies around a tile, decided by gpuschedule::relayoutPlan and carried out by
-// gpu/Relayout (relayoutTiled), which emits exactly these copies or none.
+// gpu/Relayout (emitOverCopies), which emits exactly these copies or none.
 struct GpuRelayoutPlan {
   std::vector<GpuRelayoutCopy> inputs;   // factors copied before the tile (each tensor once)
   std::optional<GpuRelayoutCopy> output; // the output, computed in its copy and copied back
@@ -62,7 +62,7 @@ struct GpuRelayoutPlan {
   std::string channel; // "": batch-outermost layouts; else the index run fastest and last
 };
 
-// Residue phases of a strided gradient (phaseTiles).
+// Residue phases of a strided gradient (planPhases).
 struct GpuPhasesPlan {
   // One strided reduction split into phases: output index `out` = g q + r, reduction index
   // `red` = a q + m (printed "u = 2q + r, h = q + m").
