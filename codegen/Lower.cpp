@@ -166,11 +166,10 @@ LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const St
   lowerer.noteMerged(out.notes, merged);
   if (std::find(merged.begin(), merged.end(), true) != merged.end())
     lowering::debugLower("MergeLaunches", out.funcs, 0);
-  out = passes::hoistChecks(std::move(out), lowerer.accessChecks(), p, b,
-                            [&](const passes::CheckedSubscript& c,
-                                const std::vector<std::size_t>& box, const std::string& name) {
-                              return lowerer.checkFunction(c, box, name);
-                            });
+  out = passes::hoistChecks(
+      std::move(out), lowerer.accessChecks(), p, b,
+      [&](const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
+          const std::string& name) { return lowerer.checkFunction(c, box, name); });
   if (out.checks > 0) lowering::debugLower("HoistChecks", out.funcs, 0);
   for (ir::Func& f : out.funcs) {
     for (const ScratchBuffer& buf : out.scratch) f.buffers.push_back({buf.name, buf.elem});

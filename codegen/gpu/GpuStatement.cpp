@@ -47,10 +47,9 @@ GpuStatementPlan Lowerer::planGpuStatement(std::size_t k, const StatementSchedul
     plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace};
   } else if (atomicScatter(st)) {
     plan.family = Family::Atomic;
-    plan.threads =
-        GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
-                       p_.tensors[static_cast<std::size_t>(st.output)].name,
-                       elemType(st.output) == Type::bf16};
+    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
+                                  p_.tensors[static_cast<std::size_t>(st.output)].name,
+                                  elemType(st.output) == Type::bf16};
   } else {
     plan.family = Family::OneThread;
     plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::OneThread};

@@ -85,10 +85,10 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
 }
 
 std::optional<GpuRelayoutPlan> Lowerer::planOverCopies(const Statement& st,
-                                                        const BoundStatement& bs,
-                                                        const StatementSchedule& sched,
-                                                        const std::string& base,
-                                                        const std::function<bool()>& plan) {
+                                                       const BoundStatement& bs,
+                                                       const StatementSchedule& sched,
+                                                       const std::string& base,
+                                                       const std::function<bool()>& plan) {
   std::optional<GpuRelayoutPlan> relaid =
       gpuschedule::relayoutPlan(p_, b_, st, bs, ctx_.buffers.strides, coversOutput(st, bs, sched));
   if (!relaid) return std::nullopt;

@@ -85,8 +85,8 @@ GpuTileSchedule Lowerer::emitPhases(const GpuStatementPlan& plan) {
 std::vector<passes::LaunchGroup> Lowerer::launchGroups() {
   std::vector<passes::LaunchGroup> groups;
   for (const PhaseLaunches& l : phaseLaunches_)
-    groups.push_back({l.schedule.phases->firstLaunch, l.schedule.phases->endLaunch,
-                      newFunc(l.name)});
+    groups.push_back(
+        {l.schedule.phases->firstLaunch, l.schedule.phases->endLaunch, newFunc(l.name)});
   return groups;
 }
 

@@ -95,9 +95,9 @@ GpuTileSchedule Lowerer::emitCoreSplit(const Statement& st, const BoundStatement
                                        const GpuStatementPlan& plan) {
   GpuTileSchedule s;
   s.tile = emitTilePart(plan.tiles[0]);
-  forEachBorder(st, ranges, plan.tiles[0].r, base, [&](const Ranges& part, const std::string& name) {
-    emitGpuGeneric(st, bs, part, name);
-  });
+  forEachBorder(
+      st, ranges, plan.tiles[0].r, base,
+      [&](const Ranges& part, const std::string& name) { emitGpuGeneric(st, bs, part, name); });
   s.coreBorder = true;
   return s;
 }

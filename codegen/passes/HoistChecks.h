@@ -32,9 +32,8 @@ struct AccessChecks {
 // The function that evaluates subscript `c`'s check at every point of the box of the indices
 // `box` (over their full ranges): the lowering supplies it (Lowerer::checkFunction), since
 // evaluating a subscript may read gathers.
-using CheckFunction = std::function<ir::Func(const CheckedSubscript& c,
-                                             const std::vector<std::size_t>& box,
-                                             const std::string& name)>;
+using CheckFunction = std::function<ir::Func(
+    const CheckedSubscript& c, const std::vector<std::size_t>& box, const std::string& name)>;
 
 // When the program has checks, every one hoistable, and each checked subscript reads only
 // indices of fixed ranges and tensors no statement writes (their values are then those the

@@ -22,6 +22,7 @@ struct LaunchGroup {
 // uses wgmma stays apart: on warpgroup tiles merging costs more than the idle tail it saves
 // (ptxas keeps the products of the merged copies of the tile apart; docs/GPU_SCHEDULES.md).
 // The groups lie in order, apart. Returns, per group, whether it was merged.
-std::vector<bool> mergeLaunches(std::vector<ir::Func>& funcs, const std::vector<LaunchGroup>& groups);
+std::vector<bool> mergeLaunches(std::vector<ir::Func>& funcs,
+                                const std::vector<LaunchGroup>& groups);
 
 } // namespace einjit::codegen::passes

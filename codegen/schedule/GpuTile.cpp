@@ -118,8 +118,8 @@ std::string describe(const GpuStatementPlan& p) {
   if (!p.tiles.empty()) {
     const GpuTilePart& t = p.tiles.back();
     const GpuTileGroups& g = t.groups;
-    tile = std::string(g.mma ? "tensor-core" : "f32") + " tile over (" + names(t.st, g.I) + ") x (" +
-           names(t.st, g.J) + "), reduction (" + names(t.st, g.K) + ")" +
+    tile = std::string(g.mma ? "tensor-core" : "f32") + " tile over (" + names(t.st, g.I) +
+           ") x (" + names(t.st, g.J) + "), reduction (" + names(t.st, g.K) + ")" +
            (g.B.empty() ? "" : ", one tile row per (" + names(t.st, g.B) + ")");
   }
   std::string s;
