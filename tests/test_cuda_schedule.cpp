@@ -426,3 +426,25 @@ TEST_CASE("cuda: the GPU plan of a statement, without lowering (program, shapes 
     CHECK(note.find("along (" + names(g.K) + ")") != std::string::npos);
   }
 }
+
+// Residue phases split along their reduction (split-K) add each phase's partials in a launch
+// that must follow the phase's tile: their launches never share one grid, whose blocks run in
+// no order (each phase's partials here are 400 elements, so its combining launch has the tile's
+// 256 threads and would fit one grid with it).
+TEST_CASE("cuda: residue phases with split-K keep their launches apart") {
+  Kernel k = einjit::compile(
+      "dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:9, v in 0:9, h in max(0, "
+      "cdiv(u-2, 2)):min(4, fdiv(u, 2)+1), w in max(0, cdiv(v-2, 2)):min(4, fdiv(v, 2)+1)",
+      on(Device::cuda()));
+  const std::map<std::string, Tensor> in = {{"dy", Tensor::random({1, 2048, 4, 4})},
+                                            {"k", Tensor::random({2048, 16, 3, 3})}};
+  const auto cp = cudaFor(k, in, {}, DType::f32, 90);
+  CAPTURE(cp.lowered.notes.at(0));
+  CHECK(cp.lowered.notes.at(0).find("4 residue phases") == 0);
+  CHECK(cp.lowered.notes.at(0).find("split-K: 4 ranges") != std::string::npos);
+  CHECK(cp.lowered.notes.at(0).find("the phases in one launch") == std::string::npos);
+  std::string funcs;
+  for (const auto& f : cp.lowered.funcs) funcs += (funcs.empty() ? "" : " ") + f.name;
+  CHECK(funcs == "s0_phase00 s0_phase00_combine s0_phase10 s0_phase10_combine s0_phase01 "
+                 "s0_phase01_combine s0_phase11 s0_phase11_combine");
+}

@@ -74,11 +74,17 @@ bool Lowerer::planPhases(const Statement& st, const BoundStatement& bs, const Ra
 GpuTileSchedule Lowerer::emitPhases(const GpuStatementPlan& plan) {
   const std::size_t funcs = out_.funcs.size();
   GpuTileSchedule s;
-  for (const GpuTilePart& phase : plan.tiles)
+  bool split = false;
+  for (const GpuTilePart& phase : plan.tiles) {
     s.tile = emitTilePart(phase); // the last phase's is shown
+    split = split || s.tile.splits > 1;
+  }
   s.phases = plan.phases;
+  // The phases' launches may share one grid (passes::mergeLaunches) unless a phase is split
+  // along its reduction: its partials are added by a launch that must follow its tile's, and
+  // the blocks of one grid run in no order.
   s.phases->firstLaunch = funcs;
-  s.phases->endLaunch = out_.funcs.size();
+  s.phases->endLaunch = split ? funcs : out_.funcs.size();
   return s;
 }
 
