@@ -3,6 +3,8 @@
 #include "codegen/Lower.h"
 
 #include "codegen/lower/Lowerer.h"
+#include "codegen/passes/HoistChecks.h"
+#include "codegen/passes/MergeLaunches.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -88,12 +90,6 @@ auto Lowerer::run() -> LoweredProgram {
     debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
                before);
   }
-  hoistChecks();
-  if (out_.checks > 0) debugLower("HoistChecks", out_.funcs, 0);
-  for (ir::Func& f : out_.funcs) {
-    for (const ScratchBuffer& b : out_.scratch) f.buffers.push_back({b.name, b.elem});
-    ir::verify(f);
-  }
   out_.checked = checked_;
   return std::move(out_);
 }
@@ -164,7 +160,28 @@ void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::st
 
 LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
                      const Target& target, const Aligned16& aligned) {
-  return lowering::Lowerer(p, b, strides, target, aligned).run();
+  lowering::Lowerer lowerer(p, b, strides, target, aligned);
+  LoweredProgram out = lowerer.run();
+  const std::vector<bool> merged = passes::mergeLaunches(out.funcs, lowerer.launchGroups());
+  lowerer.noteMerged(out.notes, merged);
+  if (std::find(merged.begin(), merged.end(), true) != merged.end())
+    lowering::debugLower("MergeLaunches", out.funcs, 0);
+  out = passes::hoistChecks(
+      std::move(out), lowerer.accessChecks(), p, b,
+      [&](const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
+          const std::string& name) { return lowerer.checkFunction(c, box, name); });
+  if (out.checks > 0) lowering::debugLower("HoistChecks", out.funcs, 0);
+  for (ir::Func& f : out.funcs) {
+    for (const ScratchBuffer& buf : out.scratch) f.buffers.push_back({buf.name, buf.elem});
+    ir::verify(f);
+  }
+  return out;
+}
+
+GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k,
+                                  const Aligned16& aligned) {
+  return lowering::Lowerer(p, b, strides, target, aligned).planGpu(k);
 }
 
 } // namespace einjit::codegen

@@ -27,6 +27,7 @@
 // and combine the partials in chunk order in a second function.
 #include "codegen/IR.h"
 #include "codegen/Schedule.h"
+#include "codegen/schedule/GpuStatementPlan.h"
 
 namespace einjit::codegen {
 
@@ -57,6 +58,13 @@ struct LoweredProgram {
 // Per tensor id: whether the call's pointer to it is 16-byte aligned (then GPU tiles may copy
 // 16 bytes at a time from it). Entries past the end: not aligned.
 using Aligned16 = std::vector<bool>;
+
+// Statement k's GPU plan for `target` (a GPU target), decided as lower() decides it but without
+// lowering anything: the family, the layout copies, each tile's index groups, the residue
+// phases (schedule/GpuStatementPlan.h).
+GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k,
+                                  const Aligned16& aligned = {});
 
 // Buffer i of every function is tensor id i of the program, then scratch buffer i is buffer
 // tensors.size() + i.

@@ -304,3 +304,147 @@ TEST_CASE("cuda: the GPU schedule table (program, shapes, dtype, arch -> each st
       for (const std::string& n : cp.lowered.notes) MESSAGE(n);
   }
 }
+
+// The GPU plan of each statement (schedule/GpuStatementPlan.h), decided as lowering decides it
+// but without lowering anything (codegen::planGpuStatement): the family, each tile's index
+// groups, the residue phases' split and the layout copies, as `describe` prints the plan. The
+// rows are those of the schedule table above; the lowered note of each tiled row must name the
+// same tile (its groups), so the plan is the one lowering carries out.
+TEST_CASE("cuda: the GPU plan of a statement, without lowering (program, shapes -> the plan)") {
+  using Family = einjit::codegen::GpuStatementPlan::Family;
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    DType dtype;
+    int arch;
+    Family family;
+    std::string plan;
+    std::size_t tiles; // the tiles the plan holds (one per residue phase)
+  };
+  const char* strided = "dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:29, v in 0:29, "
+                        "h in max(0, cdiv(u-2, 2)):min(14, fdiv(u, 2)+1), w in max(0, "
+                        "cdiv(v-2, 2)):min(14, fdiv(v, 2)+1)";
+  const std::vector<Row> rows = {
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {512, 512}}, {"B", {512, 512}}},
+       DType::f32,
+       90,
+       Family::Tile,
+       "f32 tile over (i) x (k), reduction (j)",
+       1},
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{"A", {1024, 1024}}, {"B", {1024, 1024}}},
+       DType::bf16,
+       80,
+       Family::Tile,
+       "tensor-core tile over (i) x (k), reduction (j)",
+       1},
+      {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+       {{"A", {256, 128, 8}}, {"B", {8, 256, 128}}},
+       DType::f32,
+       90,
+       Family::Tile,
+       "f32 tile over (i) x (k), reduction (j), one tile row per (b); over copies of A, C",
+       1},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {8, 64, 30, 30}}, {"k", {64, 64, 3, 3}}},
+       DType::bf16,
+       90,
+       Family::Tile,
+       "tensor-core tile over (o) x (n,h,w), reduction (a,b,c); over copies of x, k",
+       1},
+      {strided,
+       {{"dy", {8, 64, 14, 14}}, {"k", {64, 64, 3, 3}}},
+       DType::f32,
+       90,
+       Family::Phases,
+       "4 residue phases (u = 2q + r, h = q + m, v = 2q + r, w = q + m), each: f32 tile over (c) x "
+       "(n,u,v), reduction (h,w,o)",
+       4},
+      {"dx[u] := dy[u-k] * w[k] where u in 0:100000, k in max(u+1000-100000, 0):min(u+1, 1000)",
+       {{"dy", {99001}}, {"w", {1000}}},
+       DType::f32,
+       90,
+       Family::Threads,
+       "one GPU thread per element",
+       0},
+      {"s := x[i] * x[i]", {{"x", {1 << 20}}}, DType::f32, 90, Family::Split, "split reduction", 0},
+      {"y[i] = y[i] * 0.5 + x[i]",
+       {{"y", {4096}}, {"x", {4096}}},
+       DType::f32,
+       90,
+       Family::InPlace,
+       "one GPU thread per element, in place",
+       0},
+      {"y[tok[b], d] += x[b, d]",
+       {{"y", {100, 64}}, {"tok", {512}}, {"x", {512, 64}}},
+       DType::f32,
+       90,
+       Family::Atomic,
+       "one GPU thread per element of (b,d), atomic adds into y (several land on one element: "
+       "their order, and the sum's last bits, vary between runs)",
+       0},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.program);
+    CAPTURE(r.arch);
+    Kernel k = einjit::compile(r.program, on(Device::cuda(), r.dtype));
+    const auto& p = k.program();
+    std::map<std::string, Tensor> in;
+    std::vector<einjit::dsl::ArgSpec> specs;
+    std::vector<std::vector<std::int64_t>> strides;
+    for (int id : p.arguments) {
+      const auto& t = p.tensors[static_cast<std::size_t>(id)];
+      in[t.name] = t.readAsIndex ? Tensor::randomInt(r.shapes.at(t.name), 0, 2, DType::i64, 1)
+                                 : Tensor::random(r.shapes.at(t.name), r.dtype, 1);
+      specs.push_back({in[t.name].dtype(), in[t.name].shape()});
+      strides.push_back(in[t.name].strides());
+    }
+    const auto bound = einjit::dsl::bind(p, specs, {}, r.dtype);
+    const einjit::codegen::GpuStatementPlan plan = einjit::codegen::planGpuStatement(
+        p, bound, einjit::runtime::callStrides(p, bound, strides),
+        einjit::runtime::cudaTarget(r.arch), 0, einjit::codegen::Aligned16(p.tensors.size(), true));
+    CHECK(plan.family == r.family);
+    CHECK(describe(plan) == r.plan);
+    CHECK(plan.tiles.size() == r.tiles);
+    if (r.family == Family::Phases) {
+      CHECK(plan.tiles.front().name == "s0_phase00");
+      CHECK(plan.tiles.back().name == "s0_phase11");
+    }
+    if (!plan.tiled()) continue;
+    // Lowering carries this plan out: its note names the same tile.
+    const auto& g = plan.tiles.back().groups;
+    const auto& vars = plan.tiles.back().st.vars;
+    auto names = [&](const std::vector<std::size_t>& group) {
+      std::string s;
+      for (std::size_t v : group) s += (s.empty() ? "" : ",") + vars[v].name;
+      return s;
+    };
+    const std::string note = cudaFor(k, in, {}, r.dtype, r.arch).lowered.notes.at(0);
+    CAPTURE(note);
+    CHECK(note.find("over (" + names(g.I) + ") x (" + names(g.J) + ")") != std::string::npos);
+    CHECK(note.find("along (" + names(g.K) + ")") != std::string::npos);
+  }
+}
+
+// Residue phases split along their reduction (split-K) add each phase's partials in a launch
+// that must follow the phase's tile: their launches never share one grid, whose blocks run in
+// no order (each phase's partials here are 400 elements, so its combining launch has the tile's
+// 256 threads and would fit one grid with it).
+TEST_CASE("cuda: residue phases with split-K keep their launches apart") {
+  Kernel k = einjit::compile(
+      "dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:9, v in 0:9, h in max(0, "
+      "cdiv(u-2, 2)):min(4, fdiv(u, 2)+1), w in max(0, cdiv(v-2, 2)):min(4, fdiv(v, 2)+1)",
+      on(Device::cuda()));
+  const std::map<std::string, Tensor> in = {{"dy", Tensor::random({1, 2048, 4, 4})},
+                                            {"k", Tensor::random({2048, 16, 3, 3})}};
+  const auto cp = cudaFor(k, in, {}, DType::f32, 90);
+  CAPTURE(cp.lowered.notes.at(0));
+  CHECK(cp.lowered.notes.at(0).find("4 residue phases") == 0);
+  CHECK(cp.lowered.notes.at(0).find("split-K: 4 ranges") != std::string::npos);
+  CHECK(cp.lowered.notes.at(0).find("the phases in one launch") == std::string::npos);
+  std::string funcs;
+  for (const auto& f : cp.lowered.funcs) funcs += (funcs.empty() ? "" : " ") + f.name;
+  CHECK(funcs == "s0_phase00 s0_phase00_combine s0_phase10 s0_phase10_combine s0_phase01 "
+                 "s0_phase01_combine s0_phase11 s0_phase11_combine");
+}

@@ -205,7 +205,7 @@ TEST_CASE("GPU tile notes") {
   g.vectoredOutput = true;
   g.splits = 4;
   g.perSplit = 10;
-  w.phases = GpuPhasesPlan{4, {{"u", "h", 2, 1}}, true};
+  w.phases = GpuPhasesPlan{.count = 4, .splits = {{"u", "h", 2, 1}}, .merged = true};
   w.relayout = GpuRelayoutPlan{};
   w.relayout->tensors = "x, k";
   w.relayout->channel = "c";
@@ -219,7 +219,7 @@ TEST_CASE("GPU tile notes") {
         "in one launch; x, k copied first to layouts with c fastest, the reduction run with c "
         "last (whole 16-byte vectors)");
   // Two strided reductions, one of them with a coefficient on q: each split printed in turn.
-  w.phases = GpuPhasesPlan{9, {{"u", "h", 3, 1}, {"v", "w", 3, 2}}, false};
+  w.phases = GpuPhasesPlan{.count = 9, .splits = {{"u", "h", 3, 1}, {"v", "w", 3, 2}}};
   w.relayout.reset();
   CHECK(describe(w).rfind("9 residue phases (u = 3q + r, h = q + m, v = 3q + r, w = 2q + m), "
                           "each: GPU tensor cores",

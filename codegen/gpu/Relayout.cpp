@@ -1,6 +1,6 @@
 // Scratch copies of tensors in another layout around a GPU tile: the copies that
-// gpuschedule::relayoutPlan decided (batch-outermost, channel-fast), emitted only once the tile
-// over their layouts is decided.
+// gpuschedule::relayoutPlan decided (batch-outermost, channel-fast), planned with the tile over
+// their layouts (planOverCopies) and emitted with it (emitOverCopies).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -84,55 +84,67 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   out_.funcs.push_back(std::move(f));
 }
 
-auto Lowerer::relayoutTiled(const Statement& st, const BoundStatement& bs,
-                            const StatementSchedule& sched, const Ranges& /*ranges*/,
-                            const std::string& base, const TilePlanner& plan)
-    -> std::optional<GpuTileSchedule> {
+std::optional<GpuRelayoutPlan> Lowerer::planOverCopies(const Statement& st,
+                                                       const BoundStatement& bs,
+                                                       const StatementSchedule& sched,
+                                                       const std::string& base,
+                                                       const std::function<bool()>& plan) {
   std::optional<GpuRelayoutPlan> relaid =
       gpuschedule::relayoutPlan(p_, b_, st, bs, ctx_.buffers.strides, coversOutput(st, bs, sched));
   if (!relaid) return std::nullopt;
+  // The tile is decided over the copies' layouts.
+  const Scoped<BufferMap> copies(ctx_.buffers, relaidBuffers(*relaid, base));
+  const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
+  if (!plan()) return std::nullopt;
+  return relaid;
+}
+
+BufferMap Lowerer::relaidBuffers(const GpuRelayoutPlan& relaid, const std::string& base) const {
+  BufferMap buffers = ctx_.buffers;
+  auto redirect = [&](const GpuRelayoutCopy& m) {
+    const auto t = static_cast<std::size_t>(m.tensor);
+    buffers.names[t] = base + "." + p_.tensors[t].name + ".relaid";
+    buffers.strides[t] = m.strides;
+    buffers.aligned[t] = true; // a scratch allocation of its own
+  };
+  for (const GpuRelayoutCopy& m : relaid.inputs) redirect(m);
+  if (relaid.output) redirect(*relaid.output);
+  return buffers;
+}
+
+GpuTileSchedule Lowerer::emitOverCopies(const Statement& st, const GpuRelayoutPlan& relaid,
+                                        const std::string& base,
+                                        const std::function<GpuTileSchedule()>& emit) {
   const BufferMap original = ctx_.buffers;
-  // Tensor m's accesses go to its copy; with `emitCopy`, the copy's scratch buffer and (copyIn)
-  // the function that fills it are emitted first.
-  auto redirect = [&](const GpuRelayoutCopy& m, bool emitCopy, bool copyIn) {
+  // Tensor m's copy: its scratch buffer and (copyIn) the function that fills it, then its
+  // accesses go to the copy.
+  auto redirect = [&](const GpuRelayoutCopy& m, bool copyIn) {
     const auto t = static_cast<std::size_t>(m.tensor);
     const std::string buf = base + "." + p_.tensors[t].name + ".relaid";
-    if (emitCopy) {
-      out_.scratch.push_back({buf, elemType(m.tensor), elementsOf(m.tensor)});
-      if (copyIn)
-        relayoutCopy(m.tensor, ctx_.buffers.names[t], ctx_.buffers.strides[t], buf, m.strides,
-                     base + "_relayout_" + p_.tensors[t].name);
-    }
+    out_.scratch.push_back({buf, elemType(m.tensor), elementsOf(m.tensor)});
+    if (copyIn)
+      relayoutCopy(m.tensor, ctx_.buffers.names[t], ctx_.buffers.strides[t], buf, m.strides,
+                   base + "_relayout_" + p_.tensors[t].name);
     ctx_.buffers.names[t] = buf;
     ctx_.buffers.strides[t] = m.strides;
-    ctx_.buffers.aligned[t] = true; // a scratch allocation of its own
+    ctx_.buffers.aligned[t] = true;
   };
-  // The tile is decided over the copies' layouts before anything is emitted.
-  TileEmission emit;
-  {
-    const Scoped<BufferMap> copies(ctx_.buffers, original);
-    for (const GpuRelayoutCopy& m : relaid->inputs) redirect(m, false, true);
-    if (relaid->output) redirect(*relaid->output, false, relaid->outputIn);
-    const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
-    emit = plan();
-  }
-  if (!emit) return std::nullopt;
   GpuTileSchedule tile;
   {
     const Scoped<BufferMap> copies(ctx_.buffers, original);
-    for (const GpuRelayoutCopy& m : relaid->inputs) redirect(m, true, true);
-    if (relaid->output) redirect(*relaid->output, true, relaid->outputIn);
+    for (const GpuRelayoutCopy& m : relaid.inputs) redirect(m, true);
+    if (relaid.output) redirect(*relaid.output, relaid.outputIn);
     {
-      const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
+      const Scoped<int> channelLast(ctx_.kLast, relaid.kLast);
       tile = emit();
     }
-    if (relaid->output) {
+    if (relaid.output) {
       const auto t = static_cast<std::size_t>(st.output);
       relayoutCopy(st.output, ctx_.buffers.names[t], ctx_.buffers.strides[t], original.names[t],
                    original.strides[t], base + "_relayout_back");
     }
   }
-  tile.relayout = std::move(relaid);
+  tile.relayout = relaid;
   return tile;
 }
 

@@ -1,36 +1,27 @@
 // Residue phases of strided gradients as separate GPU tile statements.
 #include "codegen/lower/Lowerer.h"
-#include "codegen/passes/MergeLaunches.h"
 
 namespace einjit::codegen::lowering {
 
-auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                         const std::string& base) -> TileEmission {
+bool Lowerer::planPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                         const std::string& base, GpuStatementPlan& plan) {
   const std::size_t n = st.vars.size();
   std::vector<PhaseSub> subs = residuePhases(st, bs, ranges);
-  if (subs.empty()) return {};
-  // Worth tiles: the multiply-adds the ranges hold, as emitGpuTiled asks of a whole statement.
+  if (subs.empty()) return false;
+  // Worth tiles: the multiply-adds the ranges hold, as tileGroups asks of a whole statement.
   double work = 1;
   for (std::size_t v = 0; v < n; ++v)
     if (!bs.dependent[v]) work *= static_cast<double>(ranges[v].second - ranges[v].first);
   for (const PhaseSub& x : subs)
     work *= meanShare(bs, ranges, x.red, {x.out}) *
             static_cast<double>(ranges[x.red].second - ranges[x.red].first);
-  if (work < gpuschedule::kMinTileWork) return {};
+  if (work < gpuschedule::kMinTileWork) return false;
   std::int64_t combos = 1;
   for (const PhaseSub& x : subs) combos *= x.g;
-  if (combos > gpuschedule::kMaxPhases) return {};
+  if (combos > gpuschedule::kMaxPhases) return false;
   auto cdiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
   // Every phase is decided before any is emitted: all tile, or none is.
-  struct Phase {
-    std::vector<PhaseSub> subs;
-    Ranges r;
-    BoundStatement pb;
-    Statement ps;
-    std::string name;
-    TileGroups groups;
-  };
-  std::vector<Phase> phases;
+  std::vector<GpuTilePart> phases;
   for (std::int64_t c = 0; c < combos; ++c) {
     std::int64_t rest = c;
     Ranges r = ranges;
@@ -67,24 +58,57 @@ auto Lowerer::phaseTiles(const Statement& st, const BoundStatement& bs, const Ra
     std::string name = base + "_phase";
     for (const PhaseSub& x : subs) name += std::to_string(x.rho);
     std::optional<TileGroups> groups = tileGroups(ps, pb, r);
-    if (!groups) return {};
-    phases.push_back({subs, r, std::move(pb), std::move(ps), std::move(name), std::move(*groups)});
+    if (!groups) return false;
+    phases.push_back({std::move(ps), std::move(pb), r, std::move(name), std::move(*groups), subs});
   }
-  if (phases.empty()) return {};
+  if (phases.empty()) return false;
   std::vector<GpuPhasesPlan::Split> what;
   for (const PhaseSub& x : subs)
     what.push_back({st.vars[x.out].name, st.vars[x.red].name, x.g, x.a});
-  return [this, phases = std::move(phases), combos, what, base] {
-    const std::size_t funcs = out_.funcs.size();
-    GpuTileSchedule s;
-    for (const Phase& ph : phases) {
-      const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, ph.subs);
-      s.tile = emitGpuTile(ph.ps, ph.pb, ph.r, ph.name, ph.groups); // the last phase's is shown
-    }
-    s.phases = GpuPhasesPlan{combos, what,
-                             passes::mergeLaunches(out_.funcs, funcs, newFunc(base + "_phases"))};
-    return s;
-  };
+  plan.family = GpuStatementPlan::Family::Phases;
+  plan.tiles = std::move(phases);
+  plan.phases = GpuPhasesPlan{combos, std::move(what), 0, 0, false};
+  return true;
+}
+
+GpuTileSchedule Lowerer::emitPhases(const GpuStatementPlan& plan) {
+  const std::size_t funcs = out_.funcs.size();
+  GpuTileSchedule s;
+  bool split = false;
+  for (const GpuTilePart& phase : plan.tiles) {
+    s.tile = emitTilePart(phase); // the last phase's is shown
+    split = split || s.tile.splits > 1;
+  }
+  s.phases = plan.phases;
+  // The phases' launches may share one grid (passes::mergeLaunches) unless a phase is split
+  // along its reduction: its partials are added by a launch that must follow its tile's, and
+  // the blocks of one grid run in no order.
+  s.phases->firstLaunch = funcs;
+  s.phases->endLaunch = split ? funcs : out_.funcs.size();
+  return s;
+}
+
+std::vector<passes::LaunchGroup> Lowerer::launchGroups() {
+  std::vector<passes::LaunchGroup> groups;
+  for (const PhaseLaunches& l : phaseLaunches_)
+    groups.push_back(
+        {l.schedule.phases->firstLaunch, l.schedule.phases->endLaunch, newFunc(l.name)});
+  return groups;
+}
+
+void Lowerer::noteMerged(std::vector<std::string>& notes, const std::vector<bool>& merged) const {
+  for (std::size_t g = 0; g < phaseLaunches_.size(); ++g) {
+    if (!merged[g]) continue;
+    const PhaseLaunches& l = phaseLaunches_[g];
+    // The note starts with the schedule's own part; what follows it (fusion, rows) stays.
+    const std::string before = describe(l.schedule);
+    std::string& note = notes[l.note];
+    if (note.compare(0, before.size(), before) != 0)
+      throw InternalError("lower: a residue phases' note that does not start with its schedule");
+    GpuTileSchedule after = l.schedule;
+    after.phases->merged = true;
+    note = describe(after) + note.substr(before.size());
+  }
 }
 
 auto Lowerer::phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs) -> Statement {

@@ -3,20 +3,16 @@
 
 namespace einjit::codegen::lowering {
 
-auto Lowerer::emitGpuTiled(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                           const std::string& name) -> std::optional<GpuTilePlan> {
+auto Lowerer::planTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                       const std::string& name) -> std::optional<GpuTilePart> {
   std::optional<TileGroups> g = tileGroups(st, bs, r);
   if (!g) return std::nullopt;
-  return emitGpuTile(st, bs, r, name, *g);
+  return GpuTilePart{st, bs, r, name, std::move(*g), {}};
 }
 
-auto Lowerer::plannedTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                          const std::string& name) -> TileEmission {
-  std::optional<TileGroups> g = tileGroups(st, bs, r);
-  if (!g) return {};
-  return [this, &st, &bs, &r, name, g = std::move(*g)] {
-    return GpuTileSchedule{emitGpuTile(st, bs, r, name, g), std::nullopt, std::nullopt, false};
-  };
+GpuTilePlan Lowerer::emitTilePart(const GpuTilePart& t) {
+  const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, t.subs);
+  return emitGpuTile(t.st, t.bs, t.r, t.name, t.groups);
 }
 
 auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ranges& r)
@@ -72,7 +68,7 @@ auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ra
       B.push_back(v);
   }
   for (std::size_t v = nOut; v < n; ++v) K.push_back(v);
-  if (ctx_.kLast >= 0) { // relayoutTiled: the channel index last
+  if (ctx_.kLast >= 0) { // planOverCopies: the channel index last
     const auto c = static_cast<std::size_t>(ctx_.kLast);
     K.erase(std::remove(K.begin(), K.end(), c), K.end());
     K.push_back(c);
@@ -98,7 +94,7 @@ auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ra
   const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r);
-  // (A residue phase is tiled whatever its size: phaseTiles weighed the whole statement.)
+  // (A residue phase is tiled whatever its size: planPhases weighed the whole statement.)
   if (!gpuschedule::worthTile(extI, extJ, extK, !ctx_.phase.empty())) return std::nullopt;
   // bf16 operands read as they are (rounding them again to bf16 is exact): tensor cores.
   const bool mma = b_.dtype == DType::bf16 && L.size() == 1 && R.size() == 1 &&

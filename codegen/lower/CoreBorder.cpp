@@ -79,17 +79,25 @@ bool Lowerer::coreSplit(std::size_t k, const Statement& st, const BoundStatement
   return true;
 }
 
-auto Lowerer::gpuCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                           const std::string& base) -> std::optional<GpuTileSchedule> {
+bool Lowerer::planCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                            const std::string& base, GpuStatementPlan& plan) {
   Ranges core;
-  if (!coreRanges(st, bs, ranges, core)) return std::nullopt;
-  std::optional<GpuTilePlan> tile = emitGpuTiled(st, boxOf(bs, core), core, base + "_core");
-  if (!tile) return std::nullopt;
-  forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
-    emitGpuGeneric(st, bs, part, name);
-  });
+  if (!coreRanges(st, bs, ranges, core)) return false;
+  std::optional<GpuTilePart> tile = planTile(st, boxOf(bs, core), core, base + "_core");
+  if (!tile) return false;
+  plan.family = GpuStatementPlan::Family::CoreBorder;
+  plan.tiles = {std::move(*tile)};
+  return true;
+}
+
+GpuTileSchedule Lowerer::emitCoreSplit(const Statement& st, const BoundStatement& bs,
+                                       const Ranges& ranges, const std::string& base,
+                                       const GpuStatementPlan& plan) {
   GpuTileSchedule s;
-  s.tile = std::move(*tile);
+  s.tile = emitTilePart(plan.tiles[0]);
+  forEachBorder(
+      st, ranges, plan.tiles[0].r, base,
+      [&](const Ranges& part, const std::string& name) { emitGpuGeneric(st, bs, part, name); });
   s.coreBorder = true;
   return s;
 }

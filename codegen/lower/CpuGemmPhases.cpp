@@ -189,8 +189,7 @@ bool Lowerer::emitGemmPhases(const Statement& st, const BoundStatement& bs, cons
     emitGemm(pieces[i].st, pieces[i].bs, pieces[i].sched, rangesOf(pieces[i].bs),
              base + "_phase" + std::to_string(i), &parts[i]);
   emitGemmProduct(base + "_phases", parts);
-  out_.notes.back() = std::to_string(pieces.size()) + " residue phases, each a " +
-                      pieces.back().sched.gemm->why;
+  out_.notes.back() = describePhases(pieces.size(), *pieces.back().sched.gemm);
   return true;
 }
 

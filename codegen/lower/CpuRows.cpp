@@ -159,7 +159,7 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     if (run.member(k)) continue;
     stmt_ = k;
     statement(k);
-    deferredNotes.push_back(out_.notes.back() + "; " + plan.notes[k]);
+    deferredNotes.push_back(rowRunNote(plan, k, out_.notes.back()));
     out_.notes.pop_back();
   }
   // The notes in statement order.
@@ -169,9 +169,7 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
       out_.notes.push_back(deferredNotes[d++]);
       continue;
     }
-    std::string note = memberNotes[m++];
-    note += (note.empty() ? "" : "; ") + plan.notes[k];
-    out_.notes.push_back(note);
+    out_.notes.push_back(rowRunNote(plan, k, memberNotes[m++]));
   }
 }
 

@@ -5,6 +5,7 @@
 // (early returns included), and the shared steps (offset, storeOutput, setRanges, staging,
 // masks) read it. Internal to codegen/ (lower/, gpu/).
 #include "codegen/IR.h"
+#include "codegen/schedule/GpuStatementPlan.h"
 #include "dsl/Binding.h"
 
 #include <cstdint>
@@ -13,14 +14,6 @@
 #include <vector>
 
 namespace einjit::codegen::lowering {
-
-// While a residue phase of a statement is lowered (phaseTiles): slot `out` holds q with the
-// original index u = g*q + rho, and slot `red` holds m with the original h = a*q + m.
-struct PhaseSub {
-  std::size_t out = 0, red = 0;
-  std::int64_t g = 1, rho = 0, a = 0;
-  std::int64_t hullLo = 0, hullHi = 0; // h's original hull
-};
 
 // While a statement is lowered inside row blocks (schedule/RowBlocks.h): its row index runs
 // over the block's rows [0, rows) as a local value, the block starting at row `base`; every
@@ -58,7 +51,7 @@ struct LowerContext {
   bool atomic = false; // storeOutput adds atomically
   std::string wide;    // ... into this f32 copy of a bf16 output (beginWideScatter)
   // --- a GPU tile ---
-  int kLast = -1; // the reduction index the tile runs last (relayoutTiled's channel), or -1
+  int kLast = -1; // the reduction index the tile runs last (planOverCopies' channel), or -1
   // Indices that setRanges binds to their only value (the tile's indices of one value).
   std::vector<bool> pinned;
   const dsl::BoundStatement* maskBounds = nullptr; // the masked tile's statement (stageIssue)
@@ -75,7 +68,7 @@ struct LowerContext {
   std::size_t epilogueThrough = 0;
   // --- a statement inside row blocks (schedule/RowBlocks.h) ---
   RowBlockContext rows;
-  // --- a residue phase of a strided gradient (phaseTiles) ---
+  // --- a residue phase of a strided gradient (schedule/GpuStatementPlan.h, PhaseSub) ---
   std::vector<PhaseSub> phase;
 };
 

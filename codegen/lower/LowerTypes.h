@@ -4,6 +4,7 @@
 // staged operands, index groups, cell frame and tensor-core variant; a packed GEMM's task body;
 // a packing run's lanes. Kept apart so that Lowerer.h holds the class's steps only.
 #include "codegen/IROperator.h"
+#include "codegen/schedule/GpuStatementPlan.h"
 #include "dsl/Program.h"
 
 #include <cstdint>
@@ -71,13 +72,7 @@ struct Staged {
     return rowMajor ? w * stride + kk : kk * stride + w;
   }
 };
-struct TileGroups {
-  std::vector<const CExpr*> L, R;
-  std::vector<std::size_t> I, J, B, K;   // B: the other output indices (batch), K: the reduction
-  std::vector<std::size_t> maskL, maskR; // the dependent reduction indices each side checks
-  std::vector<bool> pinned;              // indices of one value, kept at it (LowerContext)
-  bool mma = false;                      // on tensor cores
-};
+using TileGroups = GpuTileGroups; // schedule/GpuStatementPlan.h
 struct TileFrame {
   Expr baseI, baseJ;
   std::int64_t BM = 0, BN = 0;

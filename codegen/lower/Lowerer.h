@@ -9,6 +9,8 @@
 #include "codegen/Lower.h"
 #include "codegen/lower/LowerContext.h"
 #include "codegen/lower/LowerTypes.h"
+#include "codegen/passes/HoistChecks.h"
+#include "codegen/passes/MergeLaunches.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
 #include "codegen/schedule/GpuTileSchedule.h"
@@ -57,7 +59,23 @@ public:
     ctx_.buffers.aligned.resize(p.tensors.size(), false);
   }
 
+  // The statements lowered, in order (Lower.cpp); the post-passes run on the result.
   LoweredProgram run();
+
+  // The checked subscripts recorded while lowering (passes/HoistChecks).
+  const passes::AccessChecks& accessChecks() const { return checks_; }
+  // The function that evaluates checked subscript c at every point of the box of the indices
+  // `box`: a GPU thread, or a CPU loop iteration, per point (passes::CheckFunction).
+  ir::Func checkFunction(const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
+                         const std::string& name);
+
+  // Statement k's GPU plan, emitting nothing (codegen::planGpuStatement).
+  GpuStatementPlan planGpu(std::size_t k);
+
+  // The residue phases' launches that may share one grid (passes/MergeLaunches), and their
+  // statements' notes updated for the groups that merged.
+  std::vector<passes::LaunchGroup> launchGroups();
+  void noteMerged(std::vector<std::string>& notes, const std::vector<bool>& merged) const;
 
 private:
   const Program& p_;
@@ -66,16 +84,17 @@ private:
   Type vt_;
   LoweredProgram out_;
   bool checked_ = false;
-  // The subscripts checked at run time, per statement (hoistChecks); unhoistable_: some check
-  // was made that hoistChecks cannot repeat (of a rewritten statement, or a floating-point
-  // gather index).
-  struct CheckedSub {
-    std::size_t stmt;
-    const CExpr* access;
-    std::size_t dim;
+  // The subscripts checked at run time, and whether each check can be repeated ahead of the
+  // program (noteCheck); hoisting_: checkFunction is lowering a check, which records nothing.
+  passes::AccessChecks checks_;
+  bool hoisting_ = false;
+  // Per statement lowered as residue phases: its note, its schedule, the merged launch's name.
+  struct PhaseLaunches {
+    std::size_t note;
+    GpuTileSchedule schedule;
+    std::string name;
   };
-  std::vector<CheckedSub> checkedSubs_;
-  bool unhoistable_ = false, hoisting_ = false;
+  std::vector<PhaseLaunches> phaseLaunches_;
   std::size_t stmt_ = 0; // the statement being lowered
   // The modes the current statement is lowered in (lower/LowerContext.h).
   LowerContext ctx_;
@@ -112,19 +131,11 @@ private:
   // value sets the status, and the interpreter reports it.
   Expr gatherIndex(const CExpr& g);
 
-  // --- access checks hoisted ahead of the program (Lower.h) ----------------------------------
+  // --- access checks hoisted ahead of the program (Lower.h, passes/HoistChecks) -------------
   // A subscript checked at run time: recorded for hoistChecks when it belongs to the statement
   // being lowered (a residue phase's rewritten copy does not: nothing is hoisted then).
   void noteCheck(const CExpr& access, std::size_t dim);
   static bool holds(const CExpr& e, const CExpr* node);
-  // The indices a subscript reads (through its gathers too), and the tensors its gathers read.
-  static void subscriptUses(const Subscript& s, std::vector<bool>& vars, std::vector<int>& reads);
-
-  // The checked subscripts as functions of their own, first in the program, when each reads
-  // only indices of fixed ranges and tensors no statement writes (their values are then those
-  // the statements see); otherwise nothing is hoisted. One function per subscript: a GPU
-  // thread, or a CPU loop iteration, per point of the box of its indices.
-  void hoistChecks();
 
   static Expr clampIndex(Expr idx, std::int64_t e);
 
@@ -156,10 +167,15 @@ private:
   // in its packed GEMM's tile stores when it takes that path. Returns the last statement it
   // lowered (k, or `epilogue`).
   std::size_t statement(std::size_t k, std::size_t epilogue = 0);
-  // Statement k on the GPU (gpu/GpuStatement.cpp) under its schedule `sched`, which gets the
-  // tile's value (GpuTileSchedule) where a tile family applies.
+  // Statement k on the GPU (gpu/GpuStatement.cpp): its plan (planGpuStatement), then the plan
+  // carried out; `sched` gets the tile's value (GpuTileSchedule) where a tile family runs it.
   void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                     const std::string& base);
+  // Statement k's GPU family by the order of docs/ARCHITECTURE.md, decided before anything is
+  // emitted: for independent outputs the first tile family that applies (a tile over layout
+  // copies, a plain one, the same for residue phases, a core/border split's core), else threads.
+  GpuStatementPlan planGpuStatement(std::size_t k, const StatementSchedule& sched,
+                                    const Ranges& ranges, const std::string& base);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
@@ -195,13 +211,6 @@ private:
   // A GPU function of one thread per element of tensor t: body(the element's offset).
   void eachElement(int t, const std::string& name, const std::function<Stmt(const Expr&)>& body);
 
-  // A GPU tile family (a tile, residue phases of tiles) is decided before anything is emitted:
-  // its planner returns the emission, which carries the decision out and returns the schedule,
-  // or an empty function (nothing emitted) when the family does not apply. Nothing is emitted on
-  // trial and taken back.
-  using TileEmission = std::function<GpuTileSchedule()>;
-  using TilePlanner = std::function<TileEmission()>;
-
   // --- layout copies around a GPU tile (the decision: gpuschedule::relayoutPlan) ---------------
   std::int64_t elementsOf(int t) const;
 
@@ -213,15 +222,21 @@ private:
                     const std::string& to, const std::vector<std::int64_t>& ts,
                     const std::string& name);
 
-  // Lowers statement st by `plan` (a GPU tile, or residue phases of tiles) over the copies in
-  // other layouts that gpuschedule::relayoutPlan chose (batch-fast tensors and output
-  // batch-outermost, or a convolution's inputs channel-fast, the channel run last through
-  // ctx_.kLast): the tensors' accesses are redirected to the copies (ctx_.buffers) and `plan`
-  // decides over their layouts first; nothing (and nothing emitted) when
-  // no copy applies or `plan` does not.
-  std::optional<GpuTileSchedule> relayoutTiled(const Statement& st, const BoundStatement& bs,
-                                               const StatementSchedule& sched, const Ranges& r,
-                                               const std::string& base, const TilePlanner& plan);
+  // The copies in other layouts that gpuschedule::relayoutPlan chose for a tile of st
+  // (batch-fast tensors and output batch-outermost, or a convolution's inputs channel-fast, the
+  // channel run last through ctx_.kLast), when `plan` (a tile family's planner) decides over
+  // their layouts (ctx_.buffers redirected to them, emitting nothing); else nothing.
+  std::optional<GpuRelayoutPlan> planOverCopies(const Statement& st, const BoundStatement& bs,
+                                                const StatementSchedule& sched,
+                                                const std::string& base,
+                                                const std::function<bool()>& plan);
+  // ctx_.buffers with the copies' tensors redirected to them (their scratch buffers).
+  BufferMap relaidBuffers(const GpuRelayoutPlan& relaid, const std::string& base) const;
+  // Emits the copies of `relaid` in, `emit` (the tile family) over them, and the output's copy
+  // back; the schedule `emit` returns, with the copies.
+  GpuTileSchedule emitOverCopies(const Statement& st, const GpuRelayoutPlan& relaid,
+                                 const std::string& base,
+                                 const std::function<GpuTileSchedule()>& emit);
 
   // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
   // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
@@ -280,9 +295,12 @@ private:
                  const std::string& base);
 
   // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
-  // per output element.
-  std::optional<GpuTileSchedule> gpuCoreSplit(const Statement& st, const BoundStatement& bs,
-                                              const Ranges& ranges, const std::string& base);
+  // per output element. planCoreSplit decides (the core and its tile; false when there is no
+  // core or it takes no tile), emitCoreSplit carries the plan out.
+  bool planCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                     const std::string& base, GpuStatementPlan& plan);
+  GpuTileSchedule emitCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                                const std::string& base, const GpuStatementPlan& plan);
 
   // A ':=' statement writes every element of its output when its left-hand indices are
   // distinct, run over whole dimensions, and do not depend on other indices.
@@ -573,15 +591,17 @@ private:
   // max(0, cdiv(u - 2, 2)):min(N, fdiv(u, 2) + 1), fills a sliver of h's hull. Split u into
   // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
   // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
-  // that emitGpuTiled masks. Every phase is decided first (tileGroups): all tile, or the
-  // planner returns nothing.
-  TileEmission phaseTiles(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                          const std::string& base);
+  // that the tile masks. planPhases decides every phase (tileGroups): all tile (the plan's
+  // tiles, one per phase, and its GpuPhasesPlan), or it returns false and the plan is
+  // unchanged; emitPhases carries the plan out.
+  bool planPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
+                  const std::string& base, GpuStatementPlan& plan);
+  GpuTileSchedule emitPhases(const GpuStatementPlan& plan);
   static std::int64_t divisorOf(const ConcreteBound& b);
   // The residue phases of a statement's strided dependent reductions: each reduction index
   // whose bounds divide by g >= 2 and read one output index u of at least 4g values (with rho
   // unset); nothing where any dependent range is of another kind. Shared by the GPU tiles
-  // (phaseTiles) and the CPU's packed path (emitGemmPhases).
+  // (planPhases) and the CPU's packed path (emitGemmPhases).
   static std::vector<PhaseSub> residuePhases(const Statement& st, const BoundStatement& bs,
                                              const Ranges& ranges);
   // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
@@ -597,17 +617,16 @@ private:
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
-  // tileGroups decides (emitting nothing), emitGpuTile carries the decision out; emitGpuTiled
-  // does both, plannedTile returns the emission as a TilePlanner does.
+  // tileGroups decides (emitting nothing), emitGpuTile carries the decision out; planTile
+  // gives the tile of a whole statement as a plan's part, emitTilePart emits one.
   using TileGroups = lowering::TileGroups;
   std::optional<TileGroups> tileGroups(const Statement& st, const BoundStatement& bs,
                                        const Ranges& r);
   GpuTilePlan emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
                           const std::string& name, const TileGroups& g);
-  std::optional<GpuTilePlan> emitGpuTiled(const Statement& st, const BoundStatement& bs,
-                                          const Ranges& r, const std::string& name);
-  TileEmission plannedTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                           const std::string& name);
+  std::optional<GpuTilePart> planTile(const Statement& st, const BoundStatement& bs,
+                                      const Ranges& r, const std::string& name);
+  GpuTilePlan emitTilePart(const GpuTilePart& t);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -617,7 +636,7 @@ private:
   // every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32 tile, rows
   // padded by 4 (at most two lanes of a warp on a bank); then the block writes the tile out a row
   // at a time, consecutive threads taking consecutive columns. J holds the output's fastest-varying
-  // index (emitGpuTiled's column index), so a warp's stores fill whole 32-byte sectors (the
+  // index (tileGroups' column index), so a warp's stores fill whole 32-byte sectors (the
   // fragments' own layout spreads a warp over 8 rows, 8 bytes in each: profiled at 4 L2 writes per
   // output sector for the bf16 1x1 convolution forward), and a
   // thread's column, so its indices along J, is decomposed once.
@@ -626,7 +645,7 @@ private:
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
                     bool* vectored);
 
-  // The tile of emitGpuTiled on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
+  // The tile of emitGpuTile on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
   // two families that supply only what differs (TensorCoreVariant): BK = 64 slices of both
   // operands staged in shared memory as bf16 (see `staged`), a pipeline over the slices, the
   // shared epilogue (tileEpilogue), accumulating in f32 registers.

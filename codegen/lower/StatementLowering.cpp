@@ -109,7 +109,7 @@ Expr Lowerer::gatherIndex(const CExpr& g) {
   Expr integral = ir::binary(BinOp::And, ir::binary(BinOp::Eq, ir::call(Fn::Floor, {v}), v),
                              ir::binary(BinOp::Lt, ir::call(Fn::Abs, {v}), big));
   checked_ = true;
-  unhoistable_ = true;
+  checks_.hoistable = false;
   Expr flag = ir::check(ir::select(integral, ir::intImm(0), ir::intImm(-1)), 1);
   return ir::add(ir::cast(Type::i64, v), flag);
 }
@@ -119,12 +119,36 @@ void Lowerer::noteCheck(const CExpr& access, std::size_t dim) {
   if (hoisting_) return;
   const Statement& st = p_.stmts[stmt_];
   if (!holds(*st.lhs, &access) && !holds(*st.rhs, &access)) {
-    unhoistable_ = true;
+    checks_.hoistable = false;
     return;
   }
-  for (const CheckedSub& c : checkedSubs_)
+  for (const passes::CheckedSubscript& c : checks_.subscripts)
     if (c.access == &access && c.dim == dim) return;
-  checkedSubs_.push_back({stmt_, &access, dim});
+  checks_.subscripts.push_back({stmt_, &access, dim});
+}
+
+ir::Func Lowerer::checkFunction(const passes::CheckedSubscript& c,
+                                const std::vector<std::size_t>& box, const std::string& name) {
+  const Scoped<bool> hoisting(hoisting_, true);
+  const Statement& st = p_.stmts[c.stmt];
+  const BoundStatement& bs = b_.stmts[c.stmt];
+  const Ranges r = rangesOf(bs);
+  setRanges(st, r);
+  ir::Func f = newFunc(name);
+  auto check = [&] {
+    const std::int64_t e = extentOf(c.access->tensor, c.dim);
+    return ir::evaluate(e == 0 ? ir::check(ir::intImm(-1), 1)
+                               : ir::check(subscriptIndex(c.access->subs[c.dim]), e));
+  };
+  if (target_.gpu) {
+    f.body = threadPerPoint(box, r, [&](Expr&) { return check(); });
+  } else {
+    Stmt body = check();
+    for (std::size_t q = box.size(); q-- > 0;)
+      body = loopOver(bs, st, box[q], r, ForKind::Serial, body);
+    f.body = body;
+  }
+  return f;
 }
 
 bool Lowerer::holds(const CExpr& e, const CExpr* node) {

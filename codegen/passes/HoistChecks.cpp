@@ -1,64 +1,56 @@
 // Hoists run-time access checks into functions that run before the program (Lower.h says when).
-#include "codegen/lower/Lowerer.h"
+#include "codegen/passes/HoistChecks.h"
 
-namespace einjit::codegen::lowering {
+namespace einjit::codegen::passes {
 
-void Lowerer::subscriptUses(const Subscript& s, std::vector<bool>& vars, std::vector<int>& reads) {
+namespace {
+
+// The indices a subscript reads (through its gathers too), and the tensors its gathers read.
+void subscriptUses(const dsl::Subscript& s, std::vector<bool>& vars, std::vector<int>& reads) {
   for (std::size_t v = 0; v < s.coef.size(); ++v)
     if (s.coef[v] != 0) vars[v] = true;
   if (!s.gather) return;
   reads.push_back(s.gather->tensor);
-  for (const Subscript& g : s.gather->subs) subscriptUses(g, vars, reads);
+  for (const dsl::Subscript& g : s.gather->subs) subscriptUses(g, vars, reads);
 }
 
-void Lowerer::hoistChecks() {
-  if (!checked_ || unhoistable_) return;
+} // namespace
+
+LoweredProgram hoistChecks(LoweredProgram lowered, const AccessChecks& checks,
+                           const dsl::Program& p, const dsl::BoundProgram& b,
+                           const CheckFunction& checkFunction) {
+  if (!lowered.checked || !checks.hoistable) return lowered;
   std::vector<std::vector<std::size_t>> boxes;
-  for (const CheckedSub& c : checkedSubs_) {
-    const Statement& st = p_.stmts[c.stmt];
+  for (const CheckedSubscript& c : checks.subscripts) {
+    const dsl::Statement& st = p.stmts[c.stmt];
     std::vector<bool> vars(st.vars.size(), false);
     std::vector<int> reads;
     subscriptUses(c.access->subs[c.dim], vars, reads);
     for (int t : reads)
-      if (!p_.tensors[static_cast<std::size_t>(t)].writtenBy.empty()) return;
+      if (!p.tensors[static_cast<std::size_t>(t)].writtenBy.empty()) return lowered;
     std::vector<std::size_t> box;
     for (std::size_t v = 0; v < vars.size(); ++v) {
       if (!vars[v]) continue;
-      if (b_.stmts[c.stmt].dependent[v]) return;
+      if (b.stmts[c.stmt].dependent[v]) return lowered;
       box.push_back(v);
     }
     boxes.push_back(std::move(box));
   }
   std::vector<ir::Func> funcs;
-  hoisting_ = true;
-  for (std::size_t i = 0; i < checkedSubs_.size(); ++i) {
-    const CheckedSub& c = checkedSubs_[i];
-    const Statement& st = p_.stmts[c.stmt];
-    const BoundStatement& bs = b_.stmts[c.stmt];
-    const Ranges r = rangesOf(bs);
-    if (extentOfGroup(boxes[i], r) <= 0) continue; // never reached
-    setRanges(st, r);
-    ir::Func f = newFunc("s" + std::to_string(c.stmt) + "_check" + std::to_string(i));
-    auto check = [&] {
-      const std::int64_t e = extentOf(c.access->tensor, c.dim);
-      return ir::evaluate(e == 0 ? ir::check(ir::intImm(-1), 1)
-                                 : ir::check(subscriptIndex(c.access->subs[c.dim]), e));
-    };
-    if (target_.gpu) {
-      f.body = threadPerPoint(boxes[i], r, [&](Expr&) { return check(); });
-    } else {
-      Stmt body = check();
-      for (std::size_t q = boxes[i].size(); q-- > 0;)
-        body = loopOver(bs, st, boxes[i][q], r, ForKind::Serial, body);
-      f.body = body;
-    }
-    funcs.push_back(std::move(f));
+  for (std::size_t i = 0; i < checks.subscripts.size(); ++i) {
+    const CheckedSubscript& c = checks.subscripts[i];
+    const dsl::BoundStatement& bs = b.stmts[c.stmt];
+    std::int64_t points = 1;
+    for (std::size_t v : boxes[i]) points *= bs.hi[v] - bs.lo[v];
+    if (points <= 0) continue; // never reached
+    funcs.push_back(
+        checkFunction(c, boxes[i], "s" + std::to_string(c.stmt) + "_check" + std::to_string(i)));
   }
-  hoisting_ = false;
-  out_.checks = funcs.size();
-  out_.prechecked = true;
-  out_.funcs.insert(out_.funcs.begin(), std::make_move_iterator(funcs.begin()),
-                    std::make_move_iterator(funcs.end()));
+  lowered.checks = funcs.size();
+  lowered.prechecked = true;
+  lowered.funcs.insert(lowered.funcs.begin(), std::make_move_iterator(funcs.begin()),
+                       std::make_move_iterator(funcs.end()));
+  return lowered;
 }
 
-} // namespace einjit::codegen::lowering
+} // namespace einjit::codegen::passes

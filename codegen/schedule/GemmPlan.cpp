@@ -546,4 +546,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
 
 } // namespace
 
+std::string describePhases(std::size_t phases, const GemmPlan& each) {
+  return std::to_string(phases) + " residue phases, each a " + each.why;
+}
+
 } // namespace einjit::codegen

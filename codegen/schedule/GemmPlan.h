@@ -104,6 +104,10 @@ std::optional<GemmPlan> planGemm(const dsl::Program& p, const dsl::BoundProgram&
 // over both operands and a scratch buffer per call.
 constexpr double kGemmMinFlops = 1e6;
 
+// The note of a strided gradient's residue phases on the packed path (lower/CpuGemmPhases):
+// `phases` of them, each planned like `each` (the last phase's plan).
+std::string describePhases(std::size_t phases, const GemmPlan& each);
+
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
 // `inside(read)`: whether every subscript of a read stays inside its dimension over the

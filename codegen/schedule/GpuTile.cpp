@@ -1,6 +1,8 @@
 // The printer of a GPU statement's schedule: the note `einjit explain` shows for it.
 #include "codegen/schedule/GpuTile.h"
 
+#include "codegen/schedule/GpuStatementPlan.h"
+
 namespace einjit::codegen {
 
 namespace {
@@ -57,14 +59,30 @@ std::string describe(const GpuTilePlan& t) {
   return s;
 }
 
+namespace {
+
+// "u = 2q + r, h = q + m": the residue phases' split.
+std::string phaseSplit(const GpuPhasesPlan& p) {
+  std::string split;
+  for (const GpuPhasesPlan::Split& x : p.splits)
+    split += (split.empty() ? "" : ", ") + x.out + " = " + str(x.g) + "q + r, " + x.red + " = " +
+             (x.a == 1 ? "" : str(x.a)) + "q + m";
+  return split;
+}
+
+// "i,j" (or "-") for a group of a tile's statement's indices.
+std::string names(const dsl::Statement& st, const std::vector<std::size_t>& group) {
+  std::string t;
+  for (std::size_t v : group) t += (t.empty() ? "" : ",") + st.vars[v].name;
+  return t.empty() ? std::string("-") : t;
+}
+
+} // namespace
+
 std::string describe(const GpuTileSchedule& s) {
   std::string note = describe(s.tile);
   if (s.phases) {
-    std::string split;
-    for (const GpuPhasesPlan::Split& x : s.phases->splits)
-      split += (split.empty() ? "" : ", ") + x.out + " = " + str(x.g) + "q + r, " + x.red + " = " +
-               (x.a == 1 ? "" : str(x.a)) + "q + m";
-    note = str(s.phases->count) + " residue phases (" + split + "), each: " + note;
+    note = str(s.phases->count) + " residue phases (" + phaseSplit(*s.phases) + "), each: " + note;
     if (s.phases->merged) note += "; the phases in one launch";
   }
   if (s.relayout) {
@@ -92,6 +110,33 @@ std::string describe(const GpuThreadsPlan& t) {
            std::string(t.scatter ? "scatter" : "left-hand side") + ")";
   }
   return "";
+}
+
+std::string describe(const GpuStatementPlan& p) {
+  using Family = GpuStatementPlan::Family;
+  std::string tile;
+  if (!p.tiles.empty()) {
+    const GpuTilePart& t = p.tiles.back();
+    const GpuTileGroups& g = t.groups;
+    tile = std::string(g.mma ? "tensor-core" : "f32") + " tile over (" + names(t.st, g.I) +
+           ") x (" + names(t.st, g.J) + "), reduction (" + names(t.st, g.K) + ")" +
+           (g.B.empty() ? "" : ", one tile row per (" + names(t.st, g.B) + ")");
+  }
+  std::string s;
+  switch (p.family) {
+  case Family::Split: return "split reduction";
+  case Family::Tile: s = tile; break;
+  case Family::Phases:
+    s = str(p.phases->count) + " residue phases (" + phaseSplit(*p.phases) + "), each: " + tile;
+    break;
+  case Family::CoreBorder: s = "core/border split; core: " + tile; break;
+  case Family::Threads: return "one GPU thread per element";
+  case Family::InPlace:
+  case Family::Atomic:
+  case Family::OneThread: return describe(p.threads);
+  }
+  if (p.relayout) s += "; over copies of " + p.relayout->tensors;
+  return s;
 }
 
 } // namespace einjit::codegen

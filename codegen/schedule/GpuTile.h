@@ -5,6 +5,7 @@
 // by the functions of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this
 // value, which the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints
 // for `einjit explain` (the only place the tile's note is written).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,7 +52,7 @@ struct GpuRelayoutCopy {
 };
 
 // The layout copies around a tile, decided by gpuschedule::relayoutPlan and carried out by
-// gpu/Relayout (relayoutTiled), which emits exactly these copies or none.
+// gpu/Relayout (emitOverCopies), which emits exactly these copies or none.
 struct GpuRelayoutPlan {
   std::vector<GpuRelayoutCopy> inputs;   // factors copied before the tile (each tensor once)
   std::optional<GpuRelayoutCopy> output; // the output, computed in its copy and copied back
@@ -61,7 +62,7 @@ struct GpuRelayoutPlan {
   std::string channel; // "": batch-outermost layouts; else the index run fastest and last
 };
 
-// Residue phases of a strided gradient (phaseTiles).
+// Residue phases of a strided gradient (planPhases).
 struct GpuPhasesPlan {
   // One strided reduction split into phases: output index `out` = g q + r, reduction index
   // `red` = a q + m (printed "u = 2q + r, h = q + m").
@@ -71,6 +72,9 @@ struct GpuPhasesPlan {
   };
   std::int64_t count = 0;
   std::vector<Split> splits;
+  // The functions the phases were emitted as, [firstLaunch, endLaunch): the launches that
+  // passes::mergeLaunches merges after every statement is lowered, when it can (`merged`).
+  std::size_t firstLaunch = 0, endLaunch = 0;
   bool merged = false; // the phases run in one launch
 };
 

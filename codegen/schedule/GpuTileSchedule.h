@@ -31,7 +31,7 @@ inline constexpr std::int64_t kMaxPhases = 16;
 
 // Whether a '+' contraction of these extents (I x J tiles over a reduction K) is worth a tile:
 // a reduction of 8 at least and, unless it is a residue phase (weighed as a whole by
-// phaseTiles), kMinTileWork multiply-adds.
+// planPhases), kMinTileWork multiply-adds.
 bool worthTile(std::int64_t extI, std::int64_t extJ, std::int64_t extK, bool phase);
 
 // The f32 tile's cells per thread along a side of `ext` (16 threads along each side): 8 (128

@@ -344,4 +344,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
   return plan;
 }
 
+std::string rowRunNote(const RowPlan& plan, std::size_t k, const std::string& own) {
+  return own + (own.empty() ? "" : "; ") + plan.notes[k];
+}
+
 } // namespace einjit::codegen

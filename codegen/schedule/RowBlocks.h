@@ -102,6 +102,10 @@ struct RowPlan {
 std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                             const Strides& strides, const Target& t, std::size_t k, int& rowVar);
 
+// The note of statement k of a run (a member, or a statement the run defers): its own
+// schedule's note `own`, then the run's part (RowPlan::notes).
+std::string rowRunNote(const RowPlan& plan, std::size_t k, const std::string& own);
+
 // Runs of two statements or more. CPU targets only (a GPU target gets no run).
 RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
                  const Target& t);

@@ -1,0 +1,79 @@
+#pragma once
+// The plan of a GPU statement, decided before anything is emitted: which family runs it (a tile,
+// residue phases of tiles, the core of a core/border split, or threads), the layout copies
+// around its tile, each tile's statement, box and index groups, and the residue phases' split.
+// Lowerer::planGpuStatement (gpu/GpuStatement.cpp) decides it, emitting nothing;
+// Lowerer::gpuStatement carries it out; codegen::planGpuStatement (Lower.h) gives it without
+// lowering (tests). The tile's shape, staging, stages and split-K are decided as the tile is
+// emitted, from schedule/GpuTileSchedule, and come back as the GpuTileSchedule of its note.
+#include "codegen/schedule/GpuTile.h"
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace einjit::codegen {
+
+// A residue phase of a strided reduction (planPhases, and the CPU's packed phases): slot `out`
+// holds q with the original index u = g*q + rho, and slot `red` holds m with the original
+// h = a*q + m.
+struct PhaseSub {
+  std::size_t out = 0, red = 0;
+  std::int64_t g = 1, rho = 0, a = 0;
+  std::int64_t hullLo = 0, hullHi = 0; // h's original hull
+};
+
+// The index groups of a contraction tile over L * R (tileGroups): I the output indices only L
+// uses, J those only R uses (the output's fastest among them), B the other output indices
+// (batch), K the reduction; the dependent reduction indices each side masks; the indices of one
+// value, kept at it; whether it runs on tensor cores.
+struct GpuTileGroups {
+  std::vector<const dsl::CExpr*> L, R;
+  std::vector<std::size_t> I, J, B, K;
+  std::vector<std::size_t> maskL, maskR;
+  std::vector<bool> pinned;
+  bool mma = false;
+};
+
+// One tile a statement runs: its statement (a residue phase's rewritten copy; the factors in
+// `groups` point into it), its bound statement and box, its function's name, its groups, and
+// the residue phase's substitutions (empty for a tile of the whole statement or a core).
+struct GpuTilePart {
+  dsl::Statement st;
+  dsl::BoundStatement bs;
+  std::vector<std::pair<std::int64_t, std::int64_t>> r;
+  std::string name;
+  GpuTileGroups groups;
+  std::vector<PhaseSub> subs;
+};
+
+struct GpuStatementPlan {
+  enum class Family : std::uint8_t {
+    Split,      // a split reduction (the statement's schedule chose one: Schedule.h)
+    Tile,       // one contraction tile (tiles[0])
+    Phases,     // residue phases, a tile each (tiles; `phases` the split)
+    CoreBorder, // a tile of the core (tiles[0]), one thread per element of the borders
+    Threads,    // one thread per output element
+    InPlace,    // ... in place (`threads`)
+    Atomic,     // ... atomic adds (`threads`)
+    OneThread,  // one thread (`threads`)
+  };
+  Family family = Family::Threads;
+  std::optional<GpuRelayoutPlan> relayout; // Tile and Phases: the copies the tiles run over
+  std::vector<GpuTilePart> tiles;
+  std::optional<GpuPhasesPlan> phases; // Phases: their count and split
+  GpuThreadsPlan threads;              // InPlace, Atomic, OneThread
+  bool tiled() const {
+    return family == Family::Tile || family == Family::Phases || family == Family::CoreBorder;
+  }
+};
+
+// One line: the family, the tiles' index groups, the phases' split, the copies.
+std::string describe(const GpuStatementPlan& p);
+
+} // namespace einjit::codegen
