@@ -35,6 +35,10 @@ inline const ConvCase kConvGrads[] = {
     // Few outputs per phase, a long reduction: split-K inside each phase (ranges of at least
     // 512 of the reduction).
     {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {1, 8, 9, 9}, {2048, 8, 3, 3}},
+    // The same with phases of 256 output elements and more: their split-K combines have the
+    // tiles' 256 threads, and must still follow the tiles' launches (never merged into one
+    // grid, whose blocks run in no order).
+    {2, "y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {1, 16, 9, 9}, {2048, 16, 3, 3}},
 };
 
 // The four matmul layouts, batched, and two reduction indices, at sizes that are multiples of
