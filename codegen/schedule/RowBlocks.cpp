@@ -188,14 +188,17 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
     for (std::int64_t e : b.tensors[u].shape) bytes *= e;
     if (bytes < kStreamL2s * t.l2Bytes) continue;
-    bool later = false; // a later statement of the run touches the output other than one-hot
-    for (std::size_t j = k + 1; j <= run.last && !later; ++j) {
-      if (!in[j] && !run.summed(j)) continue; // deferred: runs after the run, from memory anyway
+    // Another statement of the run touches the output other than at one element per row: a
+    // later one would read it back from memory; after an earlier one the lines are in the cache,
+    // where a non-temporal store first writes them back (measured slower).
+    bool other = false;
+    for (std::size_t j = run.first; j <= run.last && !other; ++j) {
+      if (j == k || (!in[j] && !run.summed(j))) continue; // deferred: runs after the run
       bool touches = false;
       eachAccess(p.stmts[j], [&](const CExpr& e, bool) { touches |= e.tensor == o; });
-      later = touches && !oneHot[j];
+      other = touches && !oneHot[j];
     }
-    if (!later) out.push_back(k);
+    if (!other) out.push_back(k);
   }
   return out;
 }
@@ -332,13 +335,18 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id)))
         run.scratch.push_back(static_cast<int>(id));
     }
-    const std::int64_t fit = t.l2Bytes / kRowBlockL2Share / std::max<std::int64_t>(rowBytes, 1);
+    // With column sums, each block adds into its group's partial sums (a row of each): larger
+    // blocks, as before the quarter-L2 rule.
+    const bool sums = !run.sums.empty();
+    const std::int64_t align = sums ? kRowSumAlign : kRowAlign;
+    const std::int64_t fit =
+        t.l2Bytes / (sums ? kRowSumL2Share : kRowBlockL2Share) / std::max<std::int64_t>(rowBytes, 1);
     // Enough blocks for every group of every thread where the rows allow it; with column sums,
     // as many groups whatever the thread count.
     const std::int64_t groups =
         run.sums.empty() ? kRowGroupsPerThread * std::max(t.threads, 1) : kRowSumGroups;
     const std::int64_t share = (run.hi - run.lo) / groups;
-    run.blockRows = std::clamp(std::min(fit, share) / kRowAlign * kRowAlign, kRowAlign, kMaxBlockRows);
+    run.blockRows = std::clamp(std::min(fit, share) / align * align, align, kMaxBlockRows);
     run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
     run.streamed = streamedMembers(p, b, strides, t, run, in);
     const int index = static_cast<int>(plan.runs.size());

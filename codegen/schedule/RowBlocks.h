@@ -46,6 +46,10 @@ namespace einjit::codegen {
 // gradient's five such tensors: 320 KiB, within a 512 KiB L2; 8 rows spilled out of it).
 inline constexpr std::int64_t kRowAlign = 4;
 inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 / this
+// A run with column sums (RowRun::sums) adds each block's rows into its group's partial sums,
+// a full row of each per block: its blocks fill half of L2, a multiple of 8 rows (the layernorm
+// gradient measured slower with blocks of 4 rows).
+inline constexpr std::int64_t kRowSumL2Share = 2, kRowSumAlign = 8;
 inline constexpr std::int64_t kMaxBlockRows = 512;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
@@ -77,9 +81,9 @@ struct RowRun {
   }
   bool summed(std::size_t k) const { return std::find(sums.begin(), sums.end(), k) != sums.end(); }
   // Members whose output is stored non-temporally (ir::Store::nonTemporal): an element-wise
-  // statement writing a large tensor in full memory (no scratch) that no later statement of the
-  // run reads or writes again, except at one element per row (a one-hot sum): the softmax's y
-  // and dx, the layernorm's y and the last write of its dx. Such a line would leave the cache
+  // statement writing a large tensor in full memory (no scratch) that no other statement of the
+  // run reads or writes, except at one element per row (a one-hot sum): the softmax's y and dx,
+  // the layernorm's y (not its gradient's dx, written twice). Such a line would leave the cache
   // before anything reads it; stored normally it costs a read for ownership and pushes the
   // block's rows out of L2.
   std::vector<std::size_t> streamed;
