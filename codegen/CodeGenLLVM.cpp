@@ -370,7 +370,8 @@ private:
   // here, not proven: the row blocks' rows are aligned when the tensor and the row length are.
   void streamStore(llvm::Value* v, llvm::Value* addr, llvm::Type* elem) {
     const std::uint64_t bytes = m_.getDataLayout().getTypeStoreSize(v->getType()).getFixedValue();
-    llvm::Value* low = b_.CreateAnd(b_.CreatePtrToInt(addr, b_.getInt64Ty()), b_.getInt64(bytes - 1));
+    llvm::Value* low =
+        b_.CreateAnd(b_.CreatePtrToInt(addr, b_.getInt64Ty()), b_.getInt64(bytes - 1));
     auto* streamBB = llvm::BasicBlock::Create(ctx_, "store.stream", fn_);
     auto* plainBB = llvm::BasicBlock::Create(ctx_, "store.plain", fn_);
     auto* done = llvm::BasicBlock::Create(ctx_, "store.done", fn_);

@@ -81,8 +81,7 @@ public:
     case NodeKind::Store: {
       const auto& n = static_cast<const Store&>(*s);
       out << pad << (n.nonTemporal ? "stream " : "") << n.buffer << "[" << expr(n.index)
-          << (n.atomicAdd ? "] atomic+= " : "] = ")
-          << expr(n.value) << "\n";
+          << (n.atomicAdd ? "] atomic+= " : "] = ") << expr(n.value) << "\n";
       return;
     }
     case NodeKind::IfThen: {

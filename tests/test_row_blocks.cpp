@@ -345,8 +345,8 @@ TEST_CASE("row blocks: with column sums the blocks and task groups do not depend
 }
 
 TEST_CASE("row blocks: which outputs are stored non-temporally") {
-  // RowRun::streamed: the element-wise members whose large output no other statement of the run reads
-  // or writes again (a one-hot sum's single element aside). Softmax: y; its gradient: dx (its
+  // RowRun::streamed: the element-wise members whose large output no other statement of the run
+  // reads or writes again (a one-hot sum's single element aside). Softmax: y; its gradient: dx (its
   // one-hot += touches one element per row); not the layernorm gradient's dx, written twice.
   struct StreamRow {
     const char* program;
@@ -390,7 +390,8 @@ TEST_CASE("row blocks: which outputs are stored non-temporally") {
     CHECK(plan(p, 512, 1024, 256 << 10) == row.streamed);
     CHECK(plan(p, 512, 1024, 512 << 10).empty());
   }
-  const einjit::dsl::Program back = einjit::dsl::check(einjit::compile(kSoftmax).gradient().source());
+  const einjit::dsl::Program back =
+      einjit::dsl::check(einjit::compile(kSoftmax).gradient().source());
   CHECK(plan(back, 512, 1024, 256 << 10) == std::vector<std::string>{"dx"});
   const einjit::dsl::Program lnBack =
       einjit::dsl::check(einjit::compile(kLayernorm).gradient().source());

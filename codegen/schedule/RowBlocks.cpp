@@ -339,8 +339,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     // blocks, as before the quarter-L2 rule.
     const bool sums = !run.sums.empty();
     const std::int64_t align = sums ? kRowSumAlign : kRowAlign;
-    const std::int64_t fit =
-        t.l2Bytes / (sums ? kRowSumL2Share : kRowBlockL2Share) / std::max<std::int64_t>(rowBytes, 1);
+    const std::int64_t fit = t.l2Bytes / (sums ? kRowSumL2Share : kRowBlockL2Share) /
+                             std::max<std::int64_t>(rowBytes, 1);
     // Enough blocks for every group of every thread where the rows allow it; with column sums,
     // as many groups whatever the thread count.
     const std::int64_t groups =
