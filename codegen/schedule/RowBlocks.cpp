@@ -336,11 +336,12 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
         run.scratch.push_back(static_cast<int>(id));
     }
     // With column sums, each block adds into its group's partial sums (a row of each): larger
-    // blocks, as before the quarter-L2 rule.
+    // blocks, as before the quarter-L2 rule. Blocks of 4 rows only where 8 do not fit: a short
+    // run then keeps one function (its rows in the tail block) instead of a block and a tail.
     const bool sums = !run.sums.empty();
-    const std::int64_t align = sums ? kRowSumAlign : kRowAlign;
     const std::int64_t fit = t.l2Bytes / (sums ? kRowSumL2Share : kRowBlockL2Share) /
                              std::max<std::int64_t>(rowBytes, 1);
+    const std::int64_t align = sums || fit >= kRowAlignWide ? kRowAlignWide : kRowAlign;
     // Enough blocks for every group of every thread where the rows allow it; with column sums,
     // as many groups whatever the thread count.
     const std::int64_t groups =

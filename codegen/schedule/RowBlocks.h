@@ -41,15 +41,16 @@ namespace einjit::codegen {
 // Rows per block: the rows' bytes of every tensor the run touches by rows fill about a quarter
 // of L2 (the rest for what the hardware keeps of the tensors read in full, such as a
 // layernorm's gain, and for the lines in flight of the tensors streamed from memory), a
-// multiple of kRowAlign (the 4-row register tiles divide it, so a full block has no row edge),
-// between kRowAlign and kMaxBlockRows. Rows of 4096 f32 make blocks of 4 rows (a softmax
-// gradient's five such tensors: 320 KiB, within a 512 KiB L2; 8 rows spilled out of it).
-inline constexpr std::int64_t kRowAlign = 4;
+// multiple of kRowAlignWide rows, or of kRowAlign where fewer than kRowAlignWide rows fit (the
+// 4-row register tiles divide both, so a full block has no row edge), between that multiple and
+// kMaxBlockRows. Rows of 4096 f32 make blocks of 4 rows (a softmax gradient's five such
+// tensors: 320 KiB, within a 512 KiB L2; 8 rows spilled out of it).
+inline constexpr std::int64_t kRowAlign = 4, kRowAlignWide = 8;
 inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 / this
 // A run with column sums (RowRun::sums) adds each block's rows into its group's partial sums,
 // a full row of each per block: its blocks fill half of L2, a multiple of 8 rows (the layernorm
 // gradient measured slower with blocks of 4 rows).
-inline constexpr std::int64_t kRowSumL2Share = 2, kRowSumAlign = 8;
+inline constexpr std::int64_t kRowSumL2Share = 2;
 inline constexpr std::int64_t kMaxBlockRows = 512;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
