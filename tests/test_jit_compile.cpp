@@ -513,13 +513,12 @@ TEST_CASE("jit_compile: non-temporal stores, aligned or not, and their fence") {
   using ir::ForKind;
   const ir::Expr i = ir::var("i"), j = ir::var("j");
   const ir::Expr at = ir::add(ir::mul(i, ir::intImm(64)), j);
-  auto body = ir::forLoop(
-      "i", ir::intImm(0), ir::intImm(4), ForKind::Serial,
-      ir::forLoop("j", ir::intImm(0), ir::intImm(64), ForKind::Vectorized,
-                  ir::streamStore("y", at,
-                                  ir::mul(ir::load(ir::Type::f32, "x", at),
-                                          ir::floatImm(ir::Type::f32, 2))),
-                  8));
+  auto body = ir::forLoop("i", ir::intImm(0), ir::intImm(4), ForKind::Serial,
+                          ir::forLoop("j", ir::intImm(0), ir::intImm(64), ForKind::Vectorized,
+                                      ir::streamStore("y", at,
+                                                      ir::mul(ir::load(ir::Type::f32, "x", at),
+                                                              ir::floatImm(ir::Type::f32, 2))),
+                                      8));
   CHECK(ir::print(func("rows", body)).find("stream y[") != std::string::npos);
   auto code = einjit::runtime::jitCompile({func("rows", body)}, true);
   CAPTURE(code->llvmIR);
