@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace einjit::codegen {
 
@@ -155,6 +156,8 @@ private:
   };
   std::map<std::string, Buf> buffers_;
   std::map<std::string, llvm::Value*> vars_;
+  // Whether the body being emitted has a non-temporal store (endBody fences them).
+  bool streamed_ = false;
   // The outlined loops compiled as parts of their own (numbered from 1), the part emitted, and
   // the entry point's name that parts' names extend.
   std::map<const For*, std::size_t> parts_;
@@ -338,14 +341,17 @@ private:
     return b_.CreateLoad(buf.elem, addr);
   }
 
-  void storeValue(const std::string& buffer, const Expr& index, llvm::Value* v, llvm::Value* mask) {
+  void storeValue(const std::string& buffer, const Expr& index, llvm::Value* v, llvm::Value* mask,
+                  bool nonTemporal = false) {
     const Buf& buf = lookup(buffer);
     bool contiguous = false;
     llvm::Value* idx = nullptr;
     llvm::Value* addr = address(buf, index, &contiguous, &idx);
     if (contiguous || isVec(addr)) {
       v = splat(v);
-      if (contiguous && !mask) {
+      if (contiguous && !mask && nonTemporal) {
+        streamStore(v, addr, buf.elem);
+      } else if (contiguous && !mask) {
         b_.CreateAlignedStore(v, addr, alignOf(buf.elem));
       } else if (contiguous) {
         b_.CreateMaskedStore(v, addr, alignOf(buf.elem), mask);
@@ -356,6 +362,30 @@ private:
     }
     if (isVec(v)) throw InternalError("codegen: vector stored to one element of " + buffer);
     b_.CreateStore(v, addr);
+  }
+
+  // A whole vector stored non-temporally (Store::nonTemporal) where its address is aligned to
+  // its size, an ordinary store otherwise: x86's non-temporal vector store needs the alignment,
+  // and LLVM splits an unaligned one into 8-byte non-temporal stores. The address is tested
+  // here, not proven: the row blocks' rows are aligned when the tensor and the row length are.
+  void streamStore(llvm::Value* v, llvm::Value* addr, llvm::Type* elem) {
+    const std::uint64_t bytes = m_.getDataLayout().getTypeStoreSize(v->getType()).getFixedValue();
+    llvm::Value* low =
+        b_.CreateAnd(b_.CreatePtrToInt(addr, b_.getInt64Ty()), b_.getInt64(bytes - 1));
+    auto* streamBB = llvm::BasicBlock::Create(ctx_, "store.stream", fn_);
+    auto* plainBB = llvm::BasicBlock::Create(ctx_, "store.plain", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "store.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(low, b_.getInt64(0)), streamBB, plainBB);
+    b_.SetInsertPoint(streamBB);
+    llvm::StoreInst* st = b_.CreateAlignedStore(v, addr, llvm::Align(bytes));
+    st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                    llvm::MDNode::get(ctx_, llvm::ConstantAsMetadata::get(b_.getInt32(1))));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(plainBB);
+    b_.CreateAlignedStore(v, addr, alignOf(elem));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    streamed_ = true;
   }
 
   const Buf& lookup(const std::string& name) {
@@ -562,7 +592,7 @@ private:
     case NodeKind::Store: {
       const auto& n = static_cast<const Store&>(*s);
       if (n.atomicAdd) throw InternalError("codegen: an atomic GPU scatter in CPU code");
-      storeValue(n.buffer, n.index, expr(n.value), nullptr);
+      storeValue(n.buffer, n.index, expr(n.value), nullptr, n.nonTemporal);
       return;
     }
     case NodeKind::IfThen: {
@@ -643,9 +673,14 @@ private:
     b_.SetInsertPoint(start);
     buffers_.clear();
     vars_.clear();
+    streamed_ = false;
     return start;
   }
   void endBody(llvm::BasicBlock* start) {
+    // Non-temporal stores are weakly ordered: they are made visible before the function
+    // returns, so that whatever runs after it (another task, the next function) reads them.
+    if (streamed_) b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+    streamed_ = false;
     b_.CreateRetVoid();
     b_.SetInsertPoint(entry_);
     b_.CreateBr(start);
@@ -716,6 +751,7 @@ private:
     llvm::Function* savedFn = fn_;
     llvm::BasicBlock* savedEntry = entry_;
     llvm::Value *savedParams = params_, *savedStatus = status_;
+    const bool savedStreamed = std::exchange(streamed_, false);
     llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
     for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
@@ -726,6 +762,7 @@ private:
     inner.forKind = ForKind::Rolled;
     forStmt(inner);
     endBody(start);
+    streamed_ = savedStreamed;
     fn_ = savedFn;
     entry_ = savedEntry;
     params_ = savedParams;

@@ -209,6 +209,9 @@ Stmt store(const std::string& buffer, Expr index, Expr value) {
 Stmt atomicAdd(const std::string& buffer, Expr index, Expr value) {
   return std::make_shared<Store>(buffer, std::move(index), std::move(value), true);
 }
+Stmt streamStore(const std::string& buffer, Expr index, Expr value) {
+  return std::make_shared<Store>(buffer, std::move(index), std::move(value), false, true);
+}
 Stmt ifThen(Expr c, Stmt t, Stmt e) {
   return std::make_shared<IfThen>(std::move(c), std::move(t), std::move(e));
 }
@@ -421,7 +424,9 @@ Stmt Mutator::mutateBlock(const Stmt& self, const Block& n) {
 Stmt Mutator::mutateStore(const Stmt& self, const Store& n) {
   Expr i = mutate(n.index), v = mutate(n.value);
   if (i == n.index && v == n.value) return self;
-  return n.atomicAdd ? atomicAdd(n.buffer, i, v) : store(n.buffer, i, v);
+  return n.atomicAdd     ? atomicAdd(n.buffer, i, v)
+         : n.nonTemporal ? streamStore(n.buffer, i, v)
+                         : store(n.buffer, i, v);
 }
 Stmt Mutator::mutateIfThen(const Stmt& self, const IfThen& n) {
   Expr c = mutate(n.cond);

@@ -176,9 +176,13 @@ struct Store : StmtNode {
   // GPU: buffer[index] += value as one atomic read-modify-write (a scatter's adds; a bf16
   // buffer takes an f32 value, rounded once).
   bool atomicAdd = false;
-  Store(std::string b, Expr i, Expr v, bool atomic = false)
+  // CPU: a hint that the line need not be kept in cache (a row block's output that nothing reads
+  // soon, schedule/RowBlocks.h): a whole aligned vector is stored non-temporally, without the
+  // read for ownership; anything else is an ordinary store.
+  bool nonTemporal = false;
+  Store(std::string b, Expr i, Expr v, bool atomic = false, bool stream = false)
       : StmtNode(NodeKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)),
-        atomicAdd(atomic) {}
+        atomicAdd(atomic), nonTemporal(stream) {}
 };
 struct IfThen : StmtNode {
   Expr cond;
@@ -316,6 +320,7 @@ Stmt forLoop(const std::string& v, Expr lo, Expr hi, ForKind k, Stmt body, int w
 Stmt block(std::vector<Stmt> s); // flattens nested blocks, drops nulls
 Stmt store(const std::string& buffer, Expr index, Expr value);
 Stmt atomicAdd(const std::string& buffer, Expr index, Expr value); // see Store
+Stmt streamStore(const std::string& buffer, Expr index, Expr value); // see Store::nonTemporal
 Stmt ifThen(Expr c, Stmt t, Stmt e = nullptr);
 Stmt allocate(const std::string& buffer, Type t, std::int64_t size, Stmt body, bool shared = false);
 Stmt barrier(bool asyncProxy = false);

@@ -80,8 +80,8 @@ public:
       return;
     case NodeKind::Store: {
       const auto& n = static_cast<const Store&>(*s);
-      out << pad << n.buffer << "[" << expr(n.index) << (n.atomicAdd ? "] atomic+= " : "] = ")
-          << expr(n.value) << "\n";
+      out << pad << (n.nonTemporal ? "stream " : "") << n.buffer << "[" << expr(n.index)
+          << (n.atomicAdd ? "] atomic+= " : "] = ") << expr(n.value) << "\n";
       return;
     }
     case NodeKind::IfThen: {

@@ -14,6 +14,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -500,5 +502,40 @@ TEST_CASE("jit_compile: a loop around an explicit vector loop is not unrolled") 
   for (std::size_t k = 0; k < x.size(); ++k) {
     CAPTURE(k);
     CHECK(y[k] == 2 * x[k]);
+  }
+}
+
+// A non-temporal store (ir::Store::nonTemporal, row blocks' streamed outputs): each vector is
+// stored with !nontemporal where its address is aligned to the vector and by an ordinary store
+// where not, and the function fences before it returns. y[i, j] = 2 x[i, j] over 4 rows of 64,
+// y at offsets 0 (every vector aligned) and 1 float (none aligned), checked element by element.
+TEST_CASE("jit_compile: non-temporal stores, aligned or not, and their fence") {
+  using ir::ForKind;
+  const ir::Expr i = ir::var("i"), j = ir::var("j");
+  const ir::Expr at = ir::add(ir::mul(i, ir::intImm(64)), j);
+  auto body = ir::forLoop("i", ir::intImm(0), ir::intImm(4), ForKind::Serial,
+                          ir::forLoop("j", ir::intImm(0), ir::intImm(64), ForKind::Vectorized,
+                                      ir::streamStore("y", at,
+                                                      ir::mul(ir::load(ir::Type::f32, "x", at),
+                                                              ir::floatImm(ir::Type::f32, 2))),
+                                      8));
+  CHECK(ir::print(func("rows", body)).find("stream y[") != std::string::npos);
+  auto code = einjit::runtime::jitCompile({func("rows", body)}, true);
+  CAPTURE(code->llvmIR);
+  CHECK(code->llvmIR.find("!nontemporal") != std::string::npos);
+  CHECK(code->llvmIR.find("fence seq_cst") != std::string::npos);
+  alignas(64) static float x[256], y[264];
+  for (std::size_t k = 0; k < 256; ++k) x[k] = static_cast<float>(k % 97) - 40.5f;
+  for (std::size_t offset : {0u, 1u}) {
+    CAPTURE(offset);
+    std::fill(std::begin(y), std::end(y), -1.0f);
+    void* bufs[] = {x, y + offset};
+    std::int32_t status = 0;
+    code->fns[0](bufs, nullptr, 0, 0, &status);
+    CHECK(status == 0);
+    for (std::size_t k = 0; k < 264; ++k) {
+      CAPTURE(k);
+      CHECK(y[k] == (k >= offset && k < offset + 256 ? 2 * x[k - offset] : -1.0f));
+    }
   }
 }

@@ -343,3 +343,89 @@ TEST_CASE("row blocks: with column sums the blocks and task groups do not depend
     CHECK(plans[0] == plans[2]);
   }
 }
+
+TEST_CASE("row blocks: which outputs are stored non-temporally") {
+  // RowRun::streamed: the element-wise members whose large output no other statement of the run
+  // reads or writes again (a one-hot sum's single element aside). Softmax: y; its gradient: dx (its
+  // one-hot += touches one element per row); not the layernorm gradient's dx, written twice.
+  struct StreamRow {
+    const char* program;
+    std::vector<std::string> streamed; // the outputs, in statement order
+  };
+  const std::vector<StreamRow> cases = {
+      {kSoftmax, {"y"}},
+      {kLayernorm, {"y"}},
+      {"y[i,j] := x[i,j] * 2\ns[i] := y[i,j]\ny[i,j] += s[i]", {}},
+      {"y[i,j] := x[i,j] * 2\ns[i] := y[i,j]\nz[i,j] := y[i,j] + s[i]", {"z"}},
+  };
+  auto plan = [](const einjit::dsl::Program& p, std::int64_t rows, std::int64_t cols,
+                 std::int64_t l2) {
+    std::vector<einjit::dsl::ArgSpec> args;
+    for (int id : p.arguments) {
+      const std::string& n = p.tensors[static_cast<std::size_t>(id)].name;
+      args.push_back({DType::f32, n == "g" || n == "b" ? std::vector<std::int64_t>{cols}
+                                                       : std::vector<std::int64_t>{rows, cols}});
+    }
+    std::vector<double> scalars(p.params.size(), 1e-5);
+    const einjit::dsl::BoundProgram b = einjit::dsl::bind(p, args, scalars, DType::f32);
+    einjit::codegen::Strides strides(p.tensors.size());
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+      const auto& shape = b.tensors[t].shape;
+      strides[t].assign(shape.size(), 1);
+      for (std::size_t d = shape.size(); d-- > 1;) strides[t][d - 1] = strides[t][d] * shape[d];
+    }
+    einjit::codegen::Target t;
+    t.l2Bytes = l2;
+    const einjit::codegen::RowPlan pl = einjit::codegen::planRows(p, b, strides, t);
+    std::vector<std::string> names;
+    for (const auto& run : pl.runs)
+      for (std::size_t k : run.streamed)
+        names.push_back(p.tensors[static_cast<std::size_t>(p.stmts[k].output)].name);
+    return names;
+  };
+  for (const StreamRow& row : cases) {
+    CAPTURE(std::string(row.program));
+    const einjit::dsl::Program p = einjit::dsl::check(row.program);
+    // 512 x 1024 f32 is 2 MiB: 8 L2s of 256 KiB, not of 512 KiB.
+    CHECK(plan(p, 512, 1024, 256 << 10) == row.streamed);
+    CHECK(plan(p, 512, 1024, 512 << 10).empty());
+  }
+  const einjit::dsl::Program back =
+      einjit::dsl::check(einjit::compile(kSoftmax).gradient().source());
+  CHECK(plan(back, 512, 1024, 256 << 10) == std::vector<std::string>{"dx"});
+  const einjit::dsl::Program lnBack =
+      einjit::dsl::check(einjit::compile(kLayernorm).gradient().source());
+  CHECK(plan(lnBack, 512, 1024, 256 << 10).empty());
+}
+
+TEST_CASE("row blocks: non-temporal stores, rows aligned or not, against the interpreter") {
+  // Outputs of 4 MiB and more (8 L2s of this machine's 512 KiB) are streamed. 1024 columns: every
+  // row starts on a vector boundary (the non-temporal path); 1030: rows alternate between
+  // aligned and not (the address test's ordinary stores), and the rows' tails are scalar.
+  for (std::int64_t cols : {1024, 1030})
+    for (DType dt : {DType::f32, DType::f64}) {
+      CAPTURE(cols);
+      CAPTURE(dt == DType::f32);
+      const std::int64_t rows = 1024;
+      Kernel fwd = einjit::compile(kSoftmax, cpu(dt));
+      Kernel back = einjit::compile(fwd.gradient().source(), cpu(dt));
+      std::map<std::string, Tensor> in{{"x", Tensor::random({rows, cols}, dt, 5)},
+                                       {"dy", Tensor::random({rows, cols}, dt, 6)}};
+      CHECK(fwd.explain({in.at("x")}).find("stored non-temporally") != std::string::npos);
+      std::vector<std::vector<double>> got;
+      for (int threads : {1, 2}) {
+#ifdef EINJIT_HAVE_TBB
+        tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                                  static_cast<std::size_t>(threads));
+#endif
+        got.push_back(Tensor(fwd.call({in.at("x")})[std::size_t{0}]).toVector());
+        got.push_back(back.call(argsOf(back, in, {}))["dx"].toVector());
+      }
+      CHECK(got[0] == got[2]);
+      CHECK(got[1] == got[3]);
+      Kernel ref = einjit::compile(kSoftmax, on(Device::reference(), dt));
+      Kernel refBack = einjit::compile(fwd.gradient().source(), on(Device::reference(), dt));
+      checkSame(fwd.call({in.at("x")}), ref.call({in.at("x")}), {"y"}, dt);
+      checkSame(back.call(argsOf(back, in, {})), refBack.call(argsOf(refBack, in, {})), {"dx"}, dt);
+    }
+}

@@ -41,6 +41,8 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     rc.base = base;
     rc.slot = slot;
     rc.blockElems = blockElems;
+    for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j)
+      if (run.streams(j)) rc.streamed.push_back(&p_.stmts[j]);
     if (run.summed(k)) {
       rc.sumOutput = p_.stmts[k].output;
       rc.sumElems = elementsOf(rc.sumOutput);

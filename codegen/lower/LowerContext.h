@@ -8,6 +8,7 @@
 #include "codegen/schedule/GpuStatementPlan.h"
 #include "dsl/Binding.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -30,6 +31,12 @@ struct RowBlockContext {
   int sumOutput = -1;
   std::int64_t sumElems = 0;
   ir::Expr sumSlot;
+  // The statements whose output stores are non-temporal (RowRun::streamed), as they are lowered
+  // (a fused group's members among them).
+  std::vector<const dsl::Statement*> streamed;
+  bool streams(const dsl::Statement& st) const {
+    return std::find(streamed.begin(), streamed.end(), &st) != streamed.end();
+  }
   bool scratch(int t) const {
     return t >= 0 && static_cast<std::size_t>(t) < blockElems.size() &&
            blockElems[static_cast<std::size_t>(t)] > 0;

@@ -273,7 +273,9 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
   else if (st.assign == Assign::Accumulate || st.output == ctx_.rows.sumOutput)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
-  if (!s) s = ir::store(name, off, ir::cast(et, val));
+  if (!s)
+    s = ctx_.rows.streams(st) ? ir::streamStore(name, off, ir::cast(et, val))
+                              : ir::store(name, off, ir::cast(et, val));
   return inside ? ir::ifThen(inside, s) : s;
 }
 

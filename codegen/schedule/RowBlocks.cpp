@@ -170,6 +170,39 @@ std::string notColumnSum(const dsl::Program& p, const dsl::BoundProgram& b, cons
   return {};
 }
 
+// The members of `run` whose stores are non-temporal (RowRun::streamed); `in`: the members.
+std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::BoundProgram& b,
+                                         const Strides& strides, const Target& t, const RowRun& run,
+                                         const std::vector<bool>& in) {
+  std::vector<std::size_t> out;
+  std::vector<char> oneHot(run.last + 1, 0); // touches one element per row
+  for (std::size_t k = run.first; k <= run.last; ++k)
+    oneHot[k] = in[k] && scheduleStatement(p, b, k, strides, t).oneHot.has_value();
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    const Statement& st = p.stmts[k];
+    if (!in[k] || oneHot[k] || st.numOutputVars() != static_cast<int>(st.vars.size()))
+      continue; // element-wise statements over whole rows only
+    const int o = st.output;
+    const auto u = static_cast<std::size_t>(o);
+    if (std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end()) continue;
+    std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
+    for (std::int64_t e : b.tensors[u].shape) bytes *= e;
+    if (bytes < kStreamL2s * t.l2Bytes) continue;
+    // Another statement of the run touches the output other than at one element per row: a
+    // later one would read it back from memory; after an earlier one the lines are in the cache,
+    // where a non-temporal store first writes them back (measured slower).
+    bool other = false;
+    for (std::size_t j = run.first; j <= run.last && !other; ++j) {
+      if (j == k || (!in[j] && !run.summed(j))) continue; // deferred: runs after the run
+      bool touches = false;
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool) { touches |= e.tensor == o; });
+      other = touches && !oneHot[j];
+    }
+    if (!other) out.push_back(k);
+  }
+  return out;
+}
+
 } // namespace
 
 std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
@@ -302,14 +335,21 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id)))
         run.scratch.push_back(static_cast<int>(id));
     }
-    const std::int64_t fit = t.l2Bytes / 2 / std::max<std::int64_t>(rowBytes, 1);
+    // With column sums, each block adds into its group's partial sums (a row of each): larger
+    // blocks, as before the quarter-L2 rule. Blocks of 4 rows only where 8 do not fit: a short
+    // run then keeps one function (its rows in the tail block) instead of a block and a tail.
+    const bool sums = !run.sums.empty();
+    const std::int64_t fit = t.l2Bytes / (sums ? kRowSumL2Share : kRowBlockL2Share) /
+                             std::max<std::int64_t>(rowBytes, 1);
+    const std::int64_t align = sums || fit >= kRowAlignWide ? kRowAlignWide : kRowAlign;
     // Enough blocks for every group of every thread where the rows allow it; with column sums,
     // as many groups whatever the thread count.
     const std::int64_t groups =
         run.sums.empty() ? kRowGroupsPerThread * std::max(t.threads, 1) : kRowSumGroups;
     const std::int64_t share = (run.hi - run.lo) / groups;
-    run.blockRows = std::clamp(std::min(fit, share) / kRowAlign * kRowAlign, kRowAlign, kMaxBlockRows);
+    run.blockRows = std::clamp(std::min(fit, share) / align * align, align, kMaxBlockRows);
     run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
+    run.streamed = streamedMembers(p, b, strides, t, run, in);
     const int index = static_cast<int>(plan.runs.size());
     std::string scratchNames;
     for (int id : run.scratch)
@@ -336,6 +376,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
                          ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
       if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
       note += ")";
+      if (run.streams(j)) note += "; stored non-temporally";
       plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
     }
     plan.runs.push_back(std::move(run));

@@ -38,17 +38,28 @@
 
 namespace einjit::codegen {
 
-// Rows per block: the rows' bytes of every tensor the run touches by rows fill about half of
-// L2 (the other half for what the hardware keeps of the tensors read in full, such as a
-// layernorm's gain), a multiple of kRowAlign (the register tiles' row counts divide it, so a
-// full block has no row edge), between kRowAlign and kMaxBlockRows.
-inline constexpr std::int64_t kRowAlign = 8;
+// Rows per block: the rows' bytes of every tensor the run touches by rows fill about a quarter
+// of L2 (the rest for what the hardware keeps of the tensors read in full, such as a
+// layernorm's gain, and for the lines in flight of the tensors streamed from memory), a
+// multiple of kRowAlignWide rows, or of kRowAlign where fewer than kRowAlignWide rows fit (the
+// 4-row register tiles divide both, so a full block has no row edge), between that multiple and
+// kMaxBlockRows. Rows of 4096 f32 make blocks of 4 rows (a softmax gradient's five such
+// tensors: 320 KiB, within a 512 KiB L2; 8 rows spilled out of it).
+inline constexpr std::int64_t kRowAlign = 4, kRowAlignWide = 8;
+inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 / this
+// A run with column sums (RowRun::sums) adds each block's rows into its group's partial sums,
+// a full row of each per block: its blocks fill half of L2, a multiple of 8 rows (the layernorm
+// gradient measured slower with blocks of 4 rows).
+inline constexpr std::int64_t kRowSumL2Share = 2;
 inline constexpr std::int64_t kMaxBlockRows = 512;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
 // Task groups of a run with column sums (RowRun::sums), whatever the thread count: the groups'
 // partial sums are added in a fixed order.
 inline constexpr std::int64_t kRowSumGroups = 8;
+// A run's output is stored non-temporally (RowRun::streamed) from this many times the L2 size
+// on: a smaller one may still be in a cache when the next program reads it.
+inline constexpr std::int64_t kStreamL2s = 8;
 
 struct RowRun {
   std::size_t first = 0, last = 0; // statements: the members, and the deferred ones between
@@ -70,6 +81,16 @@ struct RowRun {
            std::find(sums.begin(), sums.end(), k) == sums.end();
   }
   bool summed(std::size_t k) const { return std::find(sums.begin(), sums.end(), k) != sums.end(); }
+  // Members whose output is stored non-temporally (ir::Store::nonTemporal): an element-wise
+  // statement writing a large tensor in full memory (no scratch) that no other statement of the
+  // run reads or writes, except at one element per row (a one-hot sum): the softmax's y and dx,
+  // the layernorm's y (not its gradient's dx, written twice). Such a line would leave the cache
+  // before anything reads it; stored normally it costs a read for ownership and pushes the
+  // block's rows out of L2.
+  std::vector<std::size_t> streamed;
+  bool streams(std::size_t k) const {
+    return std::find(streamed.begin(), streamed.end(), k) != streamed.end();
+  }
   // The column sums' partial sums: one per task group, then the tail block's (those of the
   // groups exist when there are full blocks; the tail's when there is a tail).
   std::int64_t partialSlots() const { return groups + 1; }
