@@ -22,6 +22,16 @@ using namespace einjit::test;
 
 namespace {
 
+// Runs f with oneTBB limited to `threads` workers (1 and 2 threads must agree bit for bit).
+template <class F>
+void withThreads(int threads, F&& f) {
+#ifdef EINJIT_HAVE_TBB
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            static_cast<std::size_t>(threads));
+#endif
+  f();
+}
+
 const char* kSoftmax =
     "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]";
 const char* kLayernorm = "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\n"
@@ -268,14 +278,11 @@ TEST_CASE("row blocks: results do not depend on the thread count (bit for bit)")
   // The column sums dg, db too: their partial sums are per task group, and the groups are
   // fixed by the shapes, not the threads.
   std::vector<std::vector<double>> got;
-  for (int threads : {1, 2}) {
-#ifdef EINJIT_HAVE_TBB
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                              static_cast<std::size_t>(threads));
-#endif
-    Outputs o = back.call(argsOf(back, in, {{"eps", 1e-5}}));
-    for (const char* n : {"dx", "dg", "db"}) got.push_back(o[n].toVector());
-  }
+  for (int threads : {1, 2})
+    withThreads(threads, [&] {
+      Outputs o = back.call(argsOf(back, in, {{"eps", 1e-5}}));
+      for (const char* n : {"dx", "dg", "db"}) got.push_back(o[n].toVector());
+    });
   REQUIRE(got[0].size() == 517u * 96u);
   REQUIRE(got[1].size() == 96u);
   CHECK(got[0] == got[3]);
@@ -413,14 +420,11 @@ TEST_CASE("row blocks: non-temporal stores, rows aligned or not, against the int
                                        {"dy", Tensor::random({rows, cols}, dt, 6)}};
       CHECK(fwd.explain({in.at("x")}).find("stored non-temporally") != std::string::npos);
       std::vector<std::vector<double>> got;
-      for (int threads : {1, 2}) {
-#ifdef EINJIT_HAVE_TBB
-        tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                                  static_cast<std::size_t>(threads));
-#endif
-        got.push_back(Tensor(fwd.call({in.at("x")})[std::size_t{0}]).toVector());
-        got.push_back(back.call(argsOf(back, in, {}))["dx"].toVector());
-      }
+      for (int threads : {1, 2})
+        withThreads(threads, [&] {
+          got.push_back(Tensor(fwd.call({in.at("x")})[std::size_t{0}]).toVector());
+          got.push_back(back.call(argsOf(back, in, {}))["dx"].toVector());
+        });
       CHECK(got[0] == got[2]);
       CHECK(got[1] == got[3]);
       Kernel ref = einjit::compile(kSoftmax, on(Device::reference(), dt));
