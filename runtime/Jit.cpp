@@ -308,12 +308,18 @@ struct Engine {
     if (!unoptimized.empty()) units.push_back({std::move(unoptimized), false, kWhole});
     std::vector<std::string> objects(units.size()), texts(units.size());
     std::vector<std::exception_ptr> failures(units.size());
+    // The parallel loop's join already orders each unit's work before what follows; these
+    // flags state that order in instrumented code too, since oneTBB's own handshake is not
+    // visible to ThreadSanitizer (a task's reads of the shared IR would otherwise be reported
+    // against the caller freeing it later).
+    std::vector<std::atomic<bool>> finished(units.size());
     auto one = [&](std::size_t i) {
       try {
         objects[i] = buildObject(units[i], prefix, irText ? &texts[i] : nullptr);
       } catch (...) {
         failures[i] = std::current_exception();
       }
+      finished[i].store(true, std::memory_order_release);
     };
 #if EINJIT_HAVE_TBB
     // Isolated: this thread holds the cache's lock, so while it waits it must not take an
@@ -322,6 +328,7 @@ struct Engine {
 #else
     for (std::size_t i = 0; i < units.size(); ++i) one(i);
 #endif
+    for (const std::atomic<bool>& f : finished) (void)f.load(std::memory_order_acquire);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
     if (irText)
