@@ -2,6 +2,7 @@
 #include "Commands.h"
 
 #include "Arguments.h"
+#include "Flops.h"
 #include "Inputs.h"
 
 #include "dsl/Binding.h"
@@ -17,44 +18,11 @@ namespace einjit::cli {
 
 namespace {
 
-int countOps(const dsl::CExpr& e) {
-  int n = 0;
-  switch (e.kind) {
-  case dsl::CKind::Unary:
-  case dsl::CKind::Binary:
-  case dsl::CKind::Ternary:
-  case dsl::CKind::Call: n = 1; break;
-  default: break;
-  }
-  for (const auto& a : e.args) n += countOps(*a);
-  return n;
-}
-
-// Floating-point operations of one call: per statement, the iterations of its loops (over
-// the hull of dependent ranges) times the operations of its right-hand side, plus one per
-// iteration for the reduction and one per element for '+='.
-double flops(const dsl::Program& p, const dsl::BoundProgram& b) {
-  double total = 0;
-  for (std::size_t k = 0; k < p.stmts.size(); ++k) {
-    const auto& st = p.stmts[k];
-    const auto& bs = b.stmts[k];
-    double iters = 1, elems = 1;
-    const auto nOut = static_cast<std::size_t>(st.numOutputVars());
-    for (std::size_t v = 0; v < st.vars.size(); ++v) {
-      double e = static_cast<double>(std::max<std::int64_t>(0, bs.hi[v] - bs.lo[v]));
-      iters *= e;
-      if (v < nOut) elems *= e;
-    }
-    total += iters * (countOps(*st.rhs) + (st.vars.size() > nOut ? 1 : 0));
-    if (st.assign == dsl::Assign::Accumulate) total += elems;
-  }
-  return total;
-}
-
-std::string line(const char* what, double seconds, double flop) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%-22s %10.4f ms  %9.2f GFLOP/s\n", what, seconds * 1e3,
-                flop / seconds / 1e9);
+std::string line(const char* what, double seconds, FlopCount flop) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "%-22s %10.4f ms  %9.2f GFLOP/s%s\n", what, seconds * 1e3,
+                flop.flops / seconds / 1e9,
+                flop.exact ? "" : " (at most: dependent ranges counted by their hull)");
   return buf;
 }
 
@@ -113,7 +81,7 @@ int bench(const Words& words, std::ostream& out, std::ostream&) {
   Outputs y = k.call(call); // the first call compiles for these shapes
   double firstMs = std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
   dsl::BoundProgram b = dsl::bind(k.program(), specsOf(in.tensors), in.scalars, in.dtype);
-  const double f = flops(k.program(), b);
+  const FlopCount f = flops(k.program(), b);
   out << "device " << args.device.name() << ", " << dtypeName(in.dtype)
       << "; first call (parse, check, compile, run): " << firstMs << " ms\n";
   const double tf = secondsPerCall([&] { k.call(call); }, opt.device, args.reps);

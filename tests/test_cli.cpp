@@ -1,5 +1,6 @@
 // The einjit command-line tool, run as a process: output and exit status of each command.
 #include "cli/Comparison.h"
+#include "cli/Flops.h"
 #include "cli/Npy.h"
 #include "einjit/einjit.h"
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -669,4 +671,40 @@ TEST_CASE("bad .npy files are clear errors") {
   CHECK(has(both.out, "--input x and --shape x: give one of them"));
   Result unknown = runCli("run 'y[i] := x[i]' --input q=" + (dir / "nope.npy") + " --shape x=3");
   CHECK(has(unknown.out, "--input q: the program has no tensor argument named 'q'"));
+}
+
+// bench's GFLOP/s: a gradient's dependent ranges count the iterations they run. Worked out by
+// hand: the forward runs n*o*h*w*c*a*b = 4*32*16*16*16*3*3 iterations of a multiply and an add;
+// dx and dk each run exactly those products again (dx's h, w ranges pick, for each input
+// element, the output positions whose window covers it), so the gradient program is twice the
+// forward. The box hulls of dx's h and w (16 each instead of 1 or 2) counted about 60x more.
+TEST_CASE("bench's flop count: a strided convolution's gradients count what they run") {
+  using einjit::cli::flops;
+  einjit::Kernel k = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]");
+  const std::map<std::string, std::vector<std::int64_t>> shapes = {
+      {"x", {4, 16, 33, 33}}, {"k", {32, 16, 3, 3}}, {"dy", {4, 32, 16, 16}}};
+  auto specs = [&](const einjit::dsl::Program& p) {
+    std::vector<einjit::dsl::ArgSpec> out;
+    for (int id : p.arguments)
+      out.push_back({einjit::DType::f32, shapes.at(p.tensors[static_cast<std::size_t>(id)].name)});
+    return out;
+  };
+  const double forward = 2.0 * 4 * 32 * 16 * 16 * 16 * 3 * 3;
+  auto f = flops(k.program(), einjit::dsl::bind(k.program(), specs(k.program()), {}));
+  CHECK(f.exact);
+  CHECK(f.flops == forward);
+  for (const std::vector<std::string>& wrt :
+       {std::vector<std::string>{"x"}, {"k"}, {"x", "k"}}) {
+    CAPTURE(wrt.size());
+    einjit::Kernel g = k.gradient(wrt);
+    auto gf = flops(g.program(), einjit::dsl::bind(g.program(), specs(g.program()), {}));
+    CHECK(gf.exact);
+    CHECK(gf.flops == forward * static_cast<double>(wrt.size()));
+  }
+  // What `einjit bench --grad` prints with it: GFLOP/s no faster than a CPU can go.
+  Result r = runCli("bench 'y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]' --shape x=4x16x33x33 "
+                    "--shape k=32x16x3x3 --grad --reps 3");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "(forward + gradients) / forward"));
+  CHECK_FALSE(has(r.out, "at most"));
 }
