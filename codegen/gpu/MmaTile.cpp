@@ -8,7 +8,7 @@ namespace einjit::codegen::lowering {
 Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                            const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                            const TileFrame& f, const std::function<Stmt(Stmt)>& cells,
-                           const Expr& slot, bool* vectored) {
+                           const Expr& slot, int* vectored) {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
   const std::int64_t P = f.BN + 4, threads = Target::gpuTileBlock, per = threads / f.BN;
   if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
@@ -29,7 +29,7 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
     if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
       vec = v;
   }
-  *vectored = vec > 1;
+  *vectored = static_cast<int>(vec);
   const std::int64_t across = f.BN / vec, rows = threads / across;
   Expr col = thr % across * vec;
   Expr row = thr / across + ir::var("e.row") * rows;
@@ -209,7 +209,7 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   Stmt kloop = pipeline(
       ops, K, r, BK, split, slices, stages, [&](const Expr& stg) { return v.compute(ops, stg); },
       v.asyncProxy, v.inFlight);
-  bool vectored = false;
+  int vectored = 1;
   Stmt out = tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, v.li, v.lj}, v.cells, v.slot,
                           &vectored);
   Stmt body = ir::allocate("acc", vt_, v.accumulators,
@@ -228,7 +228,8 @@ auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ra
   describeGroups(st, I, J, K, B, plan);
   plan.stages = stages;
   for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
-  plan.vectoredOutput = vectored;
+  plan.vectoredOutput = vectored > 1;
+  plan.outputVector = vectored;
   plan.splits = split.splits;
   plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));

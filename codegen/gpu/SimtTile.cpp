@@ -7,12 +7,18 @@ auto Lowerer::planTile(const Statement& st, const BoundStatement& bs, const Rang
                        const std::string& name) -> std::optional<GpuTilePart> {
   std::optional<TileGroups> g = tileGroups(st, bs, r);
   if (!g) return std::nullopt;
-  return GpuTilePart{st, bs, r, name, std::move(*g), {}};
+  GpuTilePart part{st, bs, r, name, std::move(*g), {}, {}};
+  part.tile = tileSchedule(part.st, part.bs, part.r, part.groups);
+  return part;
 }
 
 GpuTilePlan Lowerer::emitTilePart(const GpuTilePart& t) {
   const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, t.subs);
-  return emitGpuTile(t.st, t.bs, t.r, t.name, t.groups);
+  GpuTilePlan emitted = emitGpuTile(t.st, t.bs, t.r, t.name, t.groups);
+  if (!(emitted == t.tile))
+    throw InternalError("lower: tile " + t.name + " emitted otherwise than planned: " +
+                        describe(emitted) + " | " + describe(t.tile));
+  return emitted;
 }
 
 auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ranges& r)

@@ -280,6 +280,13 @@ GpuOperandPlan Lowerer::operandPlan(const Statement& st, const Staged& s) {
     o.index = s.tables == Staged::Tables::Rows ? GpuOperandPlan::Index::RowTables
                                                : GpuOperandPlan::Index::ReductionTables;
   if (!s.masks.empty()) o.masked = varNames(st, s.masks);
+  o.vector = s.vector;
+  o.kFast = s.kFast;
+  o.rowMajor = s.rowMajor;
+  o.core = s.core;
+  o.rows = s.BW;
+  o.stride = s.stride;
+  o.stageElems = s.stageElems;
   return o;
 }
 

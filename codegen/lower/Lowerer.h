@@ -13,6 +13,7 @@
 #include "codegen/passes/MergeLaunches.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
+#include "codegen/schedule/GpuPlanInput.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
@@ -627,6 +628,18 @@ private:
   std::optional<GpuTilePart> planTile(const Statement& st, const BoundStatement& bs,
                                       const Ranges& r, const std::string& name);
   GpuTilePlan emitTilePart(const GpuTilePart& t);
+  // The access analysis of a tile's operands and output over its ranges (the strides and
+  // alignment of ctx_.buffers, ctx_.kLast), as its planners receive it (gpu/TileSchedule.cpp).
+  GpuPlanInput tileInput(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                         const TileGroups& g);
+  GpuOperandAccess operandAccess(const Statement& st, const std::vector<const CExpr*>& fs,
+                                 const std::vector<std::size_t>& group,
+                                 const std::vector<std::size_t>& K, const Ranges& r, Type elem,
+                                 const std::vector<std::size_t>& masks) const;
+  // The tile's schedule (schedule/GpuSimtPlan.h or GpuTensorCorePlan.h), decided before it is
+  // emitted.
+  GpuTilePlan tileSchedule(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const TileGroups& g);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -643,7 +656,7 @@ private:
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
-                    bool* vectored);
+                    int* vectored);
 
   // The tile of emitGpuTile on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
   // two families that supply only what differs (TensorCoreVariant): BK = 64 slices of both
