@@ -1,6 +1,5 @@
 // The GPU tile decisions that read the lowerer's state (masked ranges), the access analysis the
-// tile planners of schedule/ receive (GpuPlanInput), and the bridges from the staged operands
-// to the decisions of schedule/GpuTileSchedule (split-K, pipeline stages).
+// tile planners of schedule/ receive (GpuPlanInput), and a planned split-K's scratch.
 #include "codegen/lower/Lowerer.h"
 
 #include "codegen/schedule/GpuSimtPlan.h"
@@ -64,33 +63,17 @@ GpuTilePlan Lowerer::tileSchedule(const Statement& st, const BoundStatement& bs,
                 : gpuschedule::planSimtTile(in, target_);
 }
 
-auto Lowerer::tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles,
-                        std::int64_t slices, std::int64_t BK, const std::string& name,
-                        std::int64_t wanted, double cellFlops) -> TileSplit {
+auto Lowerer::tileSplit(const Statement& st, const Ranges& r, const GpuTilePlan& plan,
+                        const std::string& name) -> TileSplit {
   TileSplit t;
   t.elements = extentOfGroup(outputIndices(st), r);
-  const double bytes = static_cast<double>(t.elements) * static_cast<double>(ir::typeBytes(vt_));
-  const gpuschedule::SplitK k =
-      gpuschedule::splitK(target_, tiles, slices, BK, bytes, wanted, cellFlops);
-  t.splits = k.splits;
-  t.perSplit = k.perSplit;
+  t.splits = plan.splits;
+  t.perSplit = plan.perSplit;
   if (t.splits > 1) {
     t.partial = name + ".partial";
     out_.scratch.push_back({t.partial, vt_, t.elements * t.splits});
   }
   return t;
-}
-
-int Lowerer::stagesFor(const std::vector<Staged>& ops) const {
-  const bool allAsync =
-      std::all_of(ops.begin(), ops.end(), [](const Staged& s) { return s.vector != 0; });
-  return gpuschedule::pipelineStages(target_, allAsync, sharedBytes(ops));
-}
-
-std::int64_t Lowerer::sharedBytes(const std::vector<Staged>& ops) {
-  std::int64_t n = 0;
-  for (const Staged& s : ops) n += s.stageElems * typeBytes(s.elem);
-  return n;
 }
 
 bool Lowerer::maskedRanges(const Statement& st, const BoundStatement& bs, const Ranges& r,
