@@ -75,7 +75,8 @@ struct GpuStatementPlan {
   }
 };
 
-// One line: the family, the tiles' index groups, the phases' split, the copies.
+// One line: the family; for a tile family the note of its last tile (shape, staging, stages,
+// split-K), the phases' split, the copies, as lowering writes it (describe(GpuTileSchedule)).
 std::string describe(const GpuStatementPlan& p);
 
 } // namespace einjit::codegen
