@@ -7,6 +7,8 @@
 
 #include "codegen/CodeGenCUDA.h"
 #include "codegen/IR.h"
+#include "codegen/Lower.h"
+#include "runtime/CallLayout.h"
 #include "runtime/CudaBackend.h"
 #include "runtime/Nvrtc.h"
 
@@ -306,10 +308,10 @@ TEST_CASE("cuda: the GPU schedule table (program, shapes, dtype, arch -> each st
 }
 
 // The GPU plan of each statement (schedule/GpuStatementPlan.h), decided as lowering decides it
-// but without lowering anything (codegen::planGpuStatement): the family, each tile's index
-// groups, the residue phases' split and the layout copies, as `describe` prints the plan. The
-// rows are those of the schedule table above; the lowered note of each tiled row must name the
-// same tile (its groups), so the plan is the one lowering carries out.
+// but without lowering anything (codegen::planGpuStatement): the family, each tile's shape,
+// staging, stages and split-K, the residue phases' split and the layout copies, as `describe`
+// prints the plan. The rows are those of the schedule table above; the lowered note of each
+// tiled row must start with the plan's, so the plan is the one lowering carries out.
 TEST_CASE("cuda: the GPU plan of a statement, without lowering (program, shapes -> the plan)") {
   using Family = einjit::codegen::GpuStatementPlan::Family;
   struct Row {
@@ -330,36 +332,51 @@ TEST_CASE("cuda: the GPU plan of a statement, without lowering (program, shapes 
        DType::f32,
        90,
        Family::Tile,
-       "f32 tile over (i) x (k), reduction (j)",
+       "GPU tile 128x128 over (i) x (k), 8x8 per thread, shared-memory slices of 16 along (j), 4 "
+       "slices in flight; tile.L by 4-byte asynchronous copies, tile.R by 16-byte asynchronous "
+       "copies",
        1},
       {"C[i,k] := A[i,j] * B[j,k]",
        {{"A", {1024, 1024}}, {"B", {1024, 1024}}},
        DType::bf16,
        80,
        Family::Tile,
-       "tensor-core tile over (i) x (k), reduction (j)",
+       "GPU tensor cores (mma.sync m16n8k16 bf16, f32 accumulators): tile 128x128 over (i) x (k), "
+       "8 warps (2x4) of 64x32, shared-memory slices of 64 along (j), 2 slices in flight; tile.A "
+       "by 16-byte asynchronous copies, tile.B by 16-byte asynchronous copies, split-K: 2 ranges "
+       "of 8 slices, partials added in order",
        1},
       {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
        {{"A", {256, 128, 8}}, {"B", {8, 256, 128}}},
        DType::f32,
        90,
        Family::Tile,
-       "f32 tile over (i) x (k), reduction (j), one tile row per (b); over copies of A, C",
+       "GPU tile 128x128 over (i) x (k), 8x8 per thread, shared-memory slices of 16 along (j), one "
+       "tile row per (b), 4 slices in flight; tile.L by 16-byte asynchronous copies, tile.R by "
+       "16-byte asynchronous copies; A, C copied first to batch-outermost layouts (unit stride on "
+       "a batch index)",
        1},
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {8, 64, 30, 30}}, {"k", {64, 64, 3, 3}}},
        DType::bf16,
        90,
        Family::Tile,
-       "tensor-core tile over (o) x (n,h,w), reduction (a,b,c); over copies of x, k",
+       "GPU tensor cores (wgmma m64n64k16 bf16, sm_90a, f32 accumulators, 128-byte swizzled "
+       "operands): tile 64x128 over (o) x (n,h,w), 2 warpgroups side by side of 64x64, "
+       "shared-memory slices of 64 along (a,b,c), 4 slices in flight; tile.A by 16-byte "
+       "asynchronous copies, tile.B by 16-byte asynchronous copies, the output stored 16 bytes at "
+       "a time; x, k copied first to layouts with c fastest, the reduction run with c last (whole "
+       "16-byte vectors)",
        1},
       {strided,
        {{"dy", {8, 64, 14, 14}}, {"k", {64, 64, 3, 3}}},
        DType::f32,
        90,
        Family::Phases,
-       "4 residue phases (u = 2q + r, h = q + m, v = 2q + r, w = q + m), each: f32 tile over (c) x "
-       "(n,u,v), reduction (h,w,o)",
+       "4 residue phases (u = 2q + r, h = q + m, v = 2q + r, w = q + m), each: GPU tile 64x112 "
+       "over (c) x (n,u,v), 4x7 per thread, shared-memory slices of 16 along (h,w,o), 2 slices in "
+       "flight; tile.L through registers, tile.R through registers (over the hull of (h,w), masked "
+       "to their ranges)",
        4},
       {"dx[u] := dy[u-k] * w[k] where u in 0:100000, k in max(u+1000-100000, 0):min(u+1, 1000)",
        {{"dy", {99001}}, {"w", {1000}}},
@@ -412,18 +429,170 @@ TEST_CASE("cuda: the GPU plan of a statement, without lowering (program, shapes 
       CHECK(plan.tiles.back().name == "s0_phase11");
     }
     if (!plan.tiled()) continue;
-    // Lowering carries this plan out: its note names the same tile.
-    const auto& g = plan.tiles.back().groups;
-    const auto& vars = plan.tiles.back().st.vars;
-    auto names = [&](const std::vector<std::size_t>& group) {
-      std::string s;
-      for (std::size_t v : group) s += (s.empty() ? "" : ",") + vars[v].name;
-      return s;
-    };
-    const std::string note = cudaFor(k, in, {}, r.dtype, r.arch).lowered.notes.at(0);
+    // Lowering carries this plan out: its note is the plan's (the phases' launches merged
+    // afterwards, where they are).
+    std::string note = cudaFor(k, in, {}, r.dtype, r.arch).lowered.notes.at(0);
     CAPTURE(note);
-    CHECK(note.find("over (" + names(g.I) + ") x (" + names(g.J) + ")") != std::string::npos);
-    CHECK(note.find("along (" + names(g.K) + ")") != std::string::npos);
+    const std::string merged = "; the phases in one launch";
+    if (const auto at = note.find(merged); at != std::string::npos) note.erase(at, merged.size());
+    CHECK(note.rfind(describe(plan), 0) == 0);
+  }
+}
+
+// Each GPU tile's schedule is in the plan, decided before anything is emitted
+// (schedule/GpuSimtPlan.h, GpuTensorCorePlan.h, GpuStagingPlan.h): the family and shape, how each
+// operand is staged, the slices in flight and split-K, for contiguous tensors on 16-byte aligned
+// pointers. Lowering writes the note of the same tile.
+TEST_CASE(
+    "cuda: each GPU tile's shape, staging, stages and split-K in the plan, without lowering") {
+  using einjit::codegen::GpuTileKind;
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    DType dtype;
+    int arch;
+    GpuTileKind kind;
+    std::int64_t BM, BN;
+    int stages;
+    std::int64_t splits, perSplit; // split-K: ranges of the reduction, slices in each
+    std::vector<int> copyBytes;    // per operand: bytes per asynchronous copy, 0: registers
+  };
+  const char* matmul = "C[i,k] := A[i,j] * B[j,k]";
+  const char* strided = "dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:29, v in 0:29, "
+                        "h in max(0, cdiv(u-2, 2)):min(14, fdiv(u, 2)+1), w in max(0, "
+                        "cdiv(v-2, 2)):min(14, fdiv(v, 2)+1)";
+  const std::vector<Row> rows = {
+      // small
+      {matmul,
+       {{"A", {64, 64}}, {"B", {64, 64}}},
+       DType::f32,
+       90,
+       GpuTileKind::Simt,
+       64,
+       64,
+       2,
+       1,
+       4,
+       {0, 16}},
+      // long f32 reduction: row-major A copied 4 bytes at a time, every operand asynchronous
+      {matmul,
+       {{"A", {512, 512}}, {"B", {512, 512}}},
+       DType::f32,
+       90,
+       GpuTileKind::Simt,
+       128,
+       128,
+       4,
+       1,
+       32,
+       {4, 16}},
+      // strided operands (both transposed)
+      {"C[i,k] := A[j,i] * B[k,j]",
+       {{"A", {512, 512}}, {"B", {512, 512}}},
+       DType::f32,
+       90,
+       GpuTileKind::Simt,
+       128,
+       128,
+       4,
+       1,
+       32,
+       {16, 4}},
+      // split-K-sized: one tile (four), a long reduction cut into as many ranges as keep 512 of
+      // it (8 slices) in each (f32: the cost model's best; bf16: doubling while blocks are few)
+      {matmul,
+       {{"A", {128, 65536}}, {"B", {65536, 128}}},
+       DType::f32,
+       90,
+       GpuTileKind::Simt,
+       128,
+       128,
+       2,
+       128,
+       32,
+       {0, 16}},
+      {matmul,
+       {{"A", {256, 65536}}, {"B", {65536, 256}}},
+       DType::bf16,
+       80,
+       GpuTileKind::MmaSync,
+       128,
+       128,
+       2,
+       128,
+       8,
+       {16, 16}},
+      // wgmma-sized
+      {matmul,
+       {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       DType::bf16,
+       90,
+       GpuTileKind::Wgmma,
+       128,
+       256,
+       4,
+       1,
+       64,
+       {16, 16}},
+      {matmul,
+       {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       DType::bf16,
+       80,
+       GpuTileKind::MmaSync,
+       128,
+       128,
+       2,
+       1,
+       64,
+       {16, 16}},
+      // residue phases of a strided convolution's input gradient: the last phase's tile
+      {strided,
+       {{"dy", {8, 64, 14, 14}}, {"k", {64, 64, 3, 3}}},
+       DType::f32,
+       90,
+       GpuTileKind::Simt,
+       64,
+       112,
+       2,
+       1,
+       4,
+       {0, 0}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.program);
+    CAPTURE(r.arch);
+    Kernel k = einjit::compile(r.program, on(Device::cuda(), r.dtype));
+    const auto& p = k.program();
+    std::vector<einjit::dsl::ArgSpec> specs;
+    std::vector<std::vector<std::int64_t>> strides;
+    for (int id : p.arguments) {
+      const Shape& shape = r.shapes.at(p.tensors[static_cast<std::size_t>(id)].name);
+      std::vector<std::int64_t> str(shape.size(), 1);
+      for (std::size_t d = shape.size(); d-- > 1;) str[d - 1] = str[d] * shape[d];
+      specs.push_back({r.dtype, shape});
+      strides.push_back(str);
+    }
+    const auto bound = einjit::dsl::bind(p, specs, {}, r.dtype);
+    const auto callStrides = einjit::runtime::callStrides(p, bound, strides);
+    const einjit::codegen::Aligned16 aligned(p.tensors.size(), true);
+    const einjit::codegen::Target target = einjit::runtime::cudaTarget(r.arch);
+    const auto plan = einjit::codegen::planGpuStatement(p, bound, callStrides, target, 0, aligned);
+    REQUIRE(plan.tiled());
+    const einjit::codegen::GpuTilePlan& t = plan.tiles.back().tile;
+    CAPTURE(describe(plan));
+    CHECK(t.kind == r.kind);
+    CHECK(t.BM == r.BM);
+    CHECK(t.BN == r.BN);
+    CHECK(t.stages == r.stages);
+    CHECK(t.splits == r.splits);
+    CHECK(t.perSplit == r.perSplit);
+    std::vector<int> copies;
+    for (const auto& o : t.operands) copies.push_back(o.copyBytes);
+    CHECK(copies == r.copyBytes);
+    std::string note = einjit::codegen::lower(p, bound, callStrides, target, aligned).notes.at(0);
+    const std::string merged = "; the phases in one launch";
+    if (const auto at = note.find(merged); at != std::string::npos) note.erase(at, merged.size());
+    CHECK(note.rfind(describe(plan), 0) == 0);
   }
 }
 

@@ -1,6 +1,7 @@
 // The tensor-core GPU tile: one skeleton (emitGpuMma) and the epilogue shared by its two
-// families, mma.sync and wgmma, each of which supplies only its operands' layout, one slice's
-// products and its fragment coordinates (TensorCoreVariant).
+// families, mma.sync and wgmma, each of which supplies only one slice's products and its
+// fragment coordinates (TensorCoreVariant); the tile's shape, its operands' layouts, stages and
+// split-K come from its plan (gpuschedule::planTensorCoreTile).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -8,7 +9,7 @@ namespace einjit::codegen::lowering {
 Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                            const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                            const TileFrame& f, const std::function<Stmt(Stmt)>& cells,
-                           const Expr& slot, bool* vectored) {
+                           const Expr& slot, std::int64_t vec) {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r);
   const std::int64_t P = f.BN + 4, threads = Target::gpuTileBlock, per = threads / f.BN;
   if (f.BN > threads || threads % f.BN != 0 || f.BM % per != 0)
@@ -17,19 +18,9 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
   auto at = [P](const Expr& row, const Expr& col) { return row * P + col; };
   Stmt put = cells(ir::store(buf, at(f.li, f.lj), ir::load(vt_, "acc", slot)));
   Expr thr = ir::var("gpu.thread");
-  // A thread's run of `vec` cells along a row: 16 bytes of the output stored at once where the tile
-  // writes the output itself ('=', not split) and the output is contiguous along J in runs of whole
-  // vectors (as vectorRead for a read), else one cell. This measured faster for the bf16 1x1
-  // convolution forward and input gradient and the 4096^3 product, and slightly for the 3x3
-  // convolutions.
+  // A thread's run of `vec` cells along a row (16 bytes of the output stored at once where the
+  // plan says so: gpuschedule::planTensorCoreTile), else one cell.
   const Type et = elemType(st.output);
-  std::int64_t vec = 1;
-  if (split.splits == 1 && st.assign == Assign::Define && !ctx_.atomic) {
-    const std::int64_t v = vectorRead({st.lhs.get()}, J, r, et);
-    if (v > 1 && f.BN % v == 0 && threads % (f.BN / v) == 0 && f.BM % (threads / (f.BN / v)) == 0)
-      vec = v;
-  }
-  *vectored = vec > 1;
   const std::int64_t across = f.BN / vec, rows = threads / across;
   Expr col = thr % across * vec;
   Expr row = thr / across + ir::var("e.row") * rows;
@@ -60,19 +51,11 @@ Stmt Lowerer::tileEpilogue(const Statement& st, const Ranges& r, const TileSplit
 }
 
 auto Lowerer::mmaSyncVariant(std::int64_t WM, std::int64_t WN) -> TensorCoreVariant {
-  constexpr std::int64_t BK = gpuschedule::kMmaSlice, S = BK + 8, MT = 4, NT = 4;
+  constexpr std::int64_t BK = gpuschedule::kMmaSlice, MT = 4, NT = 4;
   TensorCoreVariant v;
   v.BM = 64 * WM;
   v.BN = WN * NT * 8;
   v.accumulators = MT * NT * 4;
-  // Row-major (the reduction fastest, rows of S) when the operand has unit stride along k, else
-  // k-major (rows of BW + 8, read by ldmatrix.trans): padded so that fragment loads hit distinct
-  // banks.
-  v.layout = [](Staged& sg) {
-    sg.rowMajor = sg.kFast;
-    sg.core = false;
-    sg.stride = sg.rowMajor ? S : sg.BW + 8;
-  };
   Expr thr = ir::var("gpu.thread");
   Expr lane = thr % Target::gpuWarp, warp = thr / Target::gpuWarp, g = lane / 4, t = lane % 4;
   Expr wm = warp / WN, wn = warp % WN;
@@ -118,15 +101,8 @@ auto Lowerer::wgmmaVariant(std::int64_t WM, bool sideBySide,
   v.BN = shape.BN * (sideBySide ? 2 : 1);
   v.WBN = WBN;
   v.accumulators = WBN / 2;
-  v.stages = shape.stages;
   v.inFlight = shape.inFlight;
   v.asyncProxy = true;
-  // The majors of mma.sync in the 128-byte-swizzled layouts of Staged::core.
-  v.layout = [](Staged& sg) {
-    sg.rowMajor = sg.kFast;
-    sg.core = true;
-    sg.stride = sg.rowMajor ? BK : sg.BW * 8;
-  };
   Expr thr = ir::var("gpu.thread");
   Expr lane = thr % Target::gpuWarp, warp = thr / Target::gpuWarp, g = lane / 4, t = lane % 4;
   Expr nt = ir::var("w.n"), c = ir::var("w.c");
@@ -166,74 +142,42 @@ auto Lowerer::wgmmaVariant(std::int64_t WM, bool sideBySide,
   return v;
 }
 
-auto Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+void Lowerer::emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
                          const std::string& name, const CExpr& lf, const CExpr& rf,
                          const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                          const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
                          const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR) -> GpuTilePlan {
+                         const std::vector<std::size_t>& maskR, const GpuTilePlan& plan) {
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-  const std::int64_t BK = gpuschedule::kMmaSlice;
-  const std::int64_t slices = (extK + BK - 1) / BK;
-  // Whether an operand is copied asynchronously (the layout does not change that): the
-  // warpgroup family needs both.
-  auto copied = [&](const CExpr& fct, const std::vector<std::size_t>& group,
-                    const std::vector<std::size_t>& masks) {
-    return staged({&fct}, group, K, r, ir::intImm(0), 128, BK, "", Type::bf16, masks, [](Staged&) {
-           }).vector > 0;
-  };
-  const bool wgTarget = target_.gpuWarpgroupMma();
-  const gpuschedule::TensorCoreShape tc = gpuschedule::tensorCoreShape(
-      target_, wgTarget && copied(lf, I, maskL) && copied(rf, J, maskR), extI, extJ, extK);
-  const bool wg = tc.kind == GpuTileKind::Wgmma;
-  const std::int64_t tilesI = (extI + 64 * tc.WM - 1) / (64 * tc.WM);
+  const std::int64_t BK = plan.BK, slices = (extK + BK - 1) / BK;
+  const bool wg = plan.kind == GpuTileKind::Wgmma;
   const TensorCoreVariant v =
-      !wg ? mmaSyncVariant(tc.WM, tc.WN)
-          : wgmmaVariant(tc.WM, tc.sideBySide,
-                         gpuschedule::warpgroupShape(target_, tc.sideBySide, tilesI, extJ, extB));
-  const std::int64_t BM = v.BM, BN = v.BN, tilesJ = (extJ + BN - 1) / BN;
+      !wg ? mmaSyncVariant(plan.WM, plan.WN)
+          : wgmmaVariant(plan.WM, plan.sideBySide, {plan.WBN, plan.stages, plan.inFlight});
+  const std::int64_t BM = plan.BM, BN = plan.BN;
+  if (v.BM != BM || v.BN != BN || BK != gpuschedule::kMmaSlice)
+    throw InternalError("lower: a tensor-core tile whose shape its variant does not have");
+  const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
   setRanges(st, r);
-  const std::int64_t tiles = tilesI * tilesJ * extB;
-  const std::int64_t wanted = gpuschedule::tensorCoreBlocksWanted(target_, tc.kind, tiles);
-  const TileSplit split = tileSplit(st, r, tiles, slices, BK, name, wanted);
+  const TileSplit split = tileSplit(st, r, plan, name);
   ir::Func f = newFunc(name);
   Expr blk = tileBlock(split);
   Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
   if (!B.empty()) decompose(B, r, bt);
   Expr baseI = ti * BM, baseJ = tj * BN;
-  const std::vector<Staged> ops = {
-      staged({&lf}, I, K, r, baseI, BM, BK, "tile.A", Type::bf16, maskL, v.layout),
-      staged({&rf}, J, K, r, baseJ, BN, BK, "tile.B", Type::bf16, maskR, v.layout)};
-  const int stages = v.stages > 0 ? v.stages : stagesFor(ops);
+  const std::vector<Staged> ops = {staged({&lf}, I, baseI, plan.operands[0], Type::bf16, maskL),
+                                   staged({&rf}, J, baseJ, plan.operands[1], Type::bf16, maskR)};
   Stmt kloop = pipeline(
-      ops, K, r, BK, split, slices, stages, [&](const Expr& stg) { return v.compute(ops, stg); },
-      v.asyncProxy, v.inFlight);
-  bool vectored = false;
+      ops, K, r, BK, split, slices, plan.stages,
+      [&](const Expr& stg) { return v.compute(ops, stg); }, v.asyncProxy, v.inFlight);
   Stmt out = tileEpilogue(st, r, split, I, J, {baseI, baseJ, BM, BN, v.li, v.lj}, v.cells, v.slot,
-                          &vectored);
+                          plan.outputVector);
   Stmt body = ir::allocate("acc", vt_, v.accumulators,
                            ir::block({v.cells(ir::store("acc", v.slot, num(0))), kloop, out}));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  GpuTilePlan plan;
-  plan.kind = tc.kind;
-  plan.BM = BM;
-  plan.BN = BN;
-  plan.BK = BK;
-  plan.WM = tc.WM;
-  plan.WN = tc.WN;
-  plan.WBN = v.WBN;
-  plan.sideBySide = tc.sideBySide;
-  plan.inFlight = v.inFlight;
-  describeGroups(st, I, J, K, B, plan);
-  plan.stages = stages;
-  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
-  plan.vectoredOutput = vectored;
-  plan.splits = split.splits;
-  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return plan;
 }
 
 } // namespace einjit::codegen::lowering

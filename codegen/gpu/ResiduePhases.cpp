@@ -59,7 +59,10 @@ bool Lowerer::planPhases(const Statement& st, const BoundStatement& bs, const Ra
     for (const PhaseSub& x : subs) name += std::to_string(x.rho);
     std::optional<TileGroups> groups = tileGroups(ps, pb, r);
     if (!groups) return false;
-    phases.push_back({std::move(ps), std::move(pb), r, std::move(name), std::move(*groups), subs});
+    phases.push_back(
+        {std::move(ps), std::move(pb), r, std::move(name), std::move(*groups), subs, {}});
+    GpuTilePart& part = phases.back();
+    part.tile = tileSchedule(part.st, part.bs, part.r, part.groups);
   }
   if (phases.empty()) return false;
   std::vector<GpuPhasesPlan::Split> what;

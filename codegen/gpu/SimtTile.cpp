@@ -7,12 +7,15 @@ auto Lowerer::planTile(const Statement& st, const BoundStatement& bs, const Rang
                        const std::string& name) -> std::optional<GpuTilePart> {
   std::optional<TileGroups> g = tileGroups(st, bs, r);
   if (!g) return std::nullopt;
-  return GpuTilePart{st, bs, r, name, std::move(*g), {}};
+  GpuTilePart part{st, bs, r, name, std::move(*g), {}, {}};
+  part.tile = tileSchedule(part.st, part.bs, part.r, part.groups);
+  return part;
 }
 
 GpuTilePlan Lowerer::emitTilePart(const GpuTilePart& t) {
   const Scoped<std::vector<PhaseSub>> inPhase(ctx_.phase, t.subs);
-  return emitGpuTile(t.st, t.bs, t.r, t.name, t.groups);
+  emitGpuTile(t.st, t.bs, t.r, t.name, t.groups, t.tile);
+  return t.tile;
 }
 
 auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ranges& r)
@@ -108,8 +111,8 @@ auto Lowerer::tileGroups(const Statement& st, const BoundStatement& bs, const Ra
                     std::move(K), std::move(maskL), std::move(maskR), ctx_.pinned,  mma};
 }
 
-auto Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                          const std::string& name, const TileGroups& g) -> GpuTilePlan {
+void Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                          const std::string& name, const TileGroups& g, const GpuTilePlan& plan) {
   const Scoped<std::vector<bool>> pin(ctx_.pinned, g.pinned);
   const Scoped<const BoundStatement*> masked(ctx_.maskBounds, &bs);
   setRanges(st, r); // the ranges tileGroups decided over (another statement's may be set)
@@ -118,58 +121,27 @@ auto Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const R
         &maskR = g.maskR;
   const std::int64_t extI = extentOfGroup(I, r), extJ = extentOfGroup(J, r),
                      extK = extentOfGroup(K, r), extB = extentOfGroup(B, r);
-  if (g.mma) return emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR);
-  const std::int64_t TM = gpuschedule::simtCells(extI), TN = gpuschedule::simtCells(extJ),
-                     BM = 16 * TM, BN = 16 * TN, BK = gpuschedule::kSimtSlice;
+  if (plan.kind != GpuTileKind::Simt) {
+    emitGpuMma(st, bs, r, name, *L[0], *R[0], I, J, B, K, maskL, maskR, plan);
+    return;
+  }
+  const std::int64_t TM = plan.TM, TN = plan.TN, BM = plan.BM, BN = plan.BN, BK = plan.BK;
   const std::int64_t tilesI = (extI + BM - 1) / BM, tilesJ = (extJ + BN - 1) / BN;
   const std::int64_t slices = (extK + BK - 1) / BK;
   setRanges(st, r);
-  const TileSplit split = tileSplit(st, r, tilesI * tilesJ * extB, slices, BK, name, 0,
-                                    2.0 * static_cast<double>(BM * BN * BK));
+  const TileSplit split = tileSplit(st, r, plan, name);
   ir::Func f = newFunc(name);
   Expr blk = tileBlock(split), thr = ir::var("gpu.thread");
   Expr tj = blk % tilesJ, ti = blk / tilesJ % tilesI, bt = blk / (tilesJ * tilesI);
   Expr tx = thr % 16, ty = thr / 16;
   if (!B.empty()) decompose(B, r, bt);
-  // Each operand's layout in shared memory: copied 4 floats at a time along k, rows of BK + 4
-  // (row-major, 16-byte aligned rows); otherwise k-major, slot kk * stride + w, copied along
-  // the row when the operand is contiguous there, else through registers, rows padded by 4
-  // (consecutive threads store down a column: two on a bank).
-  // When only one operand would be copied row-major, it goes through registers into the k-major
-  // layout instead (ptxas reads a row-major operand 4 k at a time along its rows, which costs
-  // registers): faster for the 4096^3 products with one row-major operand and for the convolutions
-  // with a row-major filter. With both row-major (A[i,k] * B[j,k]: 214 registers, one block per SM)
-  // moving one measured slower, and moving both faster at 4096 but slower at 1024 and for the 1x1
-  // weight gradient: both stay, except over whole long reductions (below).
-  auto layout = [&](Staged& sg) {
-    sg.rowMajor = sg.kFast && sg.vector > 1;
-    sg.stride = sg.rowMajor ? BK + 4 : sg.BW + (sg.kFast ? 4 : 0);
-  };
+  // Each operand as planned (gpuschedule::planSimtTile): copied 4 floats at a time along k into
+  // rows of BK + 4, or k-major, slot kk * stride + w, by copies along the row, 4-byte copies or
+  // registers.
   Expr baseI = ti * BM, baseJ = tj * BN;
-  auto stage = [&](bool left, bool throughRegisters) {
-    return left ? staged(L, I, K, r, baseI, BM, BK, "tile.L", vt_, maskL, layout, throughRegisters)
-                : staged(R, J, K, r, baseJ, BN, BK, "tile.R", vt_, maskR, layout, throughRegisters);
-  };
-  std::vector<Staged> ops = {stage(true, false), stage(false, false)};
-  if ((ops[0].rowMajor || ops[1].rowMajor) && gpuschedule::simtWordCopies(split.splits, slices)) {
-    // Over a whole long reduction, a row-major operand is copied 4 bytes at a time asynchronously
-    // into the k-major layout instead (vector 1): no registers staged, and every operand
-    // asynchronous, so up to 4 slices in flight. This measured faster for the 4096^3 products, the
-    // Linear forward and the C=64 3x3 forward convolution. Split ranges and short reductions
-    // measured slower (A[i,k] * B[j,k] at 1024^3 in 2 ranges of 32 slices, the 1x1 weight gradient
-    // in 131 ranges of 48 and its forward of 4 slices, the C=64 weight gradient in 44 ranges of
-    // 133); they keep the layouts below.
-    for (Staged& sg : ops)
-      if (sg.rowMajor) {
-        sg.vector = 1;
-        layout(sg);
-        sg.stageElems = sg.stageSize(BK);
-      }
-  } else if (ops[0].rowMajor != ops[1].rowMajor) {
-    const bool left = ops[0].rowMajor;
-    ops[left ? 0 : 1] = stage(left, true);
-  }
-  const int stages = stagesFor(ops);
+  const std::vector<Staged> ops = {staged(L, I, baseI, plan.operands[0], vt_, maskL),
+                                   staged(R, J, baseJ, plan.operands[1], vt_, maskR)};
+  const int stages = plan.stages;
   // The register tile: acc[m * TN + n], thread (tx, ty) holding rows cellOf(L, ty, m) and
   // columns cellOf(R, tx, n). From a k-major operand (rows of a slice contiguous) a thread
   // takes runs of V = min(4, T) adjacent elements, 16 V apart (one 16-byte load; the threads
@@ -220,21 +192,8 @@ auto Lowerer::emitGpuTile(const Statement& st, const BoundStatement& bs, const R
                    ir::allocate("reg.R", vt_, TN,
                                 ir::block({cells(ir::store("acc", slot, num(0))), kloop, out}))));
   f.body = tileLaunch(body, tilesI * tilesJ * extB * split.splits);
-  GpuTilePlan plan;
-  plan.kind = GpuTileKind::Simt;
-  plan.BM = BM;
-  plan.BN = BN;
-  plan.BK = BK;
-  plan.TM = TM;
-  plan.TN = TN;
-  describeGroups(st, I, J, K, B, plan);
-  plan.stages = stages;
-  for (const Staged& sg : ops) plan.operands.push_back(operandPlan(st, sg));
-  plan.splits = split.splits;
-  plan.perSplit = split.perSplit;
   out_.funcs.push_back(std::move(f));
   finishSplit(st, bs, r, split, name);
-  return plan;
 }
 
 } // namespace einjit::codegen::lowering

@@ -4,55 +4,28 @@
 namespace einjit::codegen::lowering {
 
 auto Lowerer::staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                     const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
-                     std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
-                     const std::vector<std::size_t>& masks,
-                     const std::function<void(Staged&)>& layout, bool throughRegisters) const
-    -> Staged {
+                     const Expr& base, const GpuOperandPlan& o, Type elem,
+                     const std::vector<std::size_t>& masks) -> Staged {
   Staged sg;
   sg.fs = fs;
   sg.masks = masks;
   sg.group = group;
   sg.base = base;
-  sg.BW = BW;
-  sg.buf = buf;
+  sg.BW = o.rows;
+  sg.buf = o.buffer;
   sg.elem = elem;
-  sg.kFast = unitAlongAny(fs, K);
-  // A masked operand is copied by vectors only along the channel index run last (ctx_.kLast):
-  // its masks are on other reduction indices, so a vector is wholly inside or outside.
-  const bool vectorMasks =
-      masks.empty() || (ctx_.kLast >= 0 && sg.kFast && !K.empty() &&
-                        K.back() == static_cast<std::size_t>(ctx_.kLast) &&
-                        std::find(masks.begin(), masks.end(), K.back()) == masks.end());
-  sg.vector = vectorMasks && !(throughRegisters && sg.kFast)
-                  ? vectorRead(fs, sg.kFast ? K : group, r, elem, !masks.empty())
-                  : 0;
-  constexpr std::int64_t threads = Target::gpuTileBlock;
-  if (sg.vector == 0 && masks.empty() && sg.kFast && BW <= threads && threads % BK == 0 &&
-      separableRead(fs))
-    sg.rowTable = buf + ".rows";
-  else if (sg.vector == 0 && threads % (sg.kFast ? BK : BW) == 0) {
-    // Tables pay where the decomposition divides by other than powers of two (shifts and masks): an
-    // index after the first whose extent is not one (f32 stride-2 input gradient: tables over a
-    // reduction of extents 128 x 2 x 2 measured slower).
-    auto dividing = [&](const std::vector<std::size_t>& g) {
-      return std::any_of(g.begin() + (g.empty() ? 0 : 1), g.end(), [&](std::size_t v) {
-        const std::int64_t e = r[v].second - r[v].first;
-        return e > 1 && (e & (e - 1)) != 0;
-      });
-    };
-    // Row tables of a masked operand (the bounds then read table entries) measured faster for the
-    // bf16 stride-2 input gradient but slower for the f32 one: f32
-    // tiles keep decomposing a masked operand's rows.
-    if (sg.kFast && dividing(group) && BW <= threads && (masks.empty() || elem == Type::bf16))
-      sg.tables = Staged::Tables::Rows;
-    else if (!sg.kFast && dividing(K) && !slicesAligned(K, r, BK) &&
-             static_cast<std::int64_t>(K.size()) * wholeSlices(K, r, BK) * 4 <=
-                 target_.gpuTableShared)
-      sg.tables = Staged::Tables::Reduction;
+  sg.kFast = o.kFast;
+  sg.vector = o.vector;
+  sg.rowMajor = o.rowMajor;
+  sg.core = o.core;
+  sg.stride = o.stride;
+  sg.stageElems = o.stageElems;
+  switch (o.index) {
+  case GpuOperandPlan::Index::Decomposed: break;
+  case GpuOperandPlan::Index::RowOffsets: sg.rowTable = o.buffer + ".rows"; break;
+  case GpuOperandPlan::Index::RowTables: sg.tables = Staged::Tables::Rows; break;
+  case GpuOperandPlan::Index::ReductionTables: sg.tables = Staged::Tables::Reduction; break;
   }
-  layout(sg);
-  sg.stageElems = sg.stageSize(BK);
   return sg;
 }
 
@@ -268,28 +241,6 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
         loop = ir::allocate(s.table(v), Type::i32, tableEntries(s, K, r, BK), loop, true);
     }
   return loop;
-}
-
-GpuOperandPlan Lowerer::operandPlan(const Statement& st, const Staged& s) {
-  GpuOperandPlan o;
-  o.buffer = s.buf;
-  o.copyBytes = s.vector > 0 ? s.vector * typeBytes(s.elem) : 0;
-  if (!s.rowTable.empty())
-    o.index = GpuOperandPlan::Index::RowOffsets;
-  else if (s.tables != Staged::Tables::None)
-    o.index = s.tables == Staged::Tables::Rows ? GpuOperandPlan::Index::RowTables
-                                               : GpuOperandPlan::Index::ReductionTables;
-  if (!s.masks.empty()) o.masked = varNames(st, s.masks);
-  return o;
-}
-
-void Lowerer::describeGroups(const Statement& st, const std::vector<std::size_t>& I,
-                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
-                             const std::vector<std::size_t>& B, GpuTilePlan& plan) {
-  plan.I = varNames(st, I);
-  plan.J = varNames(st, J);
-  plan.K = varNames(st, K);
-  plan.B = B.empty() ? std::string() : varNames(st, B);
 }
 
 int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,

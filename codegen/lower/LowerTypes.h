@@ -80,9 +80,8 @@ struct TileFrame {
 };
 struct TensorCoreVariant {
   std::int64_t BM = 0, BN = 0, WBN = 0, accumulators = 0;
-  std::function<void(Staged&)> layout;
   std::function<Stmt(const std::vector<Staged>&, const Expr&)> compute;
-  int stages = 0, inFlight = 0;
+  int inFlight = 0;
   bool asyncProxy = false;
   std::function<Stmt(Stmt)> cells;
   Expr slot, li, lj;

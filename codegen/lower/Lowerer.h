@@ -13,6 +13,7 @@
 #include "codegen/passes/MergeLaunches.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
+#include "codegen/schedule/GpuPlanInput.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
 #include "einjit/Error.h"
@@ -392,29 +393,14 @@ private:
 
   // --- GPU contraction tiles -------------------------------------------------------------------
 
-  // Split-K for tiles: the reduction's slices cut into `splits` contiguous ranges (each at least
-  // kSplitReduction of the reduction and 8 slices), one block per (tile, range); each block leaves
-  // its tile's partial sums in scratch[range * elements + o], and a second kernel adds them in
-  // range order (deterministic, like the split reductions).
-  // - Tensor-core tiles (`cellFlops` 0): the count doubles while there are fewer blocks than
-  //   `wanted` (a quarter of Target::gpuBlocksWanted() for the warpgroup tiles, which fill an SM
-  //   with one or two blocks).
-  // - f32 tiles (`cellFlops`: the flops of one slice of one tile): the count, any count, that
-  //   least loads the busiest SM. An SM runs one 128 x 128 f32 tile block about as fast as two
-  //   (measured on the Linear layer's weight gradient; smaller tiles lose more alone:
-  //   Target::gpuLoneBlock), so a split's time is that of the slices of the SM given the most
-  //   blocks, ceil(tiles * s / SMs) * ceil(slices / s) (gpuLoneBlock times that for one block), at
-  //   Target::gpuSmFlops, plus the partials' memory traffic at Target::gpuBandwidth: s of them
-  //   written, read back by the combine pass, which writes the output (counting only the combine
-  //   pass, the model split 8192^3 into 4 ranges, which measured slower than whole).
-  //   This model measured faster than the doubling rule for the Linear layer's weight gradient (7
-  //   ranges, tiles of 128 x 112) and for the convolutions' C=256 forward and weight gradient and
-  //   the C=64 and stride-2 weight gradients; the forward (256 tiles) and input gradient (224) of
-  //   the Linear layer stay whole.
+  // Split-K for tiles (decided by gpuschedule::splitK): the reduction's slices cut into
+  // `splits` contiguous ranges, one block per (tile, range); each block leaves its tile's partial
+  // sums in scratch[range * elements + o], and a second kernel adds them in range order
+  // (deterministic, like the split reductions). tileSplit gives the plan's split with its
+  // scratch buffer.
   using TileSplit = lowering::TileSplit;
-  TileSplit tileSplit(const Statement& st, const Ranges& r, std::int64_t tiles, std::int64_t slices,
-                      std::int64_t BK, const std::string& name, std::int64_t wanted,
-                      double cellFlops = 0);
+  TileSplit tileSplit(const Statement& st, const Ranges& r, const GpuTilePlan& plan,
+                      const std::string& name);
   // The k-slices of one block's range, and where a cell's sum goes.
   Expr splitIndex(const TileSplit& t) const;
   Expr tileBlock(const TileSplit& t) const;
@@ -447,14 +433,11 @@ private:
   // the products of this one. Consecutive threads take consecutive k when kFast (coalesced
   // when the operand has unit stride along k), else consecutive rows.
   using Staged = lowering::Staged;
-  // An operand of a tile over `group` x K, copied by vectors where vectorRead allows (along k
-  // when it has unit stride there, else along the row), laid out by `layout(sg)`, which sets
-  // rowMajor and stride.
-  Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
-                const std::vector<std::size_t>& K, const Ranges& r, const Expr& base,
-                std::int64_t BW, std::int64_t BK, const std::string& buf, Type elem,
-                const std::vector<std::size_t>& masks, const std::function<void(Staged&)>& layout,
-                bool throughRegisters = false) const;
+  // An operand of a tile over `group` x K, from `base`, staged as its plan says
+  // (gpuschedule::planStaging).
+  static Staged staged(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& group,
+                       const Expr& base, const GpuOperandPlan& o, Type elem,
+                       const std::vector<std::size_t>& masks);
   static std::int64_t stageUnits(const Staged& s, std::int64_t BK);
   static std::int64_t stageReps(const Staged& s, std::int64_t BK);
 
@@ -496,13 +479,8 @@ private:
   // Stores the registers of a register-staged operand into stage `stage`.
   Stmt stagePut(const Staged& s, std::int64_t BK, const Expr& stage);
 
-  // How many slices a tile keeps in shared memory: operands staged through registers run one
-  // slice ahead (2); when every operand is copied asynchronously, up to 4 slices within
-  // Target::gpuPipelineShared, so the copies of slice k.o + stages - 1 overlap the products of k.o.
-  int stagesFor(const std::vector<Staged>& ops) const;
-
   // The reduction loop of a tile over its slices with every operand staged in `stages` slots
-  // of shared memory (stagesFor): before slice k.o is multiplied (`compute(slot)`), the copies
+  // of shared memory (the plan's): before slice k.o is multiplied (`compute(slot)`), the copies
   // of slice k.o + stages - 1 are issued into the slot slice k.o - 1 used, and the operands
   // staged through registers load slice k.o + 1, stored after the products; one barrier per
   // slice. With `inFlight` (asynchronous warpgroup products that `compute` leaves running),
@@ -511,14 +489,6 @@ private:
                 std::int64_t BK, const TileSplit& split, std::int64_t slices, int stages,
                 const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false,
                 int inFlight = 0);
-  static std::int64_t sharedBytes(const std::vector<Staged>& ops);
-
-  // How a staged operand reaches shared memory, for the tile's schedule value.
-  static GpuOperandPlan operandPlan(const Statement& st, const Staged& s);
-  // The index groups' names in a tile's schedule value.
-  static void describeGroups(const Statement& st, const std::vector<std::size_t>& I,
-                             const std::vector<std::size_t>& J, const std::vector<std::size_t>& K,
-                             const std::vector<std::size_t>& B, GpuTilePlan& plan);
 
   // Elements per asynchronous 16-byte copy of operand f along the flattened index group
   // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
@@ -617,16 +587,29 @@ private:
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
-  // tileGroups decides (emitting nothing), emitGpuTile carries the decision out; planTile
-  // gives the tile of a whole statement as a plan's part, emitTilePart emits one.
+  // tileGroups decides the groups and tileSchedule the tile's plan (emitting nothing),
+  // emitGpuTile carries the plan out, deciding nothing; planTile gives the tile of a whole
+  // statement as a plan's part, emitTilePart emits one.
   using TileGroups = lowering::TileGroups;
   std::optional<TileGroups> tileGroups(const Statement& st, const BoundStatement& bs,
                                        const Ranges& r);
-  GpuTilePlan emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                          const std::string& name, const TileGroups& g);
+  void emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                   const std::string& name, const TileGroups& g, const GpuTilePlan& plan);
   std::optional<GpuTilePart> planTile(const Statement& st, const BoundStatement& bs,
                                       const Ranges& r, const std::string& name);
   GpuTilePlan emitTilePart(const GpuTilePart& t);
+  // The access analysis of a tile's operands and output over its ranges (the strides and
+  // alignment of ctx_.buffers, ctx_.kLast), as its planners receive it (gpu/TileSchedule.cpp).
+  GpuPlanInput tileInput(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                         const TileGroups& g);
+  GpuOperandAccess operandAccess(const Statement& st, const std::vector<const CExpr*>& fs,
+                                 const std::vector<std::size_t>& group,
+                                 const std::vector<std::size_t>& K, const Ranges& r, Type elem,
+                                 const std::vector<std::size_t>& masks) const;
+  // The tile's schedule (schedule/GpuSimtPlan.h or GpuTensorCorePlan.h), decided before it is
+  // emitted.
+  GpuTilePlan tileSchedule(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                           const TileGroups& g);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -643,7 +626,7 @@ private:
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
-                    bool* vectored);
+                    std::int64_t vec);
 
   // The tile of emitGpuTile on tensor cores, for bf16 operands: one skeleton (emitGpuMma) for
   // two families that supply only what differs (TensorCoreVariant): BK = 64 slices of both
@@ -658,15 +641,14 @@ private:
   //   both operands from shared memory in the 128-byte-swizzled layouts (Staged::core, no
   //   padding), 4 steps of k16 per slice; the barrier before each slice orders the copies before
   //   the tensor cores' reads (fence.proxy.async).
-  GpuTilePlan emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                         const std::string& name, const CExpr& lf, const CExpr& rf,
-                         const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                         const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
-                         const std::vector<std::size_t>& maskL,
-                         const std::vector<std::size_t>& maskR);
-  // What a tensor-core family supplies to emitGpuMma's skeleton: its tile, its operands' layout
-  // in shared memory, one slice's products (from the staged operands, at a stage), the slices it
-  // keeps (0: as many as stagesFor allows) and the products it leaves in flight, and its
+  void emitGpuMma(const Statement& st, const BoundStatement& bs, const Ranges& r,
+                  const std::string& name, const CExpr& lf, const CExpr& rf,
+                  const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
+                  const std::vector<std::size_t>& B, const std::vector<std::size_t>& K,
+                  const std::vector<std::size_t>& maskL, const std::vector<std::size_t>& maskR,
+                  const GpuTilePlan& plan);
+  // What a tensor-core family supplies to emitGpuMma's skeleton: its tile, one slice's products
+  // (from the staged operands, at a stage) and the products it leaves in flight, and its
   // fragment coordinates: the accumulators a thread holds (`cells` loops around acc[slot]) and
   // the row and column of each in the tile.
   using TensorCoreVariant = lowering::TensorCoreVariant;

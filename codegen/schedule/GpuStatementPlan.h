@@ -1,11 +1,11 @@
 #pragma once
 // The plan of a GPU statement, decided before anything is emitted: which family runs it (a tile,
 // residue phases of tiles, the core of a core/border split, or threads), the layout copies
-// around its tile, each tile's statement, box and index groups, and the residue phases' split.
-// Lowerer::planGpuStatement (gpu/GpuStatement.cpp) decides it, emitting nothing;
-// Lowerer::gpuStatement carries it out; codegen::planGpuStatement (Lower.h) gives it without
-// lowering (tests). The tile's shape, staging, stages and split-K are decided as the tile is
-// emitted, from schedule/GpuTileSchedule, and come back as the GpuTileSchedule of its note.
+// around its tile, each tile's statement, box, index groups and schedule (family, shape,
+// operands' staging, stages, split-K: GpuTilePlan, from the planners of schedule/), and the
+// residue phases' split. Lowerer::planGpuStatement (gpu/GpuStatement.cpp) decides it, emitting
+// nothing; Lowerer::gpuStatement carries it out; codegen::planGpuStatement (Lower.h) gives it
+// without lowering (tests).
 #include "codegen/schedule/GpuTile.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
@@ -41,8 +41,9 @@ struct GpuTileGroups {
 };
 
 // One tile a statement runs: its statement (a residue phase's rewritten copy; the factors in
-// `groups` point into it), its bound statement and box, its function's name, its groups, and
-// the residue phase's substitutions (empty for a tile of the whole statement or a core).
+// `groups` point into it), its bound statement and box, its function's name, its groups, the
+// residue phase's substitutions (empty for a tile of the whole statement or a core), and the
+// tile's schedule, which its emitter carries out.
 struct GpuTilePart {
   dsl::Statement st;
   dsl::BoundStatement bs;
@@ -50,6 +51,7 @@ struct GpuTilePart {
   std::string name;
   GpuTileGroups groups;
   std::vector<PhaseSub> subs;
+  GpuTilePlan tile;
 };
 
 struct GpuStatementPlan {
@@ -73,7 +75,8 @@ struct GpuStatementPlan {
   }
 };
 
-// One line: the family, the tiles' index groups, the phases' split, the copies.
+// One line: the family; for a tile family the note of its last tile (shape, staging, stages,
+// split-K), the phases' split, the copies, as lowering writes it (describe(GpuTileSchedule)).
 std::string describe(const GpuStatementPlan& p);
 
 } // namespace einjit::codegen

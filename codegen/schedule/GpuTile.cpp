@@ -70,13 +70,6 @@ std::string phaseSplit(const GpuPhasesPlan& p) {
   return split;
 }
 
-// "i,j" (or "-") for a group of a tile's statement's indices.
-std::string names(const dsl::Statement& st, const std::vector<std::size_t>& group) {
-  std::string t;
-  for (std::size_t v : group) t += (t.empty() ? "" : ",") + st.vars[v].name;
-  return t.empty() ? std::string("-") : t;
-}
-
 } // namespace
 
 std::string describe(const GpuTileSchedule& s) {
@@ -114,29 +107,20 @@ std::string describe(const GpuThreadsPlan& t) {
 
 std::string describe(const GpuStatementPlan& p) {
   using Family = GpuStatementPlan::Family;
-  std::string tile;
-  if (!p.tiles.empty()) {
-    const GpuTilePart& t = p.tiles.back();
-    const GpuTileGroups& g = t.groups;
-    tile = std::string(g.mma ? "tensor-core" : "f32") + " tile over (" + names(t.st, g.I) +
-           ") x (" + names(t.st, g.J) + "), reduction (" + names(t.st, g.K) + ")" +
-           (g.B.empty() ? "" : ", one tile row per (" + names(t.st, g.B) + ")");
-  }
-  std::string s;
   switch (p.family) {
   case Family::Split: return "split reduction";
-  case Family::Tile: s = tile; break;
+  case Family::Tile:
   case Family::Phases:
-    s = str(p.phases->count) + " residue phases (" + phaseSplit(*p.phases) + "), each: " + tile;
-    break;
-  case Family::CoreBorder: s = "core/border split; core: " + tile; break;
+  case Family::CoreBorder:
+    // The note lowering writes for it, but for the phases' launches merged afterwards.
+    return describe(
+        GpuTileSchedule{p.tiles.back().tile, p.phases, p.relayout, p.family == Family::CoreBorder});
   case Family::Threads: return "one GPU thread per element";
   case Family::InPlace:
   case Family::Atomic:
   case Family::OneThread: return describe(p.threads);
   }
-  if (p.relayout) s += "; over copies of " + p.relayout->tensors;
-  return s;
+  return "";
 }
 
 } // namespace einjit::codegen

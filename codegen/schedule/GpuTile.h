@@ -1,9 +1,10 @@
 #pragma once
 // The schedule of a GPU statement as a value, and its printer. A contraction tile: which tile
 // family, its shape, how each operand reaches shared memory, the pipeline depth, split-K, and what
-// surrounds the tile (residue phases, layout copies, a core/border split). The decisions are made
-// by the functions of schedule/GpuTileSchedule.h; the gpu/ emitters carry them out and return this
-// value, which the statement's schedule keeps (StatementSchedule::gpuTile) and `describe` prints
+// surrounds the tile (residue phases, layout copies, a core/border split). The planners of
+// schedule/ decide it before anything is emitted (GpuSimtPlan.h, GpuTensorCorePlan.h,
+// GpuStagingPlan.h, over the rules of GpuTileSchedule.h); the gpu/ emitters carry it out, deciding
+// nothing; the statement's schedule keeps it (StatementSchedule::gpuTile) and `describe` prints it
 // for `einjit explain` (the only place the tile's note is written).
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,14 @@ struct GpuOperandPlan {
   enum class Index : std::uint8_t { Decomposed, RowOffsets, RowTables, ReductionTables };
   Index index = Index::Decomposed;
   std::string masked; // the dependent indices the operand is masked to ("": none)
+  // Its layout in shared memory, as the emitter (gpu/Staging, lowering::Staged) lays it out:
+  int vector = 0;     // elements per asynchronous copy (copyBytes / element bytes); 0: registers
+  bool kFast = false; // consecutive threads stage consecutive k (else consecutive rows)
+  // Row-major (element (w, kk) at w * stride + kk) or k-major (kk * stride + w); `core`: the
+  // 128-byte-swizzled rows of the warpgroup tile.
+  bool rowMajor = false, core = false;
+  std::int64_t rows = 0, stride = 0, stageElems = 0; // the tile's rows of it; one stage's elements
+  bool operator==(const GpuOperandPlan&) const = default;
 };
 
 struct GpuTilePlan {
@@ -41,8 +50,10 @@ struct GpuTilePlan {
   bool batched = false;                // one tile row per value of B
   int stages = 2;                      // slices kept in shared memory
   std::vector<GpuOperandPlan> operands;
-  bool vectoredOutput = false; // the output stored 16 bytes at a time
+  bool vectoredOutput = false; // the output stored 16 bytes at a time ...
+  int outputVector = 1;        // ... `outputVector` elements at once
   std::int64_t splits = 1, perSplit = 0;
+  bool operator==(const GpuTilePlan&) const = default;
 };
 
 // A tensor that a tile reads (or writes) from a scratch copy in another layout.

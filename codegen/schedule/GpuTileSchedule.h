@@ -1,9 +1,10 @@
 #pragma once
 // The decisions of a GPU contraction tile, as functions of the statement's extents and the
 // Target: when a tile is worth it, its family and shape, its cells per thread, split-K, the
-// pipeline depth, the layout copies around it. The gpu/ emitters ask these and carry out the
-// answer (schedule/GpuTile.h is the value they return); the reasons, with the measurements
-// behind them, are in docs/GPU_SCHEDULES.md and bench/RESULTS.md.
+// pipeline depth, the layout copies around it. The tile planners (schedule/GpuSimtPlan.h,
+// GpuTensorCorePlan.h, GpuStagingPlan.h) ask these before the tile is emitted and return
+// schedule/GpuTile.h's value; the reasons, with the measurements behind them, are in
+// docs/GPU_SCHEDULES.md and bench/RESULTS.md.
 #include "codegen/Schedule.h"
 #include "codegen/Target.h"
 #include "codegen/schedule/GpuTile.h"
