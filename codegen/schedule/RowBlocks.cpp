@@ -203,6 +203,101 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
   return out;
 }
 
+// Statement k (a member with row index `row`) in a row loop: an element-wise statement writing
+// [row, col] or a reduction over col into [row] by its dot-product tile (RowRun::loops). Returns
+// its column index, or -1.
+int loopColumn(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+               const Target& t, std::size_t k, int row) {
+  const Statement& st = p.stmts[k];
+  if (st.vars.size() != 2 || row < 0 || row > 1) return -1;
+  const int col = 1 - row;
+  const StatementSchedule s = scheduleStatement(p, b, k, strides, t);
+  if (!s.run || s.oneHot || s.gemm || s.splitChunks > 0 || s.tileJ >= 0) return -1;
+  if (st.numOutputVars() == 2) {
+    if (s.dotVar >= 0 || st.lhs->subs.size() != 2) return -1;
+    const Subscript& c = st.lhs->subs[1];
+    const bool plain = c.mode == dsl::IndexMode::Plain && !c.gather && c.bareVar() == col &&
+                       b.eval(p, c.constant) == 0;
+    return plain ? col : -1;
+  }
+  const bool laneReduce = st.reduce == dsl::Reduce::Add || st.reduce == dsl::Reduce::Max ||
+                          st.reduce == dsl::Reduce::Min;
+  return laneReduce && s.dotVar == col && s.tileI == row && s.mr >= 1 ? col : -1;
+}
+
+// Whether the statements first..k (row loop candidates, columns `col`) may share one loop along
+// the row: every access to a tensor that an element-wise one of them writes is at that element,
+// and what a reduction among them writes is touched by its own write only.
+bool loopLegal(const dsl::Program& p, const dsl::BoundProgram& b, const std::vector<int>& rowVar,
+               const std::vector<int>& col, std::size_t first, std::size_t k) {
+  std::vector<int> writer(p.tensors.size(), 0); // 1 element-wise, 2 a reduction
+  for (std::size_t j = first; j <= k; ++j) {
+    int& w = writer[static_cast<std::size_t>(p.stmts[j].output)];
+    const int kind = p.stmts[j].numOutputVars() == 2 ? 1 : 2;
+    if (w != 0 && (w == 2 || kind == 2)) return false; // a reduction's output written twice
+    w = kind;
+  }
+  auto bare = [&](const Subscript& s, int v) {
+    return s.mode == dsl::IndexMode::Plain && !s.gather && s.bareVar() == v &&
+           b.eval(p, s.constant) == 0;
+  };
+  bool ok = true;
+  for (std::size_t j = first; j <= k && ok; ++j)
+    eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+      const int w = writer[static_cast<std::size_t>(e.tensor)];
+      if (w == 2) ok = ok && write && p.stmts[j].numOutputVars() == 1;
+      if (w == 1)
+        ok = ok && e.subs.size() == 2 && bare(e.subs[0], rowVar[j]) && bare(e.subs[1], col[j]);
+    });
+  return ok;
+}
+
+// The expression calls a function that is evaluated as a polynomial of dozens of instructions
+// (codegen/VectorMath): not sqrt, abs, min, max, rounding or conversions.
+bool callsPolynomial(const CExpr& e) {
+  if (e.kind == CKind::Call) switch (e.fn) {
+    case dsl::Fn::Exp: case dsl::Fn::Log: case dsl::Fn::Tanh: case dsl::Fn::Sigmoid:
+    case dsl::Fn::Sin: case dsl::Fn::Cos: case dsl::Fn::Erf: case dsl::Fn::Atan:
+    case dsl::Fn::Atan2: case dsl::Fn::Log2: case dsl::Fn::Log10: case dsl::Fn::Log1p:
+    case dsl::Fn::Expm1: case dsl::Fn::Cbrt: return true;
+    default: break;
+    }
+  for (const dsl::CExprPtr& a : e.args)
+    if (callsPolynomial(*a)) return true;
+  return false;
+}
+
+// The row loops of `run` (RowRun::loops): from each member on, the longest stretch of members
+// that qualify; kept where it holds two statements or more, one of them a reduction.
+void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+               const Target& t, const std::vector<int>& rowVar, RowRun& run) {
+  std::vector<int> col(p.stmts.size(), -1);
+  for (std::size_t k = run.first; k <= run.last; ++k)
+    if (run.member(k)) col[k] = loopColumn(p, b, strides, t, k, rowVar[k]);
+  auto colRange = [&](std::size_t k) {
+    const auto c = static_cast<std::size_t>(col[k]);
+    return std::pair{b.stmts[k].lo[c], b.stmts[k].hi[c]};
+  };
+  std::size_t k = run.first;
+  while (k <= run.last) {
+    if (col[k] < 0) {
+      ++k;
+      continue;
+    }
+    std::size_t last = k;
+    while (last + 1 <= run.last && col[last + 1] >= 0 && colRange(last + 1) == colRange(k) &&
+           loopLegal(p, b, rowVar, col, k, last + 1))
+      ++last;
+    bool reduces = false, polynomial = false;
+    for (std::size_t j = k; j <= last; ++j) {
+      reduces |= p.stmts[j].numOutputVars() == 1;
+      polynomial |= callsPolynomial(*p.stmts[j].rhs);
+    }
+    if (last > k && reduces) run.loops.push_back({k, last, polynomial ? 1 : kRowLoopChains});
+    k = last + 1;
+  }
+}
+
 } // namespace
 
 std::string notRowStatement(const dsl::Program& p, const dsl::BoundProgram& b,
@@ -350,6 +445,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     run.blockRows = std::clamp(std::min(fit, share) / align * align, align, kMaxBlockRows);
     run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
     run.streamed = streamedMembers(p, b, strides, t, run, in);
+    planLoops(p, b, strides, t, plan.rowVar, run);
     const int index = static_cast<int>(plan.runs.size());
     std::string scratchNames;
     for (int id : run.scratch)
@@ -376,6 +472,11 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
                          ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
       if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
       note += ")";
+      for (const RowRun::Loop& l : run.loops)
+        if (j >= l.first && j <= l.last)
+          note += "; one loop along the row with statements " + std::to_string(l.first + 1) +
+                  "-" + std::to_string(l.last + 1) + " (" + std::to_string(l.chains) +
+                  (l.chains == 1 ? " vector" : " vectors") + " of partial results)";
       if (run.streams(j)) note += "; stored non-temporally";
       plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
     }

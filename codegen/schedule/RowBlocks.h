@@ -52,6 +52,13 @@ inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 
 // gradient measured slower with blocks of 4 rows).
 inline constexpr std::int64_t kRowSumL2Share = 2;
 inline constexpr std::int64_t kMaxBlockRows = 512;
+// A row loop's reductions (RowRun::loops) keep this many vectors of partial results, a step
+// of as many vectors along the row updating each one: independent chains, where one would
+// wait on the previous add at every vector (a layernorm's loops do little else per vector).
+// A loop that evaluates a polynomial function (exp, log, tanh, ...) keeps one: its dozens of
+// instructions per vector hide the add's latency, and more accumulators push the function's
+// constants out of the 16 vector registers (measured slower: bench/RESULTS.md).
+inline constexpr std::int64_t kRowLoopChains = 4;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
 // Task groups of a run with column sums (RowRun::sums), whatever the thread count: the groups'
@@ -94,6 +101,28 @@ struct RowRun {
   // The column sums' partial sums: one per task group, then the tail block's (those of the
   // groups exist when there are full blocks; the tail's when there is a tail).
   std::int64_t partialSlots() const { return groups + 1; }
+  // Row loops: consecutive members first..last that run as one loop along the row (each row
+  // of the block once, vectors along the row's column index): element-wise statements over
+  // [row, col] and reductions over col into [row] (a dot-product tile along col), each
+  // element's updates in program order, the reductions' lanes kept as their dot-product tile
+  // keeps them (the same sums, bit for bit), combined after the row. A block's rows are then
+  // read once per loop instead of once per statement (the softmax gradient: e, de and dz in
+  // one pass, de, dx, dm and first_m in a second). Legal when every access, by a statement of
+  // the loop, to a tensor that an element-wise statement of the loop writes is at that element
+  // (the same row and column), and nothing in the loop but its own writer touches what a
+  // reduction of the loop writes (its value is known only after the row).
+  // Each reduction keeps `chains` vectors of partial results (see kRowLoopChains).
+  struct Loop {
+    std::size_t first = 0, last = 0;
+    std::int64_t chains = 1;
+  };
+  std::vector<Loop> loops;
+  // The row loop that statement k starts, or null.
+  const Loop* loopAt(std::size_t k) const {
+    for (const Loop& l : loops)
+      if (l.first == k) return &l;
+    return nullptr;
+  }
   std::int64_t lo = 0, hi = 0;     // the rows
   std::int64_t blockRows = 0;      // rows per block
   std::int64_t groups = 1;         // task groups (the parallel loop's extent)
