@@ -41,8 +41,13 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     rc.base = base;
     rc.slot = slot;
     rc.blockElems = blockElems;
-    for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j)
+    for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j) {
       if (run.streams(j)) rc.streamed.push_back(&p_.stmts[j]);
+      if (const int o = run.stores(j); o >= 0) {
+        rc.storesBy = &p_.stmts[j];
+        rc.storesBuffer = p_.tensors[static_cast<std::size_t>(o)].name;
+      }
+    }
     if (run.summed(k)) {
       rc.sumOutput = p_.stmts[k].output;
       rc.sumElems = elementsOf(rc.sumOutput);
@@ -55,9 +60,11 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     }
     const Scoped<RowBlockContext> inRows(ctx_.rows, std::move(rc));
     stmt_ = k;
-    if (fusion.fused(k) && fusion.first[k] != k) {
+    if (fusion.fused(k) && fusion.first[k] != k && fusion.last[k] == k) {
+      statement(k); // the last of an element-wise group whose others ended a row loop
+    } else if (fusion.fused(k) && fusion.first[k] != k) {
       // The rest of an element-wise group whose first statements ended a row loop.
-      fusedStatements(k, fusion.last[k], fusion.notes[k]);
+      fusedStatements(k, fusion.last[k], "fused with the statements after it");
       for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
       k = fusion.last[k];
     } else if (fusion.fused(k)) {
@@ -210,6 +217,11 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
     rc.var = plan.rowVar[k];
     rc.streamed.clear();
     if (run.streams(k)) rc.streamed.push_back(&p_.stmts[k]);
+    rc.storesBy = nullptr;
+    if (const int o = run.stores(k); o >= 0) {
+      rc.storesBy = &p_.stmts[k];
+      rc.storesBuffer = p_.tensors[static_cast<std::size_t>(o)].name;
+    }
     ctx_.rows = rc;
     stmt_ = k;
     setRanges(p_.stmts[k], statementRanges(b_.stmts[k]));

@@ -281,9 +281,19 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
   else if (st.assign == Assign::Accumulate || st.output == ctx_.rows.sumOutput)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
+  std::string to = name;
+  if (&st == ctx_.rows.storesBy) {
+    // A staged output's last write (RowRun::staged): what it adds to came from the scratch;
+    // the result goes to the tensor's own rows.
+    const auto u = static_cast<std::size_t>(st.output);
+    const Scoped<std::int64_t> own(ctx_.rows.blockElems[u], 0);
+    inside = nullptr;
+    off = offset(*st.lhs, &inside, &dropped, &emptyCheck);
+    to = ctx_.rows.storesBuffer;
+  }
   if (!s)
-    s = ctx_.rows.streams(st) ? ir::streamStore(name, off, ir::cast(et, val))
-                              : ir::store(name, off, ir::cast(et, val));
+    s = ctx_.rows.streams(st) ? ir::streamStore(to, off, ir::cast(et, val))
+                              : ir::store(to, off, ir::cast(et, val));
   return inside ? ir::ifThen(inside, s) : s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 namespace einjit::codegen {
 
@@ -184,7 +185,9 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
       continue; // element-wise statements over whole rows only
     const int o = st.output;
     const auto u = static_cast<std::size_t>(o);
-    if (std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end()) continue;
+    const bool storesStaged = run.stores(k) == o; // the other writes went to the scratch
+    if (!storesStaged && std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end())
+      continue;
     std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
     for (std::int64_t e : b.tensors[u].shape) bytes *= e;
     if (bytes < kStreamL2s * t.l2Bytes) continue;
@@ -192,7 +195,7 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     // later one would read it back from memory; after an earlier one the lines are in the cache,
     // where a non-temporal store first writes them back (measured slower).
     bool other = false;
-    for (std::size_t j = run.first; j <= run.last && !other; ++j) {
+    for (std::size_t j = run.first; j <= run.last && !other && !storesStaged; ++j) {
       if (j == k || (!in[j] && !run.summed(j))) continue; // deferred: runs after the run
       bool touches = false;
       eachAccess(p.stmts[j], [&](const CExpr& e, bool) { touches |= e.tensor == o; });
@@ -201,6 +204,48 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     if (!other) out.push_back(k);
   }
   return out;
+}
+
+// The last member of the run that writes tensor t when t can be staged in scratch (RowRun::staged),
+// else no value: t is an output of the program (no argument, not saved) written only by members
+// of the run, two of them at least, the first a ':=' over all of it (dense), the last an
+// element-wise statement over every element of its rows; no member after the last writer and no
+// other statement of the run reads it (they would read the scratch, or the memory before it is
+// written).
+std::optional<std::size_t> stagedWriter(const dsl::Program& p, const dsl::BoundProgram& b,
+                                        const Strides& strides, const Target& t,
+                                        const RowRun& run, const std::vector<bool>& in,
+                                        int tensor) {
+  const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(tensor)];
+  if (info.isArgument || info.saved || info.writtenBy.size() < 2) return std::nullopt;
+  if (std::find(p.outputs.begin(), p.outputs.end(), tensor) == p.outputs.end())
+    return std::nullopt;
+  for (int w : info.writtenBy)
+    if (!in[static_cast<std::size_t>(w)]) return std::nullopt;
+  if (!definesDense(p, b, strides, static_cast<std::size_t>(info.writtenBy.front())))
+    return std::nullopt;
+  const auto last = static_cast<std::size_t>(info.writtenBy.back());
+  const Statement& st = p.stmts[last];
+  const dsl::BoundStatement& bs = b.stmts[last];
+  const auto& shape = b.tensors[static_cast<std::size_t>(tensor)].shape;
+  if (st.numOutputVars() != static_cast<int>(st.vars.size()) ||
+      st.lhsVars.size() != shape.size())
+    return std::nullopt;
+  // A one-hot sum writes one element per row (RowRun::streamed has the same exception).
+  if (scheduleStatement(p, b, last, strides, t).oneHot) return std::nullopt;
+  for (std::size_t d = 1; d < shape.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    if (bs.lo[v] != 0 || bs.hi[v] != shape[d] || st.lhs->subs[d].bareVar() != st.lhsVars[d] ||
+        st.lhs->subs[d].mode != dsl::IndexMode::Plain || b.eval(p, st.lhs->subs[d].constant) != 0)
+      return std::nullopt;
+  }
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (in[k] && k <= last) continue;
+    bool touches = false;
+    eachAccess(p.stmts[k], [&](const CExpr& e, bool) { touches |= e.tensor == tensor; });
+    if (touches) return std::nullopt;
+  }
+  return last;
 }
 
 // Statement k (a member with row index `row`) in a row loop: an element-wise statement writing
@@ -427,8 +472,15 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
       for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
       rowBytes += perRow;
-      if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id)))
+      if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id))) {
         run.scratch.push_back(static_cast<int>(id));
+      } else if (const auto writer = t.rowScratch ? stagedWriter(p, b, strides, t, run, in,
+                                                               static_cast<int>(id))
+                                                : std::nullopt) {
+        run.scratch.push_back(static_cast<int>(id));
+        run.staged.push_back(static_cast<int>(id));
+        run.stagedBy.push_back(*writer);
+      }
     }
     // With column sums, each block adds into its group's partial sums (a row of each): larger
     // blocks, as before the quarter-L2 rule. Blocks of 4 rows only where 8 do not fit: a short
@@ -472,6 +524,9 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
                          ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
       if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
       note += ")";
+      if (const int o = run.stores(j); o >= 0)
+        note += "; stores '" + p.tensors[static_cast<std::size_t>(o)].name +
+                "' to memory from the scratch (earlier writes stay in it)";
       for (const RowRun::Loop& l : run.loops)
         if (j >= l.first && j <= l.last)
           note += "; one loop along the row with statements " + std::to_string(l.first + 1) +

@@ -128,6 +128,21 @@ struct RowRun {
   std::int64_t groups = 1;         // task groups (the parallel loop's extent)
   // Tensors kept in a block-sized scratch per group (see above), ascending ids.
   std::vector<int> scratch;
+  // Outputs staged in scratch (among `scratch` too): a tensor the run writes in full memory
+  // that several members write (the layernorm gradient's dx := dd, then dx += dmu[i] / size):
+  // every write but the last member's goes to the block's scratch, and the last one, which
+  // writes every element of its rows, reads the scratch and stores to memory (non-temporally
+  // where it is large: RowRun::streamed). Without it the first write moves each line in from
+  // memory (a read for ownership) and the second rewrites it. `stagedBy`: the last writers.
+  std::vector<int> staged;
+  std::vector<std::size_t> stagedBy;
+  // The output that statement k stores to memory out of the scratch (a staged tensor's last
+  // writer), or -1.
+  int stores(std::size_t k) const {
+    for (std::size_t s = 0; s < staged.size(); ++s)
+      if (stagedBy[s] == k) return staged[s];
+    return -1;
+  }
   std::int64_t fullBlocks() const { return (hi - lo) / blockRows; }
   std::int64_t tailRows() const { return (hi - lo) % blockRows; }
 };
