@@ -188,11 +188,11 @@ Expr Lowerer::value(const CExpr& e, const ReadAs* readAs) {
   case CKind::Index: {
     Expr v = varExpr_[static_cast<std::size_t>(e.var)];
     if (e.var == ctx_.rows.var) v = ir::add(v, ctx_.rows.base);
-    // Through i32 where the index's range fits: the same value, and x86 converts a vector of
-    // i32 to floating point in one instruction, where a vector of i64 (before AVX-512) takes
-    // one scalar conversion per lane.
+    // On the CPU through i32 where the index's range fits: the same value, and x86 converts a
+    // vector of i32 to floating point in one instruction, where a vector of i64 (before
+    // AVX-512) takes one scalar conversion per lane.
     const auto u = static_cast<std::size_t>(e.var);
-    if (u < varRange_.size() && varRange_[u].known &&
+    if (!target_.gpu && u < varRange_.size() && varRange_[u].known &&
         varRange_[u].lo >= std::numeric_limits<std::int32_t>::min() &&
         varRange_[u].hi <= std::numeric_limits<std::int32_t>::max())
       v = ir::cast(Type::i32, v);

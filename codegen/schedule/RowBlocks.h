@@ -90,8 +90,9 @@ struct RowRun {
   bool summed(std::size_t k) const { return std::find(sums.begin(), sums.end(), k) != sums.end(); }
   // Members whose output is stored non-temporally (ir::Store::nonTemporal): an element-wise
   // statement writing a large tensor in full memory (no scratch) that no other statement of the
-  // run reads or writes, except at one element per row (a one-hot sum): the softmax's y and dx,
-  // the layernorm's y (not its gradient's dx, written twice). Such a line would leave the cache
+  // run reads or writes, except at one element per row (a one-hot sum), or the last writer of a
+  // staged output (RowRun::staged: the others wrote the scratch): the softmax's y and dx, the
+  // layernorm's y and its gradient's dx (staged). Such a line would leave the cache
   // before anything reads it; stored normally it costs a read for ownership and pushes the
   // block's rows out of L2.
   std::vector<std::size_t> streamed;
