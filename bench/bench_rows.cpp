@@ -11,6 +11,7 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -96,6 +97,21 @@ void BM_Rows(benchmark::State& state) {
       benchmark::DoNotOptimize(back.call(used, scalars)[std::size_t{0}].data());
     };
     once(); // compiles (or loads from the disk cache) outside the timed loop
+    // ROWS_EXPLAIN=1: each program's text and schedule on stderr (the passes per row).
+    if (const char* ex = std::getenv("ROWS_EXPLAIN"); ex && *ex == '1') {
+      std::vector<einjit::Arg> args;
+      for (const auto& n : fwd.tensorArguments()) args.emplace_back(in.at(n));
+      for (const auto& n : fwd.scalarArguments()) args.emplace_back(scalars.at(n));
+      std::fprintf(stderr, "%s\n%s\n", fwd.source().c_str(), fwd.explain(args).c_str());
+      if (grad) {
+        const einjit::Outputs y = fwd.call(in, scalars);
+        std::vector<einjit::Arg> gargs;
+        for (const auto& n : back.tensorArguments())
+          gargs.emplace_back(gin.count(n) ? gin.at(n) : y[std::string_view(n)]);
+        for (const auto& n : back.scalarArguments()) gargs.emplace_back(scalars.at(n));
+        std::fprintf(stderr, "%s\n%s\n", back.source().c_str(), back.explain(gargs).c_str());
+      }
+    }
     for (auto _ : state) once();
   }
   // Bytes read and written by the copy (a forward pass's least traffic).

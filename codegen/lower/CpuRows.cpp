@@ -41,16 +41,33 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     rc.base = base;
     rc.slot = slot;
     rc.blockElems = blockElems;
-    for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j)
+    for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j) {
       if (run.streams(j)) rc.streamed.push_back(&p_.stmts[j]);
+      if (const int o = run.stores(j); o >= 0) {
+        rc.storesBy = &p_.stmts[j];
+        rc.storesBuffer = p_.tensors[static_cast<std::size_t>(o)].name;
+      }
+    }
     if (run.summed(k)) {
       rc.sumOutput = p_.stmts[k].output;
       rc.sumElems = elementsOf(rc.sumOutput);
       rc.sumSlot = sumSlot;
     }
+    if (const RowRun::Loop* loop = run.loopAt(k)) {
+      rowLoop(plan, run, *loop, rc);
+      k = loop->last;
+      continue;
+    }
     const Scoped<RowBlockContext> inRows(ctx_.rows, std::move(rc));
     stmt_ = k;
-    if (fusion.fused(k)) {
+    if (fusion.fused(k) && fusion.first[k] != k && fusion.last[k] == k) {
+      statement(k); // the last of an element-wise group whose others ended a row loop
+    } else if (fusion.fused(k) && fusion.first[k] != k) {
+      // The rest of an element-wise group whose first statements ended a row loop.
+      fusedStatements(k, fusion.last[k], "fused with the statements after it");
+      for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
+      k = fusion.last[k];
+    } else if (fusion.fused(k)) {
       fusedStatements(k, fusion.last[k], fusion.notes[k]);
       for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
       k = fusion.last[k];
@@ -173,6 +190,136 @@ void Lowerer::rowBlocks(const RowPlan& plan, std::size_t index, const FusionPlan
     }
     out_.notes.push_back(rowRunNote(plan, k, memberNotes[m++]));
   }
+}
+
+void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop& loop,
+                      const RowBlockContext& block) {
+  const std::size_t first = loop.first, last = loop.last;
+  for (std::size_t k = first; k <= last; ++k) {
+    const StatementSchedule sched = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
+    zeroFillUncovered(k, sched);
+    out_.notes.push_back(sched.why);
+  }
+  const int W = vectorWidth();
+  const std::int64_t U = loop.chains;
+  const auto col0 = static_cast<std::size_t>(1 - plan.rowVar[first]);
+  const std::int64_t lc = b_.stmts[first].lo[col0], hc = b_.stmts[first].hi[col0];
+  // Whole steps of U vectors, then whole vectors, then the remaining elements.
+  const std::int64_t vecs = (hc - lc) / W, steps = vecs / U, rv = lc + steps * U * W,
+                     rm = lc + vecs * W;
+  const std::string r = "rl.r", co = "cl.o", cu = "cl.u", ci = "cl.i", cv = "cl.v", ct = "cl.t";
+  auto accName = [](std::size_t k) { return "acc" + std::to_string(k); };
+  auto reduces = [&](std::size_t k) { return p_.stmts[k].numOutputVars() == 1; };
+  const RowBlockContext saved = ctx_.rows;
+  // Statement k's context (its row index, its stores) and index values.
+  auto enter = [&](std::size_t k, const Expr& col) {
+    RowBlockContext rc = block;
+    rc.var = plan.rowVar[k];
+    rc.streamed.clear();
+    if (run.streams(k)) rc.streamed.push_back(&p_.stmts[k]);
+    rc.storesBy = nullptr;
+    if (const int o = run.stores(k); o >= 0) {
+      rc.storesBy = &p_.stmts[k];
+      rc.storesBuffer = p_.tensors[static_cast<std::size_t>(o)].name;
+    }
+    ctx_.rows = rc;
+    stmt_ = k;
+    setRanges(p_.stmts[k], statementRanges(b_.stmts[k]));
+    varExpr_[static_cast<std::size_t>(rc.var)] = ir::var(r);
+    if (col) varExpr_[static_cast<std::size_t>(1 - rc.var)] = col;
+  };
+  // Every statement's update of one element (col), the reductions' into their lanes at `slot`.
+  auto element = [&](const Expr& col, const Expr& slot) -> Stmt {
+    std::vector<Stmt> parts;
+    for (std::size_t k = first; k <= last; ++k) {
+      enter(k, col);
+      const Statement& st = p_.stmts[k];
+      Stmt s;
+      if (reduces(k)) {
+        const Expr a = ir::load(vt_, accName(k), slot);
+        s = ir::store(accName(k), slot, combine(st.reduce, a, value(*st.rhs)));
+      } else {
+        s = storeOutput(st, st.reduce == Reduce::Max || st.reduce == Reduce::Min
+                                ? combine(st.reduce, identity(st.reduce), value(*st.rhs))
+                                : value(*st.rhs));
+      }
+      if (s) parts.push_back(s);
+    }
+    return parts.empty() ? Stmt{} : ir::block(parts);
+  };
+  auto vector = [&](const std::string& v, Stmt body) {
+    return ir::forLoop(v, ir::intImm(0), ir::intImm(W), ForKind::Vectorized, std::move(body), W);
+  };
+  std::vector<Stmt> all;
+  for (std::size_t k = first; k <= last; ++k)
+    if (reduces(k))
+      all.push_back(ir::forLoop(cu, ir::intImm(0), ir::intImm(U), ForKind::Unrolled,
+                                vector(ci, ir::store(accName(k),
+                                                     ir::add(ir::mul(ir::var(cu), ir::intImm(W)),
+                                                             ir::var(ci)),
+                                                     identity(p_.stmts[k].reduce)))));
+  if (steps > 0) {
+    const Expr col = ir::add(
+        ir::intImm(lc),
+        ir::add(ir::mul(ir::add(ir::mul(ir::var(co), ir::intImm(U)), ir::var(cu)), ir::intImm(W)),
+                ir::var(ci)));
+    if (Stmt e = element(col, ir::add(ir::mul(ir::var(cu), ir::intImm(W)), ir::var(ci))))
+      all.push_back(ir::forLoop(co, ir::intImm(0), ir::intImm(steps), ForKind::Serial,
+                                ir::forLoop(cu, ir::intImm(0), ir::intImm(U), ForKind::Unrolled,
+                                            vector(ci, e))));
+  }
+  if (rv < rm)
+    if (Stmt e = element(ir::add(ir::intImm(rv), ir::add(ir::mul(ir::var(cv), ir::intImm(W)),
+                                                          ir::var(ci))),
+                         ir::var(ci)))
+      all.push_back(ir::forLoop(cv, ir::intImm(0), ir::intImm((rm - rv) / W), ForKind::Serial,
+                                vector(ci, e)));
+  if (rm < hc)
+    if (Stmt e = element(ir::var(ct), ir::intImm(0)))
+      all.push_back(ir::forLoop(ct, ir::intImm(rm), ir::intImm(hc), ForKind::Serial, e));
+  // The partial results combined: the U vectors lane by lane in order, then the lanes (sums
+  // pairwise, extremes folded in lane order, as the dot-product tile does).
+  for (std::size_t k = first; k <= last; ++k) {
+    if (!reduces(k)) continue;
+    const Statement& st = p_.stmts[k];
+    enter(k, nullptr);
+    auto lane = [&](std::int64_t l) { return ir::load(vt_, accName(k), ir::intImm(l)); };
+    std::vector<Expr> lanes;
+    for (int l = 0; l < W; ++l) {
+      Expr v = lane(l);
+      for (std::int64_t u = 1; u < U; ++u) v = combine(st.reduce, v, lane(u * W + l));
+      lanes.push_back(v);
+    }
+    Expr result;
+    Stmt fold;
+    if (st.reduce == Reduce::Add) {
+      while (lanes.size() > 1) {
+        std::vector<Expr> next;
+        for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
+          next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
+        if (lanes.size() % 2) next.push_back(lanes.back());
+        lanes = next;
+      }
+      result = lanes[0];
+    } else {
+      // A comparison's select reads both operands twice: statements, not one expression.
+      const std::string fl = "cl.l";
+      result = lane(0);
+      fold = ir::forLoop(fl, ir::intImm(1), ir::intImm(U * W), ForKind::Unrolled,
+                         ir::store(accName(k), ir::intImm(0),
+                                   combine(st.reduce, result,
+                                           ir::load(vt_, accName(k), ir::var(fl)))));
+    }
+    all.push_back(fold);
+    all.push_back(storeOutput(st, result));
+  }
+  ctx_.rows = saved;
+  Stmt body = ir::block(all);
+  for (std::size_t k = last + 1; k-- > first;)
+    if (reduces(k)) body = ir::allocate(accName(k), vt_, U * W, body);
+  ir::Func f = newFunc("s" + std::to_string(first));
+  f.body = ir::forLoop(r, ir::intImm(0), ir::intImm(block.rows), ForKind::Serial, body);
+  out_.funcs.push_back(std::move(f));
 }
 
 // The column sum k's output: its partial sums added in slot order (the task groups', then the

@@ -37,6 +37,10 @@ struct RowBlockContext {
   bool streams(const dsl::Statement& st) const {
     return std::find(streamed.begin(), streamed.end(), &st) != streamed.end();
   }
+  // A staged output's last writer (RowRun::staged): its reads of its output come from the
+  // scratch, its store goes to the tensor's own buffer `storesBuffer`; null: none.
+  const dsl::Statement* storesBy = nullptr;
+  std::string storesBuffer;
   bool scratch(int t) const {
     return t >= 0 && static_cast<std::size_t>(t) < blockElems.size() &&
            blockElems[static_cast<std::size_t>(t)] > 0;

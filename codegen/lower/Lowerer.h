@@ -191,6 +191,11 @@ private:
   Stmt rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionPlan& fusion,
                     std::int64_t rows, const Expr& base, const Expr& slot, const Expr& sumSlot,
                     const std::vector<std::int64_t>& blockElems);
+  // A row loop of the run (RowRun::loops) over the block of `block` (its rows, base and slot;
+  // each statement's row index and stores set per statement): one function whose loop along
+  // each row runs every statement's update of an element in order.
+  void rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop& loop,
+               const RowBlockContext& block);
   // After the run: column sum k's partial sums added into its output (a function of its own).
   void combineSums(const RowRun& run, std::size_t k, const std::string& name);
 

@@ -188,6 +188,14 @@ Expr Lowerer::value(const CExpr& e, const ReadAs* readAs) {
   case CKind::Index: {
     Expr v = varExpr_[static_cast<std::size_t>(e.var)];
     if (e.var == ctx_.rows.var) v = ir::add(v, ctx_.rows.base);
+    // On the CPU through i32 where the index's range fits: the same value, and x86 converts a
+    // vector of i32 to floating point in one instruction, where a vector of i64 (before
+    // AVX-512) takes one scalar conversion per lane.
+    const auto u = static_cast<std::size_t>(e.var);
+    if (!target_.gpu && u < varRange_.size() && varRange_[u].known &&
+        varRange_[u].lo >= std::numeric_limits<std::int32_t>::min() &&
+        varRange_[u].hi <= std::numeric_limits<std::int32_t>::max())
+      v = ir::cast(Type::i32, v);
     return ir::cast(vt_, v);
   }
   case CKind::Param: return ir::param(vt_, e.param);
@@ -273,9 +281,19 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
   else if (st.assign == Assign::Accumulate || st.output == ctx_.rows.sumOutput)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
+  std::string to = name;
+  if (&st == ctx_.rows.storesBy) {
+    // A staged output's last write (RowRun::staged): what it adds to came from the scratch;
+    // the result goes to the tensor's own rows.
+    const auto u = static_cast<std::size_t>(st.output);
+    const Scoped<std::int64_t> own(ctx_.rows.blockElems[u], 0);
+    inside = nullptr;
+    off = offset(*st.lhs, &inside, &dropped, &emptyCheck);
+    to = ctx_.rows.storesBuffer;
+  }
   if (!s)
-    s = ctx_.rows.streams(st) ? ir::streamStore(name, off, ir::cast(et, val))
-                              : ir::store(name, off, ir::cast(et, val));
+    s = ctx_.rows.streams(st) ? ir::streamStore(to, off, ir::cast(et, val))
+                              : ir::store(to, off, ir::cast(et, val));
   return inside ? ir::ifThen(inside, s) : s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 namespace einjit::codegen {
 
@@ -184,7 +185,9 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
       continue; // element-wise statements over whole rows only
     const int o = st.output;
     const auto u = static_cast<std::size_t>(o);
-    if (std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end()) continue;
+    const bool storesStaged = run.stores(k) == o; // the other writes went to the scratch
+    if (!storesStaged && std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end())
+      continue;
     std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
     for (std::int64_t e : b.tensors[u].shape) bytes *= e;
     if (bytes < kStreamL2s * t.l2Bytes) continue;
@@ -192,7 +195,7 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     // later one would read it back from memory; after an earlier one the lines are in the cache,
     // where a non-temporal store first writes them back (measured slower).
     bool other = false;
-    for (std::size_t j = run.first; j <= run.last && !other; ++j) {
+    for (std::size_t j = run.first; j <= run.last && !other && !storesStaged; ++j) {
       if (j == k || (!in[j] && !run.summed(j))) continue; // deferred: runs after the run
       bool touches = false;
       eachAccess(p.stmts[j], [&](const CExpr& e, bool) { touches |= e.tensor == o; });
@@ -201,6 +204,143 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     if (!other) out.push_back(k);
   }
   return out;
+}
+
+// The last member of the run that writes tensor t when t can be staged in scratch (RowRun::staged),
+// else no value: t is an output of the program (no argument, not saved) written only by members
+// of the run, two of them at least, the first a ':=' over all of it (dense), the last an
+// element-wise statement over every element of its rows; no member after the last writer and no
+// other statement of the run reads it (they would read the scratch, or the memory before it is
+// written).
+std::optional<std::size_t> stagedWriter(const dsl::Program& p, const dsl::BoundProgram& b,
+                                        const Strides& strides, const Target& t,
+                                        const RowRun& run, const std::vector<bool>& in,
+                                        int tensor) {
+  const dsl::TensorInfo& info = p.tensors[static_cast<std::size_t>(tensor)];
+  if (info.isArgument || info.saved || info.writtenBy.size() < 2) return std::nullopt;
+  if (std::find(p.outputs.begin(), p.outputs.end(), tensor) == p.outputs.end())
+    return std::nullopt;
+  for (int w : info.writtenBy)
+    if (!in[static_cast<std::size_t>(w)]) return std::nullopt;
+  if (!definesDense(p, b, strides, static_cast<std::size_t>(info.writtenBy.front())))
+    return std::nullopt;
+  const auto last = static_cast<std::size_t>(info.writtenBy.back());
+  const Statement& st = p.stmts[last];
+  const dsl::BoundStatement& bs = b.stmts[last];
+  const auto& shape = b.tensors[static_cast<std::size_t>(tensor)].shape;
+  if (st.numOutputVars() != static_cast<int>(st.vars.size()) ||
+      st.lhsVars.size() != shape.size())
+    return std::nullopt;
+  // A one-hot sum writes one element per row (RowRun::streamed has the same exception).
+  if (scheduleStatement(p, b, last, strides, t).oneHot) return std::nullopt;
+  for (std::size_t d = 1; d < shape.size(); ++d) {
+    const auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    if (bs.lo[v] != 0 || bs.hi[v] != shape[d] || st.lhs->subs[d].bareVar() != st.lhsVars[d] ||
+        st.lhs->subs[d].mode != dsl::IndexMode::Plain || b.eval(p, st.lhs->subs[d].constant) != 0)
+      return std::nullopt;
+  }
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    if (in[k] && k <= last) continue;
+    bool touches = false;
+    eachAccess(p.stmts[k], [&](const CExpr& e, bool) { touches |= e.tensor == tensor; });
+    if (touches) return std::nullopt;
+  }
+  return last;
+}
+
+// Statement k (a member with row index `row`) in a row loop: an element-wise statement writing
+// [row, col] or a reduction over col into [row] by its dot-product tile (RowRun::loops). Returns
+// its column index, or -1.
+int loopColumn(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+               const Target& t, std::size_t k, int row) {
+  const Statement& st = p.stmts[k];
+  if (st.vars.size() != 2 || row < 0 || row > 1) return -1;
+  const int col = 1 - row;
+  const StatementSchedule s = scheduleStatement(p, b, k, strides, t);
+  if (!s.run || s.oneHot || s.gemm || s.splitChunks > 0 || s.tileJ >= 0) return -1;
+  if (st.numOutputVars() == 2) {
+    if (s.dotVar >= 0 || st.lhs->subs.size() != 2) return -1;
+    const Subscript& c = st.lhs->subs[1];
+    const bool plain = c.mode == dsl::IndexMode::Plain && !c.gather && c.bareVar() == col &&
+                       b.eval(p, c.constant) == 0;
+    return plain ? col : -1;
+  }
+  const bool laneReduce = st.reduce == dsl::Reduce::Add || st.reduce == dsl::Reduce::Max ||
+                          st.reduce == dsl::Reduce::Min;
+  return laneReduce && s.dotVar == col && s.tileI == row && s.mr >= 1 ? col : -1;
+}
+
+// Whether the statements first..k (row loop candidates, columns `col`) may share one loop along
+// the row: every access to a tensor that an element-wise one of them writes is at that element,
+// and what a reduction among them writes is touched by its own write only.
+bool loopLegal(const dsl::Program& p, const dsl::BoundProgram& b, const std::vector<int>& rowVar,
+               const std::vector<int>& col, std::size_t first, std::size_t k) {
+  std::vector<int> writer(p.tensors.size(), 0); // 1 element-wise, 2 a reduction
+  for (std::size_t j = first; j <= k; ++j) {
+    int& w = writer[static_cast<std::size_t>(p.stmts[j].output)];
+    const int kind = p.stmts[j].numOutputVars() == 2 ? 1 : 2;
+    if (w != 0 && (w == 2 || kind == 2)) return false; // a reduction's output written twice
+    w = kind;
+  }
+  auto bare = [&](const Subscript& s, int v) {
+    return s.mode == dsl::IndexMode::Plain && !s.gather && s.bareVar() == v &&
+           b.eval(p, s.constant) == 0;
+  };
+  bool ok = true;
+  for (std::size_t j = first; j <= k && ok; ++j)
+    eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+      const int w = writer[static_cast<std::size_t>(e.tensor)];
+      if (w == 2) ok = ok && write && p.stmts[j].numOutputVars() == 1;
+      if (w == 1)
+        ok = ok && e.subs.size() == 2 && bare(e.subs[0], rowVar[j]) && bare(e.subs[1], col[j]);
+    });
+  return ok;
+}
+
+// The expression calls a function that is evaluated as a polynomial of dozens of instructions
+// (codegen/VectorMath): not sqrt, abs, min, max, rounding or conversions.
+bool callsPolynomial(const CExpr& e) {
+  if (e.kind == CKind::Call) switch (e.fn) {
+    case dsl::Fn::Exp: case dsl::Fn::Log: case dsl::Fn::Tanh: case dsl::Fn::Sigmoid:
+    case dsl::Fn::Sin: case dsl::Fn::Cos: case dsl::Fn::Erf: case dsl::Fn::Atan:
+    case dsl::Fn::Atan2: case dsl::Fn::Log2: case dsl::Fn::Log10: case dsl::Fn::Log1p:
+    case dsl::Fn::Expm1: case dsl::Fn::Cbrt: return true;
+    default: break;
+    }
+  for (const dsl::CExprPtr& a : e.args)
+    if (callsPolynomial(*a)) return true;
+  return false;
+}
+
+// The row loops of `run` (RowRun::loops): from each member on, the longest stretch of members
+// that qualify; kept where it holds two statements or more, one of them a reduction.
+void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
+               const Target& t, const std::vector<int>& rowVar, RowRun& run) {
+  std::vector<int> col(p.stmts.size(), -1);
+  for (std::size_t k = run.first; k <= run.last; ++k)
+    if (run.member(k)) col[k] = loopColumn(p, b, strides, t, k, rowVar[k]);
+  auto colRange = [&](std::size_t k) {
+    const auto c = static_cast<std::size_t>(col[k]);
+    return std::pair{b.stmts[k].lo[c], b.stmts[k].hi[c]};
+  };
+  std::size_t k = run.first;
+  while (k <= run.last) {
+    if (col[k] < 0) {
+      ++k;
+      continue;
+    }
+    std::size_t last = k;
+    while (last + 1 <= run.last && col[last + 1] >= 0 && colRange(last + 1) == colRange(k) &&
+           loopLegal(p, b, rowVar, col, k, last + 1))
+      ++last;
+    bool reduces = false, polynomial = false;
+    for (std::size_t j = k; j <= last; ++j) {
+      reduces |= p.stmts[j].numOutputVars() == 1;
+      polynomial |= callsPolynomial(*p.stmts[j].rhs);
+    }
+    if (last > k && reduces) run.loops.push_back({k, last, polynomial ? 1 : kRowLoopChains});
+    k = last + 1;
+  }
 }
 
 } // namespace
@@ -332,8 +472,15 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
       for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
       rowBytes += perRow;
-      if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id)))
+      if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id))) {
         run.scratch.push_back(static_cast<int>(id));
+      } else if (const auto writer = t.rowScratch ? stagedWriter(p, b, strides, t, run, in,
+                                                               static_cast<int>(id))
+                                                : std::nullopt) {
+        run.scratch.push_back(static_cast<int>(id));
+        run.staged.push_back(static_cast<int>(id));
+        run.stagedBy.push_back(*writer);
+      }
     }
     // With column sums, each block adds into its group's partial sums (a row of each): larger
     // blocks, as before the quarter-L2 rule. Blocks of 4 rows only where 8 do not fit: a short
@@ -350,6 +497,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     run.blockRows = std::clamp(std::min(fit, share) / align * align, align, kMaxBlockRows);
     run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
     run.streamed = streamedMembers(p, b, strides, t, run, in);
+    planLoops(p, b, strides, t, plan.rowVar, run);
     const int index = static_cast<int>(plan.runs.size());
     std::string scratchNames;
     for (int id : run.scratch)
@@ -376,6 +524,14 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
                          ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
       if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
       note += ")";
+      if (const int o = run.stores(j); o >= 0)
+        note += "; stores '" + p.tensors[static_cast<std::size_t>(o)].name +
+                "' to memory from the scratch (earlier writes stay in it)";
+      for (const RowRun::Loop& l : run.loops)
+        if (j >= l.first && j <= l.last)
+          note += "; one loop along the row with statements " + std::to_string(l.first + 1) +
+                  "-" + std::to_string(l.last + 1) + " (" + std::to_string(l.chains) +
+                  (l.chains == 1 ? " vector" : " vectors") + " of partial results)";
       if (run.streams(j)) note += "; stored non-temporally";
       plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
     }

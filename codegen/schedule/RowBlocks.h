@@ -52,6 +52,13 @@ inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 
 // gradient measured slower with blocks of 4 rows).
 inline constexpr std::int64_t kRowSumL2Share = 2;
 inline constexpr std::int64_t kMaxBlockRows = 512;
+// A row loop's reductions (RowRun::loops) keep this many vectors of partial results, a step
+// of as many vectors along the row updating each one: independent chains, where one would
+// wait on the previous add at every vector (a layernorm's loops do little else per vector).
+// A loop that evaluates a polynomial function (exp, log, tanh, ...) keeps one: its dozens of
+// instructions per vector hide the add's latency, and more accumulators push the function's
+// constants out of the 16 vector registers (measured slower: bench/RESULTS.md).
+inline constexpr std::int64_t kRowLoopChains = 4;
 // Task groups per thread (each with its own scratch; a group runs a contiguous range of blocks).
 inline constexpr std::int64_t kRowGroupsPerThread = 4;
 // Task groups of a run with column sums (RowRun::sums), whatever the thread count: the groups'
@@ -83,8 +90,9 @@ struct RowRun {
   bool summed(std::size_t k) const { return std::find(sums.begin(), sums.end(), k) != sums.end(); }
   // Members whose output is stored non-temporally (ir::Store::nonTemporal): an element-wise
   // statement writing a large tensor in full memory (no scratch) that no other statement of the
-  // run reads or writes, except at one element per row (a one-hot sum): the softmax's y and dx,
-  // the layernorm's y (not its gradient's dx, written twice). Such a line would leave the cache
+  // run reads or writes, except at one element per row (a one-hot sum), or the last writer of a
+  // staged output (RowRun::staged: the others wrote the scratch): the softmax's y and dx, the
+  // layernorm's y and its gradient's dx (staged). Such a line would leave the cache
   // before anything reads it; stored normally it costs a read for ownership and pushes the
   // block's rows out of L2.
   std::vector<std::size_t> streamed;
@@ -94,11 +102,48 @@ struct RowRun {
   // The column sums' partial sums: one per task group, then the tail block's (those of the
   // groups exist when there are full blocks; the tail's when there is a tail).
   std::int64_t partialSlots() const { return groups + 1; }
+  // Row loops: consecutive members first..last that run as one loop along the row (each row
+  // of the block once, vectors along the row's column index): element-wise statements over
+  // [row, col] and reductions over col into [row] (a dot-product tile along col), each
+  // element's updates in program order, the reductions' lanes kept as their dot-product tile
+  // keeps them (the same sums, bit for bit), combined after the row. A block's rows are then
+  // read once per loop instead of once per statement (the softmax gradient: e, de and dz in
+  // one pass, de, dx, dm and first_m in a second). Legal when every access, by a statement of
+  // the loop, to a tensor that an element-wise statement of the loop writes is at that element
+  // (the same row and column), and nothing in the loop but its own writer touches what a
+  // reduction of the loop writes (its value is known only after the row).
+  // Each reduction keeps `chains` vectors of partial results (see kRowLoopChains).
+  struct Loop {
+    std::size_t first = 0, last = 0;
+    std::int64_t chains = 1;
+  };
+  std::vector<Loop> loops;
+  // The row loop that statement k starts, or null.
+  const Loop* loopAt(std::size_t k) const {
+    for (const Loop& l : loops)
+      if (l.first == k) return &l;
+    return nullptr;
+  }
   std::int64_t lo = 0, hi = 0;     // the rows
   std::int64_t blockRows = 0;      // rows per block
   std::int64_t groups = 1;         // task groups (the parallel loop's extent)
   // Tensors kept in a block-sized scratch per group (see above), ascending ids.
   std::vector<int> scratch;
+  // Outputs staged in scratch (among `scratch` too): a tensor the run writes in full memory
+  // that several members write (the layernorm gradient's dx := dd, then dx += dmu[i] / size):
+  // every write but the last member's goes to the block's scratch, and the last one, which
+  // writes every element of its rows, reads the scratch and stores to memory (non-temporally
+  // where it is large: RowRun::streamed). Without it the first write moves each line in from
+  // memory (a read for ownership) and the second rewrites it. `stagedBy`: the last writers.
+  std::vector<int> staged;
+  std::vector<std::size_t> stagedBy;
+  // The output that statement k stores to memory out of the scratch (a staged tensor's last
+  // writer), or -1.
+  int stores(std::size_t k) const {
+    for (std::size_t s = 0; s < staged.size(); ++s)
+      if (stagedBy[s] == k) return staged[s];
+    return -1;
+  }
   std::int64_t fullBlocks() const { return (hi - lo) / blockRows; }
   std::int64_t tailRows() const { return (hi - lo) % blockRows; }
 };
