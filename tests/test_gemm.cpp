@@ -296,6 +296,19 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 1},
        {1, 2}},
+      // Input gradients whose dy is read in place (56 and 50 columns: most slivers have
+      // every tap b; the first and last read with masked loads, the last of 50 half-width),
+      // the taps a bounded per row.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 9, 56}}, {"k", {20, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 7, 50}}, {"k", {20, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
       // Wide enough for 64-byte f32 tiles too: 38 output columns, 36 channels.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 36, 12, 40}}, {"k", {20, 36, 3, 3}}},

@@ -76,6 +76,9 @@ struct GemmPlan {
   // dependent range or padding, every subscript proven inside its dimension. A KC block reads
   // a few rows that stay in L1, so the copy bought nothing but its own cost.
   bool bInPlace = false;
+  // ... its slivers [plainFrom, plainTo) of N read without a mask; the others (N's last, a
+  // dependent range that reads N cut short) with masked loads.
+  std::int64_t plainFrom = 0, plainTo = 0;
   int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
   // Accumulator sets along the reduction: consecutive terms go to `kSets` MR x NR sets in turn,
   // added together after the block. A tile too small for the FMA pipes' latency (the element-
@@ -107,6 +110,14 @@ constexpr double kGemmMinFlops = 1e6;
 // The note of a strided gradient's residue phases on the packed path (lower/CpuGemmPhases):
 // `phases` of them, each planned like `each` (the last phase's plan).
 std::string describePhases(std::size_t phases, const GemmPlan& each);
+
+// Whether every subscript of `read` (plain, no gather) stays inside its dimension (`shape`)
+// at every point of the statement's ranges where the summand is a term: dependent ranges
+// applied, not their hulls (a stride-1 input gradient's dy[n,o,u-a,v-b] is inside at its taps
+// a, b only). `constant(d)`: the value of subscript d's constant.
+bool readInside(const dsl::CExpr& read, const dsl::BoundStatement& bs,
+                const std::vector<std::int64_t>& shape,
+                const std::function<std::int64_t(std::size_t)>& constant);
 
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
