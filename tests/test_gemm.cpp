@@ -205,7 +205,8 @@ TEST_CASE("gemm: a Linear layer forward and every gradient through the packed pa
 // Convolutions as implicit GEMMs: the packing reads the input through its window subscripts
 // (no im2col tensor), an image's other indices are looped around the GEMM; the input
 // gradient's filter taps run over their hull with zeros where a tap does not reach (masked
-// packing), a strided one as residue phases (CpuGemmPhases.cpp), padded reads are zero
+// packing), or with dy read in place, the taps bounded per row and masked per column; a
+// strided one as residue phases (CpuGemmPhases.cpp), padded reads are zero
 // outside. Every gradient of each layer too, against the
 // interpreter, in three views and 1 and 2 threads.
 TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilation, 1x1)") {

@@ -73,8 +73,10 @@ struct GemmPlan {
   // (a last, partial sliver with masked loads). For a window (a convolution's x[n,c,h+a,w+b]
   // along w: N and a reduction index in one subscript), whose packed panel would hold each
   // element once per tap: read with unit stride along N, otherwise packed per block, no
-  // dependent range or padding, every subscript proven inside its dimension. A KC block reads
-  // a few rows that stay in L1, so the copy bought nothing but its own cost.
+  // padding, every subscript proven inside its dimension at every term. A KC block reads a few
+  // rows that stay in L1, so the copy bought nothing but its own cost. Dependent ranges of B
+  // (the stride-1 input gradient's dy[n,o,u-a,v-b]) are applied by the kernel: a range that
+  // reads only batch indices bounds its index's loop, one that reads N masks B's lanes.
   bool bInPlace = false;
   // ... its slivers [plainFrom, plainTo) of N read without a mask; the others (N's last, a
   // dependent range that reads N cut short) with masked loads.
