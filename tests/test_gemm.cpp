@@ -205,7 +205,8 @@ TEST_CASE("gemm: a Linear layer forward and every gradient through the packed pa
 // Convolutions as implicit GEMMs: the packing reads the input through its window subscripts
 // (no im2col tensor), an image's other indices are looped around the GEMM; the input
 // gradient's filter taps run over their hull with zeros where a tap does not reach (masked
-// packing), a strided one as residue phases (CpuGemmPhases.cpp), padded reads are zero
+// packing), or with dy read in place, the taps bounded per row and masked per column; a
+// strided one as residue phases (CpuGemmPhases.cpp), padded reads are zero
 // outside. Every gradient of each layer too, against the
 // interpreter, in three views and 1 and 2 threads.
 TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilation, 1x1)") {
@@ -293,6 +294,19 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       // vector of columns) takes the stride-2 forward, whose columns two vectors would not fit.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {32, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
+      // Input gradients whose dy is read in place (56 and 50 columns: most slivers have
+      // every tap b; the first and last read with masked loads, the last of 50 half-width),
+      // the taps a bounded per row.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 9, 56}}, {"k", {20, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 7, 50}}, {"k", {20, 16, 3, 3}}},
        2,
        {1, 1},
        {1, 2}},

@@ -252,9 +252,38 @@ const ScheduleRow kRows[] = {
      2,
      "packed GEMM: M i, N k, K j, batch -; micro-kernel 28x16, MC 28 KC 250 NC 16; A packed "
      "whole, B packed whole; 4 tasks in 4 parallel groups"},
-    // The input gradient: the taps a and b run over their hull, masked while packing dy.
+    // The input gradient: dy read in place, the taps a (a range of the batch index u) over
+    // their own loop's bounds, b (a range of N) by masked loads in the first and last slivers
+    // (the middle two, 32 of 56 columns, read without masks).
     {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
      "0:size(dy,3)+2, a in max(u+1-size(dy,2),0):min(u+1,size(k,2)), b in "
+     "max(v+1-size(dy,3),0):min(v+1,size(k,3))",
+     {{8, 64, 54, 54}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 6x16, MC 66 KC 198 NC "
+     "64; A packed whole, B read in place, ranges of a,b; 448 tasks in 8 parallel "
+     "groups"},
+    // 30 columns: the one whole sliver lacks tap b at v = 0, so every sliver would be masked:
+    // dy is packed per block, the taps masked while packing.
+    {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
+     "0:size(dy,3)+2, a in max(u+1-size(dy,2),0):min(u+1,size(k,2)), b in "
+     "max(v+1-size(dy,3),0):min(v+1,size(k,3))",
+     {{8, 64, 28, 28}, {64, 64, 3, 3}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 6x16, MC 66 KC 198 NC "
+     "32; A packed whole, B packed per block, ranges of a,b; 240 tasks in 8 parallel "
+     "groups"},
+    // A range the hull's ends leave outside dy (u up to size(dy,2)+3, a from u-size(dy,2)):
+    // B is read in place only where every term's subscripts are inside, so it is packed (the
+    // packing checks each run, and an out-of-bounds term is reported).
+    {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:size(dy,2)+2, v in "
+     "0:size(dy,3)+2, a in max(u-size(dy,2),0):min(u+1,size(k,2)), b in "
      "max(v+1-size(dy,3),0):min(v+1,size(k,3))",
      {{8, 64, 54, 54}, {64, 64, 3, 3}},
      DType::f32,

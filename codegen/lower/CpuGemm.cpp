@@ -461,6 +461,17 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
 
   const std::size_t m = sideVar[0], n = sideVar[1];
   const std::int64_t MR = g.mr, NR = g.nr, M = extent[0], N = extent[1];
+  // B read in place with dependent ranges (GemmPlan::bInPlace): an index whose range reads N
+  // masks B's lanes (a stride-1 input gradient's tap b at the first and last columns); one
+  // whose range reads only batch indices bounds its own loop (tap a at the first and last rows).
+  std::vector<std::size_t> laneMasked, loopBounded;
+  if (g.bInPlace)
+    for (int v : g.masks[1]) {
+      std::vector<bool> rd(st.vars.size(), false);
+      boundVarsOf(bs.loBound[static_cast<std::size_t>(v)], rd);
+      boundVarsOf(bs.hiBound[static_cast<std::size_t>(v)], rd);
+      (rd[n] ? laneMasked : loopBounded).push_back(static_cast<std::size_t>(v));
+    }
   varExpr_[m] = ir::add(ir::add(imm(r[m].first), ir::mul(var(sv), imm(MR))), var(ii));
   varExpr_[n] = ir::add(ir::add(imm(r[n].first), ir::mul(var(tv), imm(NR))), var(jj));
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
@@ -468,7 +479,6 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
   // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
   // one with masked loads (its lanes past N are neither read nor stored).
-  const std::int64_t fullB = N / NR;
   auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
@@ -481,7 +491,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (inPlace) { // every subscript proven inside over the ranges (GemmPlan)
       const Scoped<bool> trust(ctx_.trustPlain, true);
       opB = read(*ops[1], true);
-      if (masked) opB = MaskLoads(less(varExpr_[n], imm(r[n].second))).mutate(opB);
+      if (masked) {
+        Expr lanes = less(varExpr_[n], imm(r[n].second));
+        for (std::size_t u : laneMasked)
+          lanes = conj(lanes, ir::binary(BinOp::And,
+                                         ir::binary(BinOp::Ge, varExpr_[u], boundExpr(bs.loBound[u])),
+                                         less(varExpr_[u], boundExpr(bs.hiBound[u]))));
+        opB = MaskLoads(lanes).mutate(opB);
+      }
     } else
       opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
     // Reads of output indices only: a local tile each, loaded before the reduction (cells
@@ -524,9 +541,15 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       Stmt step = let(pv, ir::add(ir::mul(ir::sub(var(st.vars[kq].name), var(q0)), imm(innerTotal)),
                                   flat(kInner)),
                       addTerm(0));
-      for (std::size_t q = kInner.size(); q-- > 0;)
-        step = ir::forLoop(st.vars[kInner[q]].name, imm(r[kInner[q]].first),
-                           imm(r[kInner[q]].second), ForKind::Serial, std::move(step));
+      for (std::size_t q = kInner.size(); q-- > 0;) {
+        const std::size_t v = kInner[q];
+        Expr lo = imm(r[v].first), hi = imm(r[v].second);
+        if (std::find(loopBounded.begin(), loopBounded.end(), v) != loopBounded.end()) {
+          lo = ir::binary(BinOp::Max, lo, boundExpr(bs.loBound[v]));
+          hi = minOf(hi, boundExpr(bs.hiBound[v]));
+        }
+        step = ir::forLoop(st.vars[v].name, lo, hi, ForKind::Serial, std::move(step));
+      }
       update = ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Serial, std::move(step));
     }
     if (sets > 1) {
@@ -630,9 +653,19 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   };
   const bool inPlace = g.bInPlace;
   Stmt body = kernelOf(NR, inPlace, false);
-  if (inPlace && fullB < S[1])
-    body = ir::ifThen(less(var(tv), imm(fullB)), body, kernelOf(halfTail ? NR / 2 : NR, true, true));
-  else if (halfTail)
+  // In place: the slivers [t0, t1) read without a mask (GemmPlan::plainFrom); the others with
+  // masked loads, a last half-width sliver with its own kernel.
+  const std::int64_t t0 = g.plainFrom, t1 = g.plainTo;
+  if (inPlace && (t0 > 0 || t1 < S[1])) {
+    // A full-width masked kernel only where a masked sliver is not the half-width last one.
+    const bool wide = t0 > 0 || t1 < S[1] - (halfTail ? 1 : 0);
+    Stmt masked = kernelOf(halfTail ? NR / 2 : NR, true, true);
+    if (halfTail && wide)
+      masked = ir::ifThen(less(var(tv), imm(S[1] - 1)), kernelOf(NR, true, true), masked);
+    Expr plain = less(var(tv), imm(t1));
+    if (t0 > 0) plain = ir::binary(BinOp::And, ir::binary(BinOp::Ge, var(tv), imm(t0)), plain);
+    body = t1 > t0 ? ir::ifThen(plain, body, masked) : masked;
+  } else if (halfTail)
     body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);

@@ -73,9 +73,14 @@ struct GemmPlan {
   // (a last, partial sliver with masked loads). For a window (a convolution's x[n,c,h+a,w+b]
   // along w: N and a reduction index in one subscript), whose packed panel would hold each
   // element once per tap: read with unit stride along N, otherwise packed per block, no
-  // dependent range or padding, every subscript proven inside its dimension. A KC block reads
-  // a few rows that stay in L1, so the copy bought nothing but its own cost.
+  // padding, every subscript proven inside its dimension at every term. A KC block reads a few
+  // rows that stay in L1, so the copy bought nothing but its own cost. Dependent ranges of B
+  // (the stride-1 input gradient's dy[n,o,u-a,v-b]) are applied by the kernel: a range that
+  // reads only batch indices bounds its index's loop, one that reads N masks B's lanes.
   bool bInPlace = false;
+  // ... its slivers [plainFrom, plainTo) of N read without a mask; the others (N's last, a
+  // dependent range that reads N cut short) with masked loads.
+  std::int64_t plainFrom = 0, plainTo = 0;
   int mr = 0, nr = 0, width = 0; // micro-kernel rows, columns (NR: vectors of `width` lanes)
   // Accumulator sets along the reduction: consecutive terms go to `kSets` MR x NR sets in turn,
   // added together after the block. A tile too small for the FMA pipes' latency (the element-
@@ -107,6 +112,14 @@ constexpr double kGemmMinFlops = 1e6;
 // The note of a strided gradient's residue phases on the packed path (lower/CpuGemmPhases):
 // `phases` of them, each planned like `each` (the last phase's plan).
 std::string describePhases(std::size_t phases, const GemmPlan& each);
+
+// Whether every subscript of `read` (plain, no gather) stays inside its dimension (`shape`)
+// at every point of the statement's ranges where the summand is a term: dependent ranges
+// applied, not their hulls (a stride-1 input gradient's dy[n,o,u-a,v-b] is inside at its taps
+// a, b only). `constant(d)`: the value of subscript d's constant.
+bool readInside(const dsl::CExpr& read, const dsl::BoundStatement& bs,
+                const std::vector<std::int64_t>& shape,
+                const std::function<std::int64_t(std::size_t)>& constant);
 
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
