@@ -364,7 +364,12 @@ struct Engine {
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
     clock.lap("emit", instructionCount(m));
+    std::string names;
+    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
+    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    dumpModule(m, prefix + names);
     const bool explicitModule = optimize && optimizeModule(m, *tm, clock);
+    dumpModule(m, prefix + names + ".opt");
     if (irText) {
       llvm::raw_string_ostream os(*irText);
       m.print(os, nullptr);
@@ -380,9 +385,6 @@ struct Engine {
     pm.run(m);
     clock.lap("codegen");
     if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
-    std::string names;
-    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
-    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
     clock.report(names + ", " + std::to_string(buf.size()) + "-byte object" +
                  (optimize ? "" : ", unoptimized"));
     return std::string(buf.begin(), buf.end());
