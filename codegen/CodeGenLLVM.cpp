@@ -69,6 +69,9 @@ public:
   // Part k >= 1: the function of an outlined loop, with external linkage, alone in its module.
   void part(const Func& f, const PartSite& site) {
     leftToVectorizer_ = false;
+    explicit_ = f.explicitCode;
+    strided_ = nullptr;
+    lets_.clear();
     // The buffers and variables in scope at the loop: their values do not matter here, only
     // which names are bound (the outlined function's arguments are those the loop uses).
     UsedBuffers usedNames;
@@ -88,6 +91,9 @@ public:
 
   void func(const Func& f, const std::string& prefix) {
     leftToVectorizer_ = false;
+    explicit_ = f.explicitCode;
+    strided_ = nullptr;
+    lets_.clear();
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
     // The body: one noalias pointer per buffer it uses (slot used[j] of the buffer array).
@@ -171,6 +177,26 @@ private:
   // more than kMaxWrittenVectorSteps steps), which tell whether a loop is around one.
   bool leftToVectorizer_ = false;
   std::int64_t loops_ = 0, explicitVectorLoops_ = 0, workLoops_ = 0;
+  // Whether the function being emitted is explicit code (ir::Func::explicitCode), and the
+  // innermost loop being emitted whose accesses step pointers of their own (scalarAddress):
+  // one pointer per buffer and coefficient of the loop's variable, created where first used.
+  bool explicit_ = false;
+  struct StridedLoop {
+    std::string var;
+    llvm::BasicBlock *pre, *head;
+    llvm::Value* lo;
+    std::size_t lets; // lets_ bound outside the loop
+    std::map<std::pair<llvm::Value*, std::int64_t>, llvm::PHINode*> pointers;
+    struct Step {
+      llvm::PHINode* phi;
+      llvm::Type* elem;
+      std::int64_t coefficient;
+    };
+    std::vector<Step> steps; // in creation order (the IR is deterministic)
+  };
+  StridedLoop* strided_ = nullptr;
+  // The loops of one iteration being emitted (forStmt's bindings): variable and value.
+  std::vector<std::pair<std::string, Expr>> lets_;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -278,12 +304,48 @@ private:
       auto c = linearCoefficient(index, vecVar_);
       if (c && *c == 1) {
         *contiguous = true;
-        return b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(index));
+        return scalarAddress(buf, index);
       }
       *idxOut = expr(index);
       return b_.CreateInBoundsGEP(buf.elem, buf.ptr, *idxOut); // a vector of pointers
     }
-    return b_.CreateInBoundsGEP(buf.elem, buf.ptr, expr(index));
+    return scalarAddress(buf, index);
+  }
+
+  // &buf[index] (the vectorized variable at its first lane). In a strength-reduced loop
+  // (StridedLoop), an index affine in the loop's variable is a pointer that steps with the
+  // loop plus the rest of the index (the index at variable 0, whose loop-invariant part LLVM
+  // hoists): the explicit code's loops then need no loop strength reduction in code
+  // generation, whose cost grows faster than the code (docs/ARCHITECTURE.md, "The CPU JIT").
+  llvm::Value* scalarAddress(const Buf& buf, const Expr& index) {
+    auto at = [&](const Expr& e) { return inVector() ? scalarAtBase(e) : expr(e); };
+    StridedLoop* loop = strided_;
+    if (!loop || !llvm::isa<llvm::Argument>(buf.ptr))
+      return b_.CreateInBoundsGEP(buf.elem, buf.ptr, at(index));
+    // The bindings made inside the loop (the lowering's lets, such as a k step of a pair of
+    // steps) written out, so that the index shows how it depends on the loop's variable.
+    Expr full = index;
+    for (std::size_t i = lets_.size(); i-- > loop->lets;)
+      full = substitute(full, lets_[i].first, lets_[i].second);
+    const std::optional<std::int64_t> c =
+        dependsOn(full, loop->var) ? linearCoefficient(full, loop->var) : std::nullopt;
+    if (!c || *c == 0) return b_.CreateInBoundsGEP(buf.elem, buf.ptr, at(index));
+    llvm::PHINode*& phi = loop->pointers[{buf.ptr, *c}];
+    if (!phi) {
+      const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+      b_.SetInsertPoint(loop->pre->getTerminator());
+      llvm::Value* first = b_.CreateGEP(buf.elem, buf.ptr, b_.CreateMul(loop->lo, b_.getInt64(*c)));
+      b_.SetInsertPoint(loop->head, loop->head->getFirstInsertionPt());
+      phi = b_.CreatePHI(b_.getPtrTy(), 2, loop->var + ".ptr");
+      phi->addIncoming(first, loop->pre);
+      b_.restoreIP(ip);
+      loop->steps.push_back({phi, buf.elem, *c});
+    }
+    llvm::Value* x = vars_.at(loop->var);
+    vars_[loop->var] = b_.getInt64(0);
+    llvm::Value* rest = at(full);
+    vars_[loop->var] = x;
+    return b_.CreateGEP(buf.elem, phi, rest);
   }
 
   llvm::Align alignOf(llvm::Type* t) { return llvm::Align(m_.getDataLayout().getABITypeAlign(t)); }
@@ -300,7 +362,7 @@ private:
       auto c = linearCoefficient(n.index, vecVar_);
       if (c && *c >= 2 && *c <= kShuffledStride) {
         const auto span = static_cast<unsigned>((lanes_ - 1) * *c + 1);
-        llvm::Value* base = b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(n.index));
+        llvm::Value* base = scalarAddress(buf, n.index);
         llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
                                                 alignOf(buf.elem));
         llvm::SmallVector<int, 16> pick;
@@ -752,6 +814,9 @@ private:
     llvm::BasicBlock* savedEntry = entry_;
     llvm::Value *savedParams = params_, *savedStatus = status_;
     const bool savedStreamed = std::exchange(streamed_, false);
+    StridedLoop* savedStrided = std::exchange(strided_, nullptr); // the caller's loop
+    auto savedLets = std::move(lets_);
+    lets_.clear();
     llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
     for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
@@ -763,6 +828,8 @@ private:
     forStmt(inner);
     endBody(start);
     streamed_ = savedStreamed;
+    strided_ = savedStrided;
+    lets_ = std::move(savedLets);
     fn_ = savedFn;
     entry_ = savedEntry;
     params_ = savedParams;
@@ -815,7 +882,9 @@ private:
     // kernel's compile time on proving what the IR already says.
     if (n.forKind != ForKind::Parallel && oneIteration(n)) {
       vars_[n.var] = expr(n.lo);
+      lets_.emplace_back(n.var, n.lo);
       stmt(n.body);
+      lets_.pop_back();
       vars_.erase(n.var);
       return;
     }
@@ -868,7 +937,12 @@ private:
     x->addIncoming(lo, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
+    // Explicit code's scalar loops (not those left to the vectorizers) step their own pointers.
+    StridedLoop strided{name, pre, head, lo, lets_.size(), {}, {}};
+    StridedLoop* outer = strided_;
+    strided_ = explicit_ && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
     body(x);
+    strided_ = outer;
     if (hint == LoopHint::Vectorize ||
         (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
          explicitVectorLoops_ == vectorsBefore))
@@ -881,6 +955,9 @@ private:
     if (hint == LoopHint::Vectorize) ++workLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
+    for (const StridedLoop::Step& s : strided.steps)
+      s.phi->addIncoming(b_.CreateGEP(s.elem, s.phi, b_.getInt64(s.coefficient * step)),
+                         b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());
     if (aroundHinted) {

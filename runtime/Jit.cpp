@@ -111,7 +111,7 @@ static void writePerfMap(std::string_view obj, const std::map<std::string, std::
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-5";
+constexpr const char* kCodegenVersion = "einjit-cpu-6";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -153,17 +153,10 @@ constexpr const char* kExplicitPipeline =
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 // Code generation's passes, without loop strength reduction (and the freeze canonicalization
-// that prepares for it) when `withoutLsr`. Its cost grows faster than the code: on explicit
-// code of more than kLsrInstructionLimit LLVM instructions after the middle end (the
-// convolutions' micro-kernels with their edge tiles, a stride-2 input gradient's residue
-// phases) it was about half of code generation's time and made no measured difference to run
-// time; below (the GEMM micro-kernels, 378, the stride-1 weight gradient's, 371) it is cheap
-// and the stride-1 weight gradient ran 10% slower without it. The packing functions stay below
-// the limit: without it they cost about half as much to generate, but the convolutions' input
-// gradients measured up to a third slower. A per-module choice, unlike LLVM's -disable-lsr,
-// which is one setting for the whole process.
-constexpr unsigned kLsrInstructionLimit = 450;
-
+// that prepares for it) when `withoutLsr`: on explicit code, whose loops step their own
+// pointers (CodeGenLLVM's strided loops), it has nothing left to do that pays, and its cost
+// grows faster than the code (it was a third to a half of such a module's code generation).
+// A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole process.
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
   explicit CodegenPasses(bool withoutLsr) : withoutLsr_(withoutLsr) {}
@@ -377,8 +370,7 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    CodegenPasses pm(explicitModule && !lsrEverywhere &&
-                     m.getInstructionCount() > kLsrInstructionLimit);
+    CodegenPasses pm(explicitModule && !lsrEverywhere);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     clock.lap("codegen setup");
