@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace einjit::codegen {
@@ -72,6 +73,7 @@ public:
     explicit_ = f.explicitCode;
     strided_ = nullptr;
     lets_.clear();
+    innerVars_.clear();
     // The buffers and variables in scope at the loop: their values do not matter here, only
     // which names are bound (the outlined function's arguments are those the loop uses).
     UsedBuffers usedNames;
@@ -94,6 +96,7 @@ public:
     explicit_ = f.explicitCode;
     strided_ = nullptr;
     lets_.clear();
+    innerVars_.clear();
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
     // The body: one noalias pointer per buffer it uses (slot used[j] of the buffer array).
@@ -186,7 +189,8 @@ private:
     llvm::BasicBlock *pre, *head;
     llvm::Value* lo;
     std::size_t lets; // lets_ bound outside the loop
-    std::map<std::pair<llvm::Value*, std::int64_t>, llvm::PHINode*> pointers;
+    std::size_t inner;  // innerVars_ bound outside the loop
+    std::map<std::tuple<llvm::Value*, std::int64_t, std::string>, llvm::PHINode*> pointers;
     struct Step {
       llvm::PHINode* phi;
       llvm::Type* elem;
@@ -197,6 +201,8 @@ private:
   StridedLoop* strided_ = nullptr;
   // The loops of one iteration being emitted (forStmt's bindings): variable and value.
   std::vector<std::pair<std::string, Expr>> lets_;
+  // The variables of the unrolled loops being emitted (constants in each copy).
+  std::vector<std::string> innerVars_;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -313,39 +319,57 @@ private:
   }
 
   // &buf[index] (the vectorized variable at its first lane). In a strength-reduced loop
-  // (StridedLoop), an index affine in the loop's variable is a pointer that steps with the
-  // loop plus the rest of the index (the index at variable 0, whose loop-invariant part LLVM
-  // hoists): the explicit code's loops then need no loop strength reduction in code
-  // generation, whose cost grows faster than the code (docs/ARCHITECTURE.md, "The CPU JIT").
+  // (StridedLoop), an index affine in the loop's variable, and in the variables bound inside
+  // it (unrolled copies, vector steps: constants there), is a pointer that steps with the
+  // loop, at a constant offset: the pointer starts at the index's part fixed in the loop (one
+  // pointer per buffer, stride and such part), so the loop needs no index arithmetic and no
+  // loop strength reduction in code generation, whose cost grows faster than the code
+  // (docs/ARCHITECTURE.md, "The CPU JIT").
   llvm::Value* scalarAddress(const Buf& buf, const Expr& index) {
-    auto at = [&](const Expr& e) { return inVector() ? scalarAtBase(e) : expr(e); };
+    auto plain = [&] {
+      return b_.CreateInBoundsGEP(buf.elem, buf.ptr, inVector() ? scalarAtBase(index) : expr(index));
+    };
     StridedLoop* loop = strided_;
-    if (!loop || !llvm::isa<llvm::Argument>(buf.ptr))
-      return b_.CreateInBoundsGEP(buf.elem, buf.ptr, at(index));
+    if (!loop || !llvm::isa<llvm::Argument>(buf.ptr)) return plain();
     // The bindings made inside the loop (the lowering's lets, such as a k step of a pair of
     // steps) written out, so that the index shows how it depends on the loop's variable.
     Expr full = index;
     for (std::size_t i = lets_.size(); i-- > loop->lets;)
       full = substitute(full, lets_[i].first, lets_[i].second);
-    const std::optional<std::int64_t> c =
-        dependsOn(full, loop->var) ? linearCoefficient(full, loop->var) : std::nullopt;
-    if (!c || *c == 0) return b_.CreateInBoundsGEP(buf.elem, buf.ptr, at(index));
-    llvm::PHINode*& phi = loop->pointers[{buf.ptr, *c}];
+    if (!dependsOn(full, loop->var)) return plain();
+    UsedBuffers loads;
+    loads.visit(full);
+    const std::optional<std::int64_t> c = linearCoefficient(full, loop->var);
+    if (!loads.names.empty() || !c || *c == 0) return plain();
+    std::vector<std::pair<std::string, llvm::Value*>> inner;
+    for (std::size_t k = loop->inner; k < innerVars_.size(); ++k)
+      inner.emplace_back(innerVars_[k], vars_.at(innerVars_[k]));
+    if (inVector()) inner.emplace_back(vecVar_, vecBase_);
+    Expr fixed = substitute(full, loop->var, intImm(0));
+    std::int64_t offset = 0;
+    for (const auto& [v, value] : inner) {
+      if (!dependsOn(fixed, v)) continue;
+      const std::optional<std::int64_t> cv = linearCoefficient(fixed, v);
+      auto* k = llvm::dyn_cast<llvm::ConstantInt>(value);
+      if (!cv || !k) return plain();
+      offset += *cv * k->getSExtValue();
+      fixed = substitute(fixed, v, intImm(0));
+    }
+    llvm::PHINode*& phi = loop->pointers[{buf.ptr, *c, print(fixed)}];
     if (!phi) {
       const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+      const std::string vec = std::exchange(vecVar_, std::string());
       b_.SetInsertPoint(loop->pre->getTerminator());
-      llvm::Value* first = b_.CreateGEP(buf.elem, buf.ptr, b_.CreateMul(loop->lo, b_.getInt64(*c)));
+      llvm::Value* start = b_.CreateAdd(b_.CreateMul(loop->lo, b_.getInt64(*c)), expr(fixed));
+      llvm::Value* first = b_.CreateGEP(buf.elem, buf.ptr, start);
+      vecVar_ = vec;
       b_.SetInsertPoint(loop->head, loop->head->getFirstInsertionPt());
       phi = b_.CreatePHI(b_.getPtrTy(), 2, loop->var + ".ptr");
       phi->addIncoming(first, loop->pre);
       b_.restoreIP(ip);
       loop->steps.push_back({phi, buf.elem, *c});
     }
-    llvm::Value* x = vars_.at(loop->var);
-    vars_[loop->var] = b_.getInt64(0);
-    llvm::Value* rest = at(full);
-    vars_[loop->var] = x;
-    return b_.CreateGEP(buf.elem, phi, rest);
+    return b_.CreateGEP(buf.elem, phi, b_.getInt64(static_cast<std::uint64_t>(offset)));
   }
 
   llvm::Align alignOf(llvm::Type* t) { return llvm::Align(m_.getDataLayout().getABITypeAlign(t)); }
@@ -817,6 +841,8 @@ private:
     StridedLoop* savedStrided = std::exchange(strided_, nullptr); // the caller's loop
     auto savedLets = std::move(lets_);
     lets_.clear();
+    auto savedInner = std::move(innerVars_);
+    innerVars_.clear();
     llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
     for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
@@ -830,6 +856,7 @@ private:
     streamed_ = savedStreamed;
     strided_ = savedStrided;
     lets_ = std::move(savedLets);
+    innerVars_ = std::move(savedInner);
     fn_ = savedFn;
     entry_ = savedEntry;
     params_ = savedParams;
@@ -847,10 +874,12 @@ private:
     std::int64_t lo = 0, hi = 0;
     const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
     if (n.forKind == ForKind::Unrolled && constant && !inVector()) {
+      innerVars_.push_back(n.var);
       for (std::int64_t x = lo; x < hi; ++x) {
         vars_[n.var] = b_.getInt64(static_cast<std::uint64_t>(x));
         stmt(n.body);
       }
+      innerVars_.pop_back();
       vars_.erase(n.var);
       return;
     }
@@ -938,7 +967,7 @@ private:
     b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
     // Explicit code's scalar loops (not those left to the vectorizers) step their own pointers.
-    StridedLoop strided{name, pre, head, lo, lets_.size(), {}, {}};
+    StridedLoop strided{name, pre, head, lo, lets_.size(), innerVars_.size(), {}, {}};
     StridedLoop* outer = strided_;
     strided_ = explicit_ && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
     body(x);
