@@ -906,22 +906,6 @@ private:
       vecVar_.clear();
       return;
     }
-    // Explicit code's short serial loop around straight-line code (a convolution's filter
-    // taps around its micro-kernel) is written out, and its other serial loops stay rolled
-    // (loop(): llvm.loop.unroll.disable): LLVM's unroller judges a loop by its size, which the
-    // strided loops' pointers make smaller than the schedule's register tile assumes (it
-    // unrolled micro-kernels into spills).
-    if (explicit_ && n.forKind == ForKind::Serial && constant && hi - lo > 1 &&
-        hi - lo <= kWrittenOutIterations && !inVector() && straightLine(n.body)) {
-      innerVars_.push_back(n.var);
-      for (std::int64_t x = lo; x < hi; ++x) {
-        vars_[n.var] = b_.getInt64(static_cast<std::uint64_t>(x));
-        stmt(n.body);
-      }
-      innerVars_.pop_back();
-      vars_.erase(n.var);
-      return;
-    }
     // A loop of one iteration binds a variable (the IR has no let; the packed GEMM's nests are
     // mostly such loops): no loop is emitted, so LLVM's loop passes do not spend most of a
     // kernel's compile time on proving what the IR already says.
@@ -950,35 +934,6 @@ private:
   }
 
   static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
-  static constexpr std::int64_t kWrittenOutIterations = 4;
-
-  // Whether s emits no loop: only unrolled loops, vector loops written out and bindings.
-  static bool straightLine(const Stmt& s) {
-    switch (s->kind) {
-    case NodeKind::Block:
-      for (const Stmt& x : static_cast<const Block&>(*s).stmts)
-        if (!straightLine(x)) return false;
-      return true;
-    case NodeKind::Store:
-    case NodeKind::Evaluate: return true;
-    case NodeKind::IfThen: {
-      const auto& n = static_cast<const IfThen&>(*s);
-      return straightLine(n.then) && (!n.otherwise || straightLine(n.otherwise));
-    }
-    case NodeKind::For: {
-      const auto& n = static_cast<const For&>(*s);
-      std::int64_t lo = 0, hi = 0;
-      const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
-      const bool writtenOut =
-          (n.forKind == ForKind::Unrolled && constant) ||
-          (n.forKind == ForKind::Vectorized && constant && n.width > 1 &&
-           (hi - lo) % n.width == 0 && (hi - lo) / n.width <= kMaxWrittenVectorSteps) ||
-          (n.forKind != ForKind::Parallel && n.forKind != ForKind::Outlined && oneIteration(n));
-      return writtenOut && straightLine(n.body);
-    }
-    default: return false;
-    }
-  }
 
   // hi is lo + 1 (as ir::add builds it, constants folded).
   static bool oneIteration(const For& n) {
@@ -1014,8 +969,7 @@ private:
     // Explicit code's scalar loops (not those left to the vectorizers) step their own pointers.
     StridedLoop strided{name, pre, head, lo, lets_.size(), innerVars_.size(), {}, {}};
     StridedLoop* outer = strided_;
-    const bool stepsPointers = explicit_ && !vectorBody && hint != LoopHint::Vectorize;
-    strided_ = stepsPointers ? &strided : nullptr;
+    strided_ = explicit_ && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
     body(x);
     strided_ = outer;
     if (hint == LoopHint::Vectorize ||
@@ -1026,8 +980,7 @@ private:
     // loop would be vectorized on its own (vector body, epilogue, remainder), and each copy of
     // an explicit vector loop unrolled again, multiplying the compile time for no gain (the
     // inner loop carries the work: a row block's copy of 8 rows of 4,096 elements was 8 copies).
-    // Nor is a loop of explicit code (forStmt writes out the short ones).
-    const bool aroundHinted = hint == LoopHint::None && (workLoops_ > workBefore || stepsPointers);
+    const bool aroundHinted = hint == LoopHint::None && workLoops_ > workBefore;
     if (hint == LoopHint::Vectorize) ++workLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
