@@ -33,6 +33,25 @@ public:
   void visitVar(const Var& n) override { names.insert(n.name); }
 };
 
+// Whether a statement computes with floating-point values (a product's micro-kernel), or only
+// moves them (a packing loop: loads, stores, index arithmetic).
+class Computes : public Visitor {
+public:
+  bool any = false;
+  void visitBinary(const Binary& n) override {
+    any = any || isFloat(n.type);
+    Visitor::visitBinary(n);
+  }
+  void visitUnary(const Unary& n) override {
+    any = any || isFloat(n.type);
+    Visitor::visitUnary(n);
+  }
+  void visitCall(const Call& n) override {
+    any = true;
+    Visitor::visitCall(n);
+  }
+};
+
 class UsedBuffers : public Visitor {
 public:
   std::set<std::string> names;
@@ -926,11 +945,16 @@ private:
     const LoopHint hint = n.forKind == ForKind::Vectorized ? LoopHint::Vectorize
                           : n.forKind == ForKind::Rolled   ? LoopHint::KeepRolled
                                                            : LoopHint::None;
-    loop(n.var, loV, hiV, 1, hint, [&](llvm::Value* x) {
-      vars_[n.var] = x;
-      stmt(n.body);
-      vars_.erase(n.var);
-    });
+    Computes computes;
+    computes.visit(n.body);
+    loop(
+        n.var, loV, hiV, 1, hint,
+        [&](llvm::Value* x) {
+          vars_[n.var] = x;
+          stmt(n.body);
+          vars_.erase(n.var);
+        },
+        explicit_ && !computes.any);
   }
 
   static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
@@ -950,8 +974,12 @@ private:
   enum class LoopHint { None, Vectorize, KeepRolled };
 
   // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop passes if asked.
+  // `stepPointers`: a loop of explicit code that only moves data (a packing loop) addresses its
+  // buffers through pointers of its own (StridedLoop). The micro-kernels' loops are left to
+  // LLVM (its unroller and code generation's loop strength reduction tune them).
   void loop(const std::string& name, llvm::Value* lo, llvm::Value* hi, std::int64_t step,
-            LoopHint hint, const std::function<void(llvm::Value*)>& body) {
+            LoopHint hint, const std::function<void(llvm::Value*)>& body,
+            bool stepPointers = false) {
     // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
     const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
     const std::int64_t workBefore = workLoops_;
@@ -966,10 +994,9 @@ private:
     x->addIncoming(lo, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
-    // Explicit code's scalar loops (not those left to the vectorizers) step their own pointers.
     StridedLoop strided{name, pre, head, lo, lets_.size(), innerVars_.size(), {}, {}};
     StridedLoop* outer = strided_;
-    strided_ = explicit_ && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
+    strided_ = stepPointers && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
     body(x);
     strided_ = outer;
     if (hint == LoopHint::Vectorize ||

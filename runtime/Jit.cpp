@@ -13,6 +13,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -153,10 +154,34 @@ constexpr const char* kExplicitPipeline =
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 // Code generation's passes, without loop strength reduction (and the freeze canonicalization
-// that prepares for it) when `withoutLsr`: on explicit code, whose loops step their own
-// pointers (CodeGenLLVM's strided loops), it has nothing left to do that pays, and its cost
-// grows faster than the code (it was a third to a half of such a module's code generation).
-// A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole process.
+// that prepares for it) when `withoutLsr`. Its cost grows faster than the code (a third to a
+// half of a module's code generation). Explicit code goes without it where it does not pay:
+// a module that only moves data (a packing function: CodeGenLLVM's strided loops already step
+// a pointer per buffer and stride), and code of more than kLsrInstructionLimit LLVM
+// instructions after the middle end (the convolutions' micro-kernels with their edge tiles, a
+// stride-2 input gradient's residue phases: no measured difference to run time). Below that
+// limit, a module that computes keeps it: without it the stride-1 weight gradient ran 10%
+// slower and the distance layer 15-40% slower (its micro-kernel's loop, left to LLVM, is tuned
+// by it). A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole
+// process.
+constexpr unsigned kLsrInstructionLimit = 450;
+
+// Whether the module computes with floating-point values (a product), or only moves them.
+bool computes(const llvm::Module& m) {
+  for (const llvm::Function& f : m)
+    for (const llvm::BasicBlock& bb : f)
+      for (const llvm::Instruction& i : bb) {
+        if (i.getType()->isFPOrFPVectorTy() && (llvm::isa<llvm::BinaryOperator>(i) ||
+                                                 llvm::isa<llvm::UnaryOperator>(i)))
+          return true;
+        if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i))
+          if (call->getIntrinsicID() == llvm::Intrinsic::fma ||
+              call->getIntrinsicID() == llvm::Intrinsic::fmuladd)
+            return true;
+      }
+  return false;
+}
+
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
   explicit CodegenPasses(bool withoutLsr) : withoutLsr_(withoutLsr) {}
@@ -370,7 +395,10 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    CodegenPasses pm(explicitModule && !lsrEverywhere);
+    const bool withoutLsr = explicitModule && !lsrEverywhere &&
+                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m));
+    if (withoutLsr) clock.note("without LSR");
+    CodegenPasses pm(withoutLsr);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     clock.lap("codegen setup");
