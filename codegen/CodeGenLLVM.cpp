@@ -52,6 +52,15 @@ public:
   }
 };
 
+// Whether an index reads memory or checks its range (emitted as a branch): neither can be
+// moved to a loop's preheader, and a checked index is clamped, not affine.
+class NotMovable : public Visitor {
+public:
+  bool any = false;
+  void visitLoad(const Load&) override { any = true; }
+  void visitCheck(const Check&) override { any = true; }
+};
+
 class UsedBuffers : public Visitor {
 public:
   std::set<std::string> names;
@@ -356,10 +365,11 @@ private:
     for (std::size_t i = lets_.size(); i-- > loop->lets;)
       full = substitute(full, lets_[i].first, lets_[i].second);
     if (!dependsOn(full, loop->var)) return plain();
-    UsedBuffers loads;
-    loads.visit(full);
+    NotMovable notMovable;
+    notMovable.visit(full);
+    if (notMovable.any) return plain();
     const std::optional<std::int64_t> c = linearCoefficient(full, loop->var);
-    if (!loads.names.empty() || !c || *c == 0) return plain();
+    if (!c || *c == 0) return plain();
     std::vector<std::pair<std::string, llvm::Value*>> inner;
     for (std::size_t k = loop->inner; k < innerVars_.size(); ++k)
       inner.emplace_back(innerVars_[k], vars_.at(innerVars_[k]));
