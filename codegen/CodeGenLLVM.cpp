@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace einjit::codegen {
@@ -30,6 +31,34 @@ class UsedVars : public Visitor {
 public:
   std::set<std::string> names;
   void visitVar(const Var& n) override { names.insert(n.name); }
+};
+
+// Whether a statement computes with floating-point values (a product's micro-kernel), or only
+// moves them (a packing loop: loads, stores, index arithmetic).
+class Computes : public Visitor {
+public:
+  bool any = false;
+  void visitBinary(const Binary& n) override {
+    any = any || isFloat(n.type);
+    Visitor::visitBinary(n);
+  }
+  void visitUnary(const Unary& n) override {
+    any = any || isFloat(n.type);
+    Visitor::visitUnary(n);
+  }
+  void visitCall(const Call& n) override {
+    any = true;
+    Visitor::visitCall(n);
+  }
+};
+
+// Whether an index reads memory or checks its range (emitted as a branch): neither can be
+// moved to a loop's preheader, and a checked index is clamped, not affine.
+class NotMovable : public Visitor {
+public:
+  bool any = false;
+  void visitLoad(const Load&) override { any = true; }
+  void visitCheck(const Check&) override { any = true; }
 };
 
 class UsedBuffers : public Visitor {
@@ -69,6 +98,10 @@ public:
   // Part k >= 1: the function of an outlined loop, with external linkage, alone in its module.
   void part(const Func& f, const PartSite& site) {
     leftToVectorizer_ = false;
+    explicit_ = f.explicitCode;
+    strided_ = nullptr;
+    lets_.clear();
+    innerVars_.clear();
     // The buffers and variables in scope at the loop: their values do not matter here, only
     // which names are bound (the outlined function's arguments are those the loop uses).
     UsedBuffers usedNames;
@@ -88,6 +121,10 @@ public:
 
   void func(const Func& f, const std::string& prefix) {
     leftToVectorizer_ = false;
+    explicit_ = f.explicitCode;
+    strided_ = nullptr;
+    lets_.clear();
+    innerVars_.clear();
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
     // The body: one noalias pointer per buffer it uses (slot used[j] of the buffer array).
@@ -171,6 +208,29 @@ private:
   // more than kMaxWrittenVectorSteps steps), which tell whether a loop is around one.
   bool leftToVectorizer_ = false;
   std::int64_t loops_ = 0, explicitVectorLoops_ = 0, workLoops_ = 0;
+  // Whether the function being emitted is explicit code (ir::Func::explicitCode), and the
+  // innermost loop being emitted whose accesses step pointers of their own (scalarAddress):
+  // one pointer per buffer and coefficient of the loop's variable, created where first used.
+  bool explicit_ = false;
+  struct StridedLoop {
+    std::string var;
+    llvm::BasicBlock *pre, *head;
+    llvm::Value* lo;
+    std::size_t lets; // lets_ bound outside the loop
+    std::size_t inner;  // innerVars_ bound outside the loop
+    std::map<std::tuple<llvm::Value*, std::int64_t, std::string>, llvm::PHINode*> pointers;
+    struct Step {
+      llvm::PHINode* phi;
+      llvm::Type* elem;
+      std::int64_t coefficient;
+    };
+    std::vector<Step> steps; // in creation order (the IR is deterministic)
+  };
+  StridedLoop* strided_ = nullptr;
+  // The loops of one iteration being emitted (forStmt's bindings): variable and value.
+  std::vector<std::pair<std::string, Expr>> lets_;
+  // The variables of the unrolled loops being emitted (constants in each copy).
+  std::vector<std::string> innerVars_;
   // The explicitly vectorized loop being emitted: its variable, lanes, and first lane's value.
   std::string vecVar_;
   unsigned lanes_ = 0;
@@ -278,12 +338,67 @@ private:
       auto c = linearCoefficient(index, vecVar_);
       if (c && *c == 1) {
         *contiguous = true;
-        return b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(index));
+        return scalarAddress(buf, index);
       }
       *idxOut = expr(index);
       return b_.CreateInBoundsGEP(buf.elem, buf.ptr, *idxOut); // a vector of pointers
     }
-    return b_.CreateInBoundsGEP(buf.elem, buf.ptr, expr(index));
+    return scalarAddress(buf, index);
+  }
+
+  // &buf[index] (the vectorized variable at its first lane). In a strength-reduced loop
+  // (StridedLoop), an index affine in the loop's variable, and in the variables bound inside
+  // it (unrolled copies, vector steps: constants there), is a pointer that steps with the
+  // loop, at a constant offset: the pointer starts at the index's part fixed in the loop (one
+  // pointer per buffer, stride and such part), so the loop needs no index arithmetic and no
+  // loop strength reduction in code generation, whose cost grows faster than the code
+  // (docs/ARCHITECTURE.md, "The CPU JIT").
+  llvm::Value* scalarAddress(const Buf& buf, const Expr& index) {
+    auto plain = [&] {
+      return b_.CreateInBoundsGEP(buf.elem, buf.ptr, inVector() ? scalarAtBase(index) : expr(index));
+    };
+    StridedLoop* loop = strided_;
+    if (!loop || !llvm::isa<llvm::Argument>(buf.ptr)) return plain();
+    // The bindings made inside the loop (the lowering's lets, such as a k step of a pair of
+    // steps) written out, so that the index shows how it depends on the loop's variable.
+    Expr full = index;
+    for (std::size_t i = lets_.size(); i-- > loop->lets;)
+      full = substitute(full, lets_[i].first, lets_[i].second);
+    if (!dependsOn(full, loop->var)) return plain();
+    NotMovable notMovable;
+    notMovable.visit(full);
+    if (notMovable.any) return plain();
+    const std::optional<std::int64_t> c = linearCoefficient(full, loop->var);
+    if (!c || *c == 0) return plain();
+    std::vector<std::pair<std::string, llvm::Value*>> inner;
+    for (std::size_t k = loop->inner; k < innerVars_.size(); ++k)
+      inner.emplace_back(innerVars_[k], vars_.at(innerVars_[k]));
+    if (inVector()) inner.emplace_back(vecVar_, vecBase_);
+    Expr fixed = substitute(full, loop->var, intImm(0));
+    std::int64_t offset = 0;
+    for (const auto& [v, value] : inner) {
+      if (!dependsOn(fixed, v)) continue;
+      const std::optional<std::int64_t> cv = linearCoefficient(fixed, v);
+      auto* k = llvm::dyn_cast<llvm::ConstantInt>(value);
+      if (!cv || !k) return plain();
+      offset += *cv * k->getSExtValue();
+      fixed = substitute(fixed, v, intImm(0));
+    }
+    llvm::PHINode*& phi = loop->pointers[{buf.ptr, *c, print(fixed)}];
+    if (!phi) {
+      const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+      const std::string vec = std::exchange(vecVar_, std::string());
+      b_.SetInsertPoint(loop->pre->getTerminator());
+      llvm::Value* start = b_.CreateAdd(b_.CreateMul(loop->lo, b_.getInt64(*c)), expr(fixed));
+      llvm::Value* first = b_.CreateGEP(buf.elem, buf.ptr, start);
+      vecVar_ = vec;
+      b_.SetInsertPoint(loop->head, loop->head->getFirstInsertionPt());
+      phi = b_.CreatePHI(b_.getPtrTy(), 2, loop->var + ".ptr");
+      phi->addIncoming(first, loop->pre);
+      b_.restoreIP(ip);
+      loop->steps.push_back({phi, buf.elem, *c});
+    }
+    return b_.CreateGEP(buf.elem, phi, b_.getInt64(static_cast<std::uint64_t>(offset)));
   }
 
   llvm::Align alignOf(llvm::Type* t) { return llvm::Align(m_.getDataLayout().getABITypeAlign(t)); }
@@ -300,7 +415,7 @@ private:
       auto c = linearCoefficient(n.index, vecVar_);
       if (c && *c >= 2 && *c <= kShuffledStride) {
         const auto span = static_cast<unsigned>((lanes_ - 1) * *c + 1);
-        llvm::Value* base = b_.CreateInBoundsGEP(buf.elem, buf.ptr, scalarAtBase(n.index));
+        llvm::Value* base = scalarAddress(buf, n.index);
         llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
                                                 alignOf(buf.elem));
         llvm::SmallVector<int, 16> pick;
@@ -752,6 +867,11 @@ private:
     llvm::BasicBlock* savedEntry = entry_;
     llvm::Value *savedParams = params_, *savedStatus = status_;
     const bool savedStreamed = std::exchange(streamed_, false);
+    StridedLoop* savedStrided = std::exchange(strided_, nullptr); // the caller's loop
+    auto savedLets = std::move(lets_);
+    lets_.clear();
+    auto savedInner = std::move(innerVars_);
+    innerVars_.clear();
     llvm::BasicBlock* start = beginBody(fn);
     unsigned a = 0;
     for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), savedBuffers.at(b).elem};
@@ -763,6 +883,9 @@ private:
     forStmt(inner);
     endBody(start);
     streamed_ = savedStreamed;
+    strided_ = savedStrided;
+    lets_ = std::move(savedLets);
+    innerVars_ = std::move(savedInner);
     fn_ = savedFn;
     entry_ = savedEntry;
     params_ = savedParams;
@@ -780,10 +903,12 @@ private:
     std::int64_t lo = 0, hi = 0;
     const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
     if (n.forKind == ForKind::Unrolled && constant && !inVector()) {
+      innerVars_.push_back(n.var);
       for (std::int64_t x = lo; x < hi; ++x) {
         vars_[n.var] = b_.getInt64(static_cast<std::uint64_t>(x));
         stmt(n.body);
       }
+      innerVars_.pop_back();
       vars_.erase(n.var);
       return;
     }
@@ -815,7 +940,9 @@ private:
     // kernel's compile time on proving what the IR already says.
     if (n.forKind != ForKind::Parallel && oneIteration(n)) {
       vars_[n.var] = expr(n.lo);
+      lets_.emplace_back(n.var, n.lo);
       stmt(n.body);
+      lets_.pop_back();
       vars_.erase(n.var);
       return;
     }
@@ -828,11 +955,16 @@ private:
     const LoopHint hint = n.forKind == ForKind::Vectorized ? LoopHint::Vectorize
                           : n.forKind == ForKind::Rolled   ? LoopHint::KeepRolled
                                                            : LoopHint::None;
-    loop(n.var, loV, hiV, 1, hint, [&](llvm::Value* x) {
-      vars_[n.var] = x;
-      stmt(n.body);
-      vars_.erase(n.var);
-    });
+    Computes computes;
+    computes.visit(n.body);
+    loop(
+        n.var, loV, hiV, 1, hint,
+        [&](llvm::Value* x) {
+          vars_[n.var] = x;
+          stmt(n.body);
+          vars_.erase(n.var);
+        },
+        explicit_ && !computes.any);
   }
 
   static constexpr std::int64_t kMaxWrittenVectorSteps = 8;
@@ -852,8 +984,12 @@ private:
   enum class LoopHint { None, Vectorize, KeepRolled };
 
   // for (x = lo; x < hi; x += step) body(x), hinted to LLVM's loop passes if asked.
+  // `stepPointers`: a loop of explicit code that only moves data (a packing loop) addresses its
+  // buffers through pointers of its own (StridedLoop). The micro-kernels' loops are left to
+  // LLVM (its unroller and code generation's loop strength reduction tune them).
   void loop(const std::string& name, llvm::Value* lo, llvm::Value* hi, std::int64_t step,
-            LoopHint hint, const std::function<void(llvm::Value*)>& body) {
+            LoopHint hint, const std::function<void(llvm::Value*)>& body,
+            bool stepPointers = false) {
     // A loop left to LLVM's vectorizers: hinted, or innermost with scalar code.
     const std::int64_t loopsBefore = ++loops_, vectorsBefore = explicitVectorLoops_;
     const std::int64_t workBefore = workLoops_;
@@ -868,7 +1004,11 @@ private:
     x->addIncoming(lo, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(x, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
+    StridedLoop strided{name, pre, head, lo, lets_.size(), innerVars_.size(), {}, {}};
+    StridedLoop* outer = strided_;
+    strided_ = stepPointers && !vectorBody && hint != LoopHint::Vectorize ? &strided : nullptr;
     body(x);
+    strided_ = outer;
     if (hint == LoopHint::Vectorize ||
         (hint == LoopHint::None && !vectorBody && loops_ == loopsBefore &&
          explicitVectorLoops_ == vectorsBefore))
@@ -881,6 +1021,9 @@ private:
     if (hint == LoopHint::Vectorize) ++workLoops_;
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
+    for (const StridedLoop::Step& s : strided.steps)
+      s.phi->addIncoming(b_.CreateGEP(s.elem, s.phi, b_.getInt64(s.coefficient * step)),
+                         b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());
     if (aroundHinted) {

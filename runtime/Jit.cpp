@@ -13,6 +13,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -111,7 +112,7 @@ static void writePerfMap(std::string_view obj, const std::map<std::string, std::
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-5";
+constexpr const char* kCodegenVersion = "einjit-cpu-7";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -153,16 +154,33 @@ constexpr const char* kExplicitPipeline =
     "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 // Code generation's passes, without loop strength reduction (and the freeze canonicalization
-// that prepares for it) when `withoutLsr`. Its cost grows faster than the code: on explicit
-// code of more than kLsrInstructionLimit LLVM instructions after the middle end (the
-// convolutions' micro-kernels with their edge tiles, a stride-2 input gradient's residue
-// phases) it was about half of code generation's time and made no measured difference to run
-// time; below (the GEMM micro-kernels, 378, the stride-1 weight gradient's, 371) it is cheap
-// and the stride-1 weight gradient ran 10% slower without it. The packing functions stay below
-// the limit: without it they cost about half as much to generate, but the convolutions' input
-// gradients measured up to a third slower. A per-module choice, unlike LLVM's -disable-lsr,
-// which is one setting for the whole process.
+// that prepares for it) when `withoutLsr`. Its cost grows faster than the code (a third to a
+// half of a module's code generation). Explicit code goes without it where it does not pay:
+// a module that only moves data (a packing function: CodeGenLLVM's strided loops already step
+// a pointer per buffer and stride), and code of more than kLsrInstructionLimit LLVM
+// instructions after the middle end (the convolutions' micro-kernels with their edge tiles, a
+// stride-2 input gradient's residue phases: no measured difference to run time). Below that
+// limit, a module that computes keeps it: without it the stride-1 weight gradient ran 10%
+// slower and the distance layer 15-40% slower (its micro-kernel's loop, left to LLVM, is tuned
+// by it). A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole
+// process.
 constexpr unsigned kLsrInstructionLimit = 450;
+
+// Whether the module computes with floating-point values (a product), or only moves them.
+bool computes(const llvm::Module& m) {
+  for (const llvm::Function& f : m)
+    for (const llvm::BasicBlock& bb : f)
+      for (const llvm::Instruction& i : bb) {
+        if (i.getType()->isFPOrFPVectorTy() && (llvm::isa<llvm::BinaryOperator>(i) ||
+                                                 llvm::isa<llvm::UnaryOperator>(i)))
+          return true;
+        if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i))
+          if (call->getIntrinsicID() == llvm::Intrinsic::fma ||
+              call->getIntrinsicID() == llvm::Intrinsic::fmuladd)
+            return true;
+      }
+  return false;
+}
 
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
@@ -371,7 +389,12 @@ struct Engine {
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
     clock.lap("emit", instructionCount(m));
+    std::string names;
+    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
+    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    dumpModule(m, prefix + names);
     const bool explicitModule = optimize && optimizeModule(m, *tm, clock);
+    dumpModule(m, prefix + names + ".opt");
     if (irText) {
       llvm::raw_string_ostream os(*irText);
       m.print(os, nullptr);
@@ -379,17 +402,16 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    CodegenPasses pm(explicitModule && !lsrEverywhere &&
-                     m.getInstructionCount() > kLsrInstructionLimit);
+    const bool withoutLsr = explicitModule && !lsrEverywhere &&
+                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m));
+    if (withoutLsr) clock.note("without LSR");
+    CodegenPasses pm(withoutLsr);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
     clock.lap("codegen setup");
     pm.run(m);
     clock.lap("codegen");
     if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
-    std::string names;
-    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
-    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
     clock.report(names + ", " + std::to_string(buf.size()) + "-byte object" +
                  (optimize ? "" : ", unoptimized"));
     return std::string(buf.begin(), buf.end());

@@ -1,6 +1,7 @@
 #include "runtime/JitTiming.h"
 
 #include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -33,6 +34,17 @@ bool jitDebug() {
 bool jitDebugPasses() {
   static const bool on = debugSetting() && std::strcmp(debugSetting(), "passes") == 0;
   return on;
+}
+
+void dumpModule(const llvm::Module& m, const std::string& name) {
+  static const char* dir = std::getenv("EINJIT_DEBUG_JIT_IR");
+  if (!dir || !*dir) return;
+  std::string file = name;
+  for (char& c : file)
+    if (c == ' ' || c == '/' || c == ',') c = '_';
+  std::error_code ec;
+  llvm::raw_fd_ostream os(std::string(dir) + "/" + file + ".ll", ec);
+  if (!ec) m.print(os, nullptr);
 }
 
 std::size_t instructionCount(const llvm::Module& m) {

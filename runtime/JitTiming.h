@@ -5,6 +5,9 @@
 //                            loading), the pipeline, and LLVM instruction counts before and
 //                            after the middle end
 //   EINJIT_DEBUG_JIT=passes  also the middle end's most expensive passes and analyses
+//   EINJIT_DEBUG_JIT_IR=DIR  each module's LLVM IR as emitted (NAME.ll) and after the middle
+//                            end (NAME.opt.ll) in DIR, to time its stages apart (opt, llc
+//                            -time-passes)
 // Off (no clock read, nothing counted) when the variable is unset.
 #include <llvm/IR/PassInstrumentation.h>
 
@@ -22,6 +25,9 @@ namespace einjit::runtime {
 
 bool jitDebug();
 bool jitDebugPasses();
+
+// Writes the module's IR to EINJIT_DEBUG_JIT_IR/NAME.ll (nothing when that is unset).
+void dumpModule(const llvm::Module& m, const std::string& name);
 
 // The module's LLVM instructions (0 unless jitDebug()).
 std::size_t instructionCount(const llvm::Module& m);
