@@ -197,14 +197,7 @@ void Lowerer::emitDot(const Statement& st, const BoundStatement& bs, const State
   if (st.reduce == Reduce::Add) {
     std::vector<Expr> lanes;
     for (int l = 0; l < W; ++l) lanes.push_back(ir::load(vt_, acc, ir::add(lane0, ir::intImm(l))));
-    while (lanes.size() > 1) {
-      std::vector<Expr> next;
-      for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
-        next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
-      if (lanes.size() % 2) next.push_back(lanes.back());
-      lanes = next;
-    }
-    result = lanes[0];
+    result = combineTree(st.reduce, std::move(lanes));
   } else {
     const std::string fl = rn + ".l";
     Expr a0 = ir::load(vt_, acc, lane0);

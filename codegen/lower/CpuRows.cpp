@@ -293,14 +293,7 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
     Expr result;
     Stmt fold;
     if (st.reduce == Reduce::Add) {
-      while (lanes.size() > 1) {
-        std::vector<Expr> next;
-        for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
-          next.push_back(combine(st.reduce, lanes[l], lanes[l + 1]));
-        if (lanes.size() % 2) next.push_back(lanes.back());
-        lanes = next;
-      }
-      result = lanes[0];
+      result = combineTree(st.reduce, std::move(lanes));
     } else {
       // A comparison's select reads both operands twice: statements, not one expression.
       const std::string fl = "cl.l";

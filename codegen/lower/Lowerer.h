@@ -153,6 +153,8 @@ private:
 
   // Strict comparisons keep the first extreme; NaN never replaces the accumulator.
   static Expr combine(Reduce r, const Expr& acc, const Expr& v);
+  // Lanes combined pairwise (a tree: the order a vector reduction's lanes are summed in).
+  static Expr combineTree(Reduce r, std::vector<Expr> lanes);
 
   // Writes the reduced value v of the current output element.
   Stmt storeOutput(const Statement& st, const Expr& v);

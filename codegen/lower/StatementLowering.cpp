@@ -267,6 +267,17 @@ Expr Lowerer::combine(Reduce r, const Expr& acc, const Expr& v) {
   return acc;
 }
 
+Expr Lowerer::combineTree(Reduce r, std::vector<Expr> lanes) {
+  while (lanes.size() > 1) {
+    std::vector<Expr> next;
+    for (std::size_t l = 0; l + 1 < lanes.size(); l += 2)
+      next.push_back(combine(r, lanes[l], lanes[l + 1]));
+    if (lanes.size() % 2) next.push_back(lanes.back());
+    lanes = std::move(next);
+  }
+  return lanes[0];
+}
+
 Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
   Expr inside, emptyCheck;
   bool dropped = false;
