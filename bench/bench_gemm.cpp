@@ -136,7 +136,7 @@ void BM_GemmPermuted(benchmark::State& state) {
   state.SetLabel(std::string("C[i,k,b] := A[i,j,b] * B[b,k,j], b=4") + (f64 ? " f64" : " f32"));
 }
 BENCHMARK(BM_GemmPermuted)
-    ->ArgsProduct({{256, 512}, {0, 1}, {2, 1}})
+    ->ArgsProduct({{256, 512, 1024}, {0, 1}, {2, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);

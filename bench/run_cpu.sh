@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the CPU benchmarks twice (OpenBLAS's default kernel, then OPENBLAS_CORETYPE=SkylakeX)
+# Runs the CPU benchmarks twice (OpenBLAS's default kernel, then OPENBLAS_CORETYPE=SkylakeX
+# where the CPU has AVX-512)
 # and prints the markdown tables for bench/RESULTS.md; then the packed-GEMM cases (einjit and
 # OpenBLAS alternating in one process, bench/bench_gemm.cpp) with the FMA peak, and their table.
 #   bench/run_cpu.sh [BUILD_DIR] [extra Google Benchmark flags...]
@@ -11,10 +12,16 @@ mkdir -p "$out"
 "$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_filter=-BM_Gemm \
   --benchmark_out="$out/default.json" --benchmark_out_format=json "$@" >/dev/null
-OPENBLAS_CORETYPE=SkylakeX "$build/bench/bench_cpu" --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_filter='OpenBLAS|einjit' \
-  --benchmark_out="$out/skylakex.json" --benchmark_out_format=json "$@" >/dev/null
-python3 "$root/bench/summarize.py" "$out/default.json" "$out/skylakex.json"
+# OpenBLAS's SkylakeX kernel needs AVX-512: on a CPU without it (Zen 3) the run would stop on
+# an illegal instruction, so its column is left empty there.
+skylakex=()
+if grep -qw avx512f /proc/cpuinfo; then
+  OPENBLAS_CORETYPE=SkylakeX "$build/bench/bench_cpu" --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_filter='OpenBLAS|einjit' \
+    --benchmark_out="$out/skylakex.json" --benchmark_out_format=json "$@" >/dev/null
+  skylakex=("$out/skylakex.json")
+fi
+python3 "$root/bench/summarize.py" "$out/default.json" "${skylakex[@]}"
 "$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_filter='FmaPeak|BM_Gemm' \
   --benchmark_out="$out/gemm.json" --benchmark_out_format=json "$@" >/dev/null
