@@ -1,0 +1,148 @@
+// The README demo's layer (`einjit demo`: a 3x3 convolution with stride 2, x 4x16x33x33, k
+// 32x16x3x3, NCHW, f32) beside oneDNN, forward and forward + backward (dx and dk), in one
+// process: each iteration times the four calls back to back (einjit forward, einjit forward +
+// backward, oneDNN forward, oneDNN forward + backward data + backward weights), so that all
+// see the same load. Counters are medians over the iterations: each side's milliseconds, each
+// side's (forward + backward) / forward, and oneDNN's time over einjit's for the forward and
+// for forward + backward (above 1: einjit faster). range: threads (oneTBB; oneDNN's OpenMP
+// follows the process's affinity, so run the 1-thread row under `taskset -c 0`).
+#include "einjit/einjit.h"
+
+#include <benchmark/benchmark.h>
+#include <dnnl.hpp>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using einjit::DType;
+using einjit::Tensor;
+
+namespace {
+
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double millis(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// oneDNN's forward, backward-data and backward-weights primitives of the layer, in the layouts
+// it prefers (format_tag::any), buffers filled with random values; reorders are not timed.
+struct DnnlLayer {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream s{eng};
+  dnnl::primitive fwd, bwdData, bwdWeights;
+  std::unordered_map<int, dnnl::memory> fwdArgs, dataArgs, weightArgs;
+
+  DnnlLayer(const einjit::Shape& xs, const einjit::Shape& ks, std::int64_t stride) {
+    using namespace dnnl;
+    const memory::dim oh = (xs[2] - ks[2]) / stride + 1, ow = (xs[3] - ks[3]) / stride + 1;
+    memory::desc src({xs[0], xs[1], xs[2], xs[3]}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc wei({ks[0], ks[1], ks[2], ks[3]}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc dst({xs[0], ks[0], oh, ow}, memory::data_type::f32, memory::format_tag::any);
+    const memory::dims strides{stride, stride}, pad{0, 0};
+    convolution_forward::primitive_desc f(
+        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src,
+                                  wei, dst, strides, pad, pad),
+        eng);
+    convolution_backward_data::primitive_desc bd(
+        convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, pad,
+                                        pad),
+        eng, f);
+    convolution_backward_weights::primitive_desc bw(
+        convolution_backward_weights::desc(algorithm::convolution_direct, src, wei, dst, strides,
+                                           pad, pad),
+        eng, f);
+    std::uint64_t seed = 11;
+    auto fill = [&](const memory::desc& d) {
+      memory m(d, eng);
+      Tensor r = Tensor::random({static_cast<std::int64_t>(d.get_size() / 4)}, DType::f32, seed++);
+      std::memcpy(m.get_data_handle(), r.data(), d.get_size());
+      return m;
+    };
+    fwd = convolution_forward(f);
+    bwdData = convolution_backward_data(bd);
+    bwdWeights = convolution_backward_weights(bw);
+    fwdArgs = {{DNNL_ARG_SRC, fill(f.src_desc())},
+               {DNNL_ARG_WEIGHTS, fill(f.weights_desc())},
+               {DNNL_ARG_DST, fill(f.dst_desc())}};
+    dataArgs = {{DNNL_ARG_DIFF_SRC, fill(bd.diff_src_desc())},
+                {DNNL_ARG_WEIGHTS, fill(bd.weights_desc())},
+                {DNNL_ARG_DIFF_DST, fill(bd.diff_dst_desc())}};
+    weightArgs = {{DNNL_ARG_SRC, fill(bw.src_desc())},
+                  {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
+                  {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
+  }
+  void forward() {
+    fwd.execute(s, fwdArgs);
+    s.wait();
+  }
+  void backward() {
+    bwdData.execute(s, dataArgs);
+    bwdWeights.execute(s, weightArgs);
+    s.wait();
+  }
+};
+
+void BM_DemoLayer(benchmark::State& state) {
+  const einjit::Shape xs{4, 16, 33, 33}, ks{32, 16, 3, 3};
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            static_cast<std::size_t>(state.range(0)));
+  auto conv = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]");
+  auto back = conv.gradient({"x", "k"});
+  Tensor x = Tensor::random(xs, DType::f32, 1), k = Tensor::random(ks, DType::f32, 2);
+  Tensor dy = Tensor::random(conv(x, k)[std::size_t{0}].shape(), DType::f32, 3);
+  const std::map<std::string, Tensor> gin{{"dy", dy}, {"x", x}, {"k", k}};
+  DnnlLayer dnn(xs, ks, 2);
+  auto ours = [&] { benchmark::DoNotOptimize(conv(x, k)[std::size_t{0}].data()); };
+  auto oursBack = [&] { benchmark::DoNotOptimize(back.call(gin)[std::size_t{0}].data()); };
+  // Warm-up: the first calls compile (einjit) and create scratch (both).
+  ours();
+  oursBack();
+  dnn.forward();
+  dnn.backward();
+  std::vector<double> ef, eb, df, db, eRatio, dRatio, fwdSpeed, allSpeed;
+  for (auto _ : state) {
+    const double a = millis(ours), b = millis([&] {
+      ours();
+      oursBack();
+    });
+    const double c = millis([&] { dnn.forward(); }), d = millis([&] {
+      dnn.forward();
+      dnn.backward();
+    });
+    state.SetIterationTime((a + b + c + d) * 1e-3);
+    ef.push_back(a);
+    eb.push_back(b);
+    df.push_back(c);
+    db.push_back(d);
+    eRatio.push_back(b / a);
+    dRatio.push_back(d / c);
+    fwdSpeed.push_back(c / a);
+    allSpeed.push_back(d / b);
+  }
+  state.counters["einjit_fwd_ms"] = medianOf(ef);
+  state.counters["einjit_fwd_bwd_ms"] = medianOf(eb);
+  state.counters["onednn_fwd_ms"] = medianOf(df);
+  state.counters["onednn_fwd_bwd_ms"] = medianOf(db);
+  state.counters["einjit_bwd_ratio"] = medianOf(eRatio);
+  state.counters["onednn_bwd_ratio"] = medianOf(dRatio);
+  state.counters["fwd_speed"] = medianOf(fwdSpeed);
+  state.counters["fwd_bwd_speed"] = medianOf(allSpeed);
+  state.SetLabel("the demo's conv 3x3 stride 2, x 4x16x33x33, k 32x16x3x3");
+}
+BENCHMARK(BM_DemoLayer)->Arg(2)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+} // namespace
