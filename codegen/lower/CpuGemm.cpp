@@ -501,17 +501,33 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       }
     } else
       opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
-    // Reads of output indices only: a local tile each, loaded before the reduction (cells
-    // past the output's edge read its last element: their sums are never stored).
+    // Reads of output indices only: a local tile each, loaded before the reduction. On an
+    // edge of the output its cells are clamped (cells past the edge read its last element:
+    // their sums are never stored); a tile inside reads them unclamped, as vector loads (the
+    // clamp of N's lanes made each vector eight scalar loads).
     std::vector<Stmt> loadTiles;
     const std::vector<const CExpr*>& tileReads = operands->tile;
-    for (std::size_t c = 0; c < tileReads.size(); ++c) {
-      const Expr savedM = varExpr_[m], savedN = varExpr_[n];
-      varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
-      varExpr_[n] = minOf(savedN, imm(r[n].second - 1));
-      loadTiles.push_back(tile(ir::store(tileBuf(c), cell, value(*tileReads[c]))));
-      varExpr_[m] = savedM;
-      varExpr_[n] = savedN;
+    auto tileLoads = [&](bool clampM, bool clampN) {
+      std::vector<Stmt> loads;
+      for (std::size_t c = 0; c < tileReads.size(); ++c) {
+        const Expr savedM = varExpr_[m], savedN = varExpr_[n];
+        if (clampM) varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
+        if (clampN) varExpr_[n] = minOf(savedN, imm(r[n].second - 1));
+        loads.push_back(tile(ir::store(tileBuf(c), cell, value(*tileReads[c]))));
+        varExpr_[m] = savedM;
+        varExpr_[n] = savedN;
+      }
+      return ir::block(std::move(loads));
+    };
+    if (!tileReads.empty()) {
+      // The half-width kernel runs the last sliver only, which N may not fill: clamped.
+      const bool half = nr != NR, edgeM = M % MR != 0, edgeN = half || N % NR != 0;
+      Expr inside;
+      if (edgeM) inside = less(var(sv), imm(M / MR));
+      if (edgeN && !half) inside = conj(inside, less(var(tv), imm(N / NR)));
+      Stmt loads = tileLoads(edgeM, edgeN);
+      if (inside) loads = ir::ifThen(inside, tileLoads(false, half), loads);
+      loadTiles.push_back(std::move(loads));
     }
     Expr term;
     if (g.product)
