@@ -123,7 +123,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (x == 1 && g.bInPlace) continue; // nothing of B is packed
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
-          {buf[x], vt_, extentOfGroup(reads[x], r) * S[x] * W[x] * kTotal});
+          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc});
     else {
       panel[x] = blockSl[x] * W[x] * g.kc;
       out_.scratch.push_back({buf[x], vt_, g.groups * panel[x]});
@@ -136,12 +136,16 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                     bs1 = "gemm.b1", as0 = "gemm.a0", as1 = "gemm.a1", acc = "acc", edge = "edge";
   auto tileBuf = [](std::size_t c) { return "ctile" + std::to_string(c); };
 
-  // Where a packed operand holds sliver sl at reduction position p, lane l: packed whole (the
-  // operand's batch value bX), or per block in the task group's scratch.
-  auto wholeAt = [&](int x, const Expr& bX, const Expr& sl, const Expr& p, const Expr& l) {
-    return ir::add(
-        ir::mul(ir::add(ir::mul(ir::add(ir::mul(bX, imm(S[x])), sl), imm(kTotal)), p), imm(W[x])),
-        l);
+  // Where a packed operand holds sliver sl at position p of KC block blk, lane l: packed whole
+  // (the operand's batch value bX), or per block in the task group's scratch. Packed whole, a
+  // KC block's slivers lie together (blocks of KC x W elements, a short last one padded), so
+  // that an MC block of A is one run of memory: sliver after sliver, each whole along K, put
+  // an MC block's parts a sliver's length apart, and at a power of two (64 KiB: the distance
+  // layer's dw, K = 4096 with 4 lanes) on the same L2 sets, more of them than its ways.
+  auto wholeAt = [&](int x, const Expr& bX, const Expr& sl, const Expr& blk, const Expr& p,
+                     const Expr& l) {
+    Expr slot = ir::add(ir::mul(ir::add(ir::mul(bX, imm(g.kBlocks)), blk), imm(S[x])), sl);
+    return ir::add(ir::mul(ir::add(ir::mul(slot, imm(g.kc)), p), imm(W[x])), l);
   };
   auto panelAt = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
     const std::string& first = x == 0 ? ic : jc;
@@ -427,7 +431,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr bX = ir::binary(BinOp::Div, var(cv), imm(runs));
     decompose(reads[x], r, bX);
     Expr sLo = ir::mul(ir::binary(BinOp::Mod, var(cv), imm(runs)), imm(per));
-    auto slot = [&, x, bX](Expr sl, Expr p, Expr l) { return wholeAt(x, bX, sl, p, l); };
+    // The KC block of the current reduction position and the position inside it (the
+    // product's blocks: k[0..kSplit) one value each, k[kSplit] in chunks of kChunk).
+    auto slot = [&, x, bX](Expr sl, Expr, Expr l) {
+      Expr q = ir::sub(varExpr_[kq], imm(r[kq].first));
+      Expr blk = ir::add(ir::mul(flat(kOuter), imm(qBlocks)), ir::binary(BinOp::Div, q, imm(g.kChunk)));
+      Expr p = ir::add(ir::mul(ir::binary(BinOp::Mod, q, imm(g.kChunk)), imm(innerTotal)), flat(kInner));
+      return wholeAt(x, bX, sl, blk, p, l);
+    };
     Stmt body = pack(x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);
     f.body = parallelLoop(f, cv, batches * runs, static_cast<double>(kTotal * W[x] * per), body);
     out_.funcs.push_back(std::move(f));
@@ -447,12 +458,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   Expr q0v = ir::add(imm(r[kq].first),
                      ir::mul(ir::binary(BinOp::Mod, var(pb), imm(qBlocks)), imm(g.kChunk)));
   Expr kcLen = ir::mul(ir::sub(var(q1), var(q0)), imm(innerTotal));
-  Expr pStart = ir::mul(ir::add(ir::mul(outerFlat, imm(ext(kq))), ir::sub(var(q0), imm(r[kq].first))),
-                        imm(innerTotal));
   // The element of a packed operand at sliver s, position p of the current block, lane l.
   auto packed = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
     return g.whole[static_cast<std::size_t>(x)]
-               ? wholeAt(x, flat(reads[x]), sl, ir::add(pStart, p), l)
+               ? wholeAt(x, flat(reads[x]), sl, var(pb), p, l)
                : panelAt(x, sl, p, l);
   };
   auto panelSlot = [&](int x) {
@@ -501,17 +510,33 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       }
     } else
       opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
-    // Reads of output indices only: a local tile each, loaded before the reduction (cells
-    // past the output's edge read its last element: their sums are never stored).
+    // Reads of output indices only: a local tile each, loaded before the reduction. On an
+    // edge of the output its cells are clamped (cells past the edge read its last element:
+    // their sums are never stored); a tile inside reads them unclamped, as vector loads (the
+    // clamp of N's lanes made each vector eight scalar loads).
     std::vector<Stmt> loadTiles;
     const std::vector<const CExpr*>& tileReads = operands->tile;
-    for (std::size_t c = 0; c < tileReads.size(); ++c) {
-      const Expr savedM = varExpr_[m], savedN = varExpr_[n];
-      varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
-      varExpr_[n] = minOf(savedN, imm(r[n].second - 1));
-      loadTiles.push_back(tile(ir::store(tileBuf(c), cell, value(*tileReads[c]))));
-      varExpr_[m] = savedM;
-      varExpr_[n] = savedN;
+    auto tileLoads = [&](bool clampM, bool clampN) {
+      std::vector<Stmt> loads;
+      for (std::size_t c = 0; c < tileReads.size(); ++c) {
+        const Expr savedM = varExpr_[m], savedN = varExpr_[n];
+        if (clampM) varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
+        if (clampN) varExpr_[n] = minOf(savedN, imm(r[n].second - 1));
+        loads.push_back(tile(ir::store(tileBuf(c), cell, value(*tileReads[c]))));
+        varExpr_[m] = savedM;
+        varExpr_[n] = savedN;
+      }
+      return ir::block(std::move(loads));
+    };
+    if (!tileReads.empty()) {
+      // The half-width kernel runs the last sliver only, which N may not fill: clamped.
+      const bool half = nr != NR, edgeM = M % MR != 0, edgeN = half || N % NR != 0;
+      Expr inside;
+      if (edgeM) inside = less(var(sv), imm(M / MR));
+      if (edgeN && !half) inside = conj(inside, less(var(tv), imm(N / NR)));
+      Stmt loads = tileLoads(edgeM, edgeN);
+      if (inside) loads = ir::ifThen(inside, tileLoads(false, half), loads);
+      loadTiles.push_back(std::move(loads));
     }
     Expr term;
     if (g.product)
