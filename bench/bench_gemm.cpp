@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <string>
@@ -34,7 +35,16 @@ double seconds(const std::function<void()>& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs both sides alternately (one untimed warm-up call each first) and sets the counters.
+// The CPU time of every thread of the process, in seconds.
+double processCpu() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Runs both sides alternately (one untimed warm-up call each first) and sets the counters:
+// each side's median wall time and CPU time per call (all threads: on a loaded machine the CPU
+// time is what a comparison can use, the wall time includes the time other processes took).
 void alternate(benchmark::State& state, double flops, int threads,
                const std::function<void()>& ours, const std::function<void()>& peer) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
@@ -42,17 +52,27 @@ void alternate(benchmark::State& state, double flops, int threads,
   openblas_set_num_threads(threads);
   ours();
   peer();
-  std::vector<double> a, b, ratio;
+  std::vector<double> a, b, ratio, ca, cb, cratio;
   for (auto _ : state) {
-    const double ta = seconds(ours), tb = seconds(peer);
+    const double c0 = processCpu();
+    const double ta = seconds(ours);
+    const double c1 = processCpu();
+    const double tb = seconds(peer);
+    const double c2 = processCpu();
     state.SetIterationTime(ta + tb);
     a.push_back(flops / ta * 1e-9);
     b.push_back(flops / tb * 1e-9);
     ratio.push_back(tb / ta);
+    ca.push_back((c1 - c0) * 1e3);
+    cb.push_back((c2 - c1) * 1e3);
+    cratio.push_back((c2 - c1) / (c1 - c0));
   }
   state.counters["einjit_GFLOPs"] = median(a);
   state.counters["peer_GFLOPs"] = median(b);
   state.counters["ratio"] = median(ratio);
+  state.counters["einjit_cpu_ms"] = median(ca);
+  state.counters["peer_cpu_ms"] = median(cb);
+  state.counters["cpu_ratio"] = median(cratio);
 }
 
 struct Form {

@@ -621,6 +621,7 @@ private:
       indent(out, d);
       out << "(void)(" << expr(static_cast<const Evaluate&>(*s).value) << ");\n";
       break;
+    case NodeKind::Prefetch: break; // a CPU hint: nothing on the GPU
     case NodeKind::AsyncCommit:
       indent(out, d);
       out << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";

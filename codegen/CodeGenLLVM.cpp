@@ -747,6 +747,16 @@ private:
     }
     case NodeKind::For: forStmt(static_cast<const For&>(*s)); return;
     case NodeKind::Evaluate: expr(static_cast<const Evaluate&>(*s).value); return;
+    case NodeKind::Prefetch: {
+      // llvm.prefetch(address, write, locality 3: keep in every level, data): prefetchw on
+      // x86 where the CPU has it, else prefetcht0; never a fault.
+      const auto& n = static_cast<const Prefetch&>(*s);
+      const Buf& buf = lookup(n.buffer);
+      llvm::Value* addr = b_.CreateGEP(buf.elem, buf.ptr, expr(n.index));
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()},
+                         {addr, b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
+      return;
+    }
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");
     case NodeKind::Mma:
     case NodeKind::Wgmma: throw InternalError("codegen: a tensor-core product in CPU code");

@@ -255,6 +255,9 @@ Stmt asyncWait(int pending, bool products) {
   return std::make_shared<AsyncWait>(pending, products);
 }
 Stmt evaluate(Expr value) { return std::make_shared<Evaluate>(std::move(value)); }
+Stmt prefetch(const std::string& buffer, Expr index) {
+  return std::make_shared<Prefetch>(buffer, std::move(index));
+}
 
 // --- visitor ---------------------------------------------------------------------------------
 
@@ -344,6 +347,7 @@ void Visitor::visitCopyVector(const CopyVector& n) {
 void Visitor::visitAsyncCommit(const AsyncCommit&) {}
 void Visitor::visitAsyncWait(const AsyncWait&) {}
 void Visitor::visitEvaluate(const Evaluate& n) { visit(n.value); }
+void Visitor::visitPrefetch(const Prefetch& n) { visit(n.index); }
 
 // --- mutator ---------------------------------------------------------------------------------
 
@@ -471,6 +475,10 @@ Stmt Mutator::mutateAsyncWait(const Stmt& self, const AsyncWait&) { return self;
 Stmt Mutator::mutateEvaluate(const Stmt& self, const Evaluate& n) {
   Expr v = mutate(n.value);
   return v == n.value ? self : evaluate(v);
+}
+Stmt Mutator::mutatePrefetch(const Stmt& self, const Prefetch& n) {
+  Expr i = mutate(n.index);
+  return i == n.index ? self : prefetch(n.buffer, i);
 }
 
 // --- queries ---------------------------------------------------------------------------------

@@ -299,6 +299,16 @@ struct Evaluate : StmtNode {
   explicit Evaluate(Expr v) : StmtNode(NodeKind::Evaluate), value(std::move(v)) {}
 };
 
+// A hint that buffer[index] is about to be written (and read): its cache line is fetched now,
+// nothing else changes (no fault, no value read). The packed GEMM's micro-kernel asks for its
+// output tile's lines before the reduction, so that storing (or adding to) the tile after it
+// does not wait on memory.
+struct Prefetch : StmtNode {
+  std::string buffer;
+  Expr index;
+  Prefetch(std::string b, Expr i) : StmtNode(NodeKind::Prefetch), buffer(std::move(b)), index(std::move(i)) {}
+};
+
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
 Expr intImm(std::int64_t v);
 Expr floatImm(Type t, double v);
@@ -335,6 +345,7 @@ Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, E
 Stmt asyncCommit();
 Stmt asyncWait(int pending, bool products = false);
 Stmt evaluate(Expr value);
+Stmt prefetch(const std::string& buffer, Expr index);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

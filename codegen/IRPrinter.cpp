@@ -145,6 +145,11 @@ public:
     case NodeKind::Evaluate:
       out << pad << "evaluate " << expr(static_cast<const Evaluate&>(*s).value) << "\n";
       return;
+    case NodeKind::Prefetch: {
+      const auto& n = static_cast<const Prefetch&>(*s);
+      out << pad << "prefetch " << n.buffer << "[" << expr(n.index) << "]\n";
+      return;
+    }
     case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;
     case NodeKind::AsyncWait:
       out << pad << (static_cast<const AsyncWait&>(*s).products ? "wgmma.wait " : "async.wait ")

@@ -98,6 +98,11 @@ public:
       fail(what + " between undeclared buffers '" + src + "' and '" + dst + "'");
     if (d->second != s->second) fail(what + " between buffers of different types");
   }
+  void visitPrefetch(const Prefetch& n) override {
+    expectType(n.index, Type::i64, "prefetch index");
+    if (!buffers_.count(n.buffer)) fail("prefetch of undeclared buffer '" + n.buffer + "'");
+    Visitor::visitPrefetch(n);
+  }
   void visitCopyVector(const CopyVector& n) override {
     expectType(n.dstIndex, Type::i64, "vector copy index");
     expectType(n.srcIndex, Type::i64, "vector copy index");

@@ -101,7 +101,8 @@ std::optional<double> bound(const Stmt& s, Ranges& vars) {
   }
   case NodeKind::Allocate: return bound(static_cast<const Allocate&>(*s).body, vars);
   case NodeKind::Store:
-  case NodeKind::Evaluate: return 1.0;
+  case NodeKind::Evaluate:
+  case NodeKind::Prefetch: return 1.0;
   default: return std::nullopt; // GPU statements: not counted
   }
 }

@@ -224,6 +224,13 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {0, 0},
        {1, 2}},
+      // The README demo: the weight gradient's taps inside its KC blocks in 2 groups (3 chunks
+      // of M for 2 threads: 6 tasks, each a chunk and a group of taps).
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {4, 16, 33, 33}}, {"k", {32, 16, 3, 3}}},
+       2,
+       {1, 1},
+       {1, 2}},
       // Odd channel counts: edge slivers on both sides of every GEMM (the weight gradient's
       // taps inside its KC blocks, its lanes, the channels, far apart).
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",

@@ -313,6 +313,17 @@ const ScheduleRow kRows[] = {
      1,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
      "KC 243 NC 64; A packed whole, B packed per block; one thread"},
+    // The README demo's weight gradient: 3 chunks of M (16 channels), whose re-packing is free;
+    // a split of N would pack x twice: the taps inside in 2 groups, 6 tasks.
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
+     {{4, 32, 16, 16}, {4, 16, 33, 33}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
+     "6x16, MC 6 KC 256 NC 32; A packed per block, B packed whole; 6 tasks in 6 parallel "
+     "groups"},
     // Too few chunks of M and N for the threads (one sliver each): the taps stay
     // outside, one per task.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",

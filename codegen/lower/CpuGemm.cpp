@@ -447,11 +447,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The product.
   setRanges(st, r);
   const std::int64_t perTask = g.mTasks * g.nTasks;
-  // The batch value: the task's, or (batch inside) a loop's inside each KC block.
+  // The batch value: the task's, or (batch inside) a loop's inside each KC block, over the
+  // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
+  // of one chunk, so that a run of tasks holds all of a chunk's batch values).
   const std::string bi = "gemm.bi";
   decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, var(tk), imm(perTask)));
-  Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, var(tk), imm(g.nTasks)), imm(g.mTasks));
-  Expr ni = ir::binary(BinOp::Mod, var(tk), imm(g.nTasks));
+  const Expr chunk = g.batchGroups > 1 ? ir::binary(BinOp::Div, var(tk), imm(g.batchGroups)) : var(tk);
+  Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, chunk, imm(g.nTasks)), imm(g.mTasks));
+  Expr ni = ir::binary(BinOp::Mod, chunk, imm(g.nTasks));
   // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).
   Expr outerFlat = ir::binary(BinOp::Div, var(pb), imm(qBlocks));
   decompose(kOuter, r, outerFlat);
@@ -667,6 +670,25 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     }
     std::vector<Stmt> steps = std::move(loadTiles);
     for (int u = 0; u < sets; ++u) steps.push_back(tile(ir::store(setName(u), cell, num(0))));
+    // The tile's lines of the output fetched before the reduction (ir::Prefetch), its rows'
+    // first and last elements (a row of NR lanes spans one or two lines), clamped inside the
+    // output: the stores (or loads and stores) after the reduction then find them in L1. A
+    // task's part of the output is larger than L2, so each KC block's tiles came from L3 or
+    // memory, a load per line that the reduction's loop no longer hides once it has ended.
+    if (g.vectorStore) {
+      const Expr savedM = varExpr_[m], savedN = varExpr_[n];
+      varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
+      std::vector<Stmt> lines;
+      for (const std::int64_t col : {std::int64_t{0}, nr - 1}) {
+        varExpr_[n] = minOf(ir::substitute(savedN, jj, imm(col)), imm(r[n].second - 1));
+        Expr at;
+        bool gone = false;
+        lines.push_back(ir::prefetch(out, offset(*st.lhs, &at, &gone)));
+      }
+      varExpr_[m] = savedM;
+      varExpr_[n] = savedN;
+      steps.push_back(ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, ir::block(std::move(lines))));
+    }
     steps.push_back(update);
     steps.push_back(store);
     Stmt kernel = ir::block(std::move(steps));
@@ -707,7 +729,15 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     body = ir::block({pack(1, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)), true,
                            panelSlot(1)),
                       body});
-  if (g.batchInside) body = ir::forLoop(bi, imm(0), imm(batchTotal), ForKind::Serial, body);
+  if (g.batchInside) {
+    Expr lo = imm(0), hi = imm(batchTotal);
+    if (g.batchGroups > 1) {
+      const Expr grp = ir::binary(BinOp::Mod, var(tk), imm(g.batchGroups));
+      lo = ir::binary(BinOp::Div, ir::mul(grp, imm(batchTotal)), imm(g.batchGroups));
+      hi = ir::binary(BinOp::Div, ir::mul(ir::add(grp, imm(1)), imm(batchTotal)), imm(g.batchGroups));
+    }
+    body = ir::forLoop(bi, lo, hi, ForKind::Serial, body);
+  }
   body = let(q0, q0v, let(q1, minOf(ir::add(var(q0), imm(g.kChunk)), imm(r[kq].second)), body));
   body = ir::forLoop(pb, imm(0), imm(g.kBlocks), ForKind::Serial, body);
   body = let(jc, ir::add(var(bs0), ir::mul(var(jcb), imm(blockSl[1]))), body);

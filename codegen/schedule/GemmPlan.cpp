@@ -489,11 +489,21 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
 
   // Tasks: with several threads, at least 4 per thread where the work allows, splitting M or N
   // into chunks; a split re-packs the other side's operand per chunk unless it is packed whole.
-  // With the batch inside, a task holds every batch value: 2 per thread where M and N allow
-  // (each split of the side packed per block packs it once more), else the batch outside.
-  std::int64_t mTasks = 1, nTasks = 1;
+  // With the batch inside, a task holds a group of batch values: 2 per thread, by splits of the
+  // side whose re-packing is free (the tapped operand's own index), then by groups of batch
+  // values (each value's block still packed by one task), then by the other side; where M and
+  // N give fewer chunks than threads, the batch outside. (The weight gradient of the README
+  // demo has 3 chunks of M: 3 tasks left one of two threads idle a third of the time; a split
+  // of N packed the tapped input twice, 30% more work; 6 tasks of 3 chunks and 2 groups of
+  // taps pack nothing twice.)
+  std::int64_t mTasks = 1, nTasks = 1, bGroups = 1;
+  // The chunks a split asks for make fewer where they do not divide the slivers (3 slivers in
+  // 4 chunks make 3 of 1): tasks are counted as the chunks they make.
+  auto chunks = [](std::int64_t slivers, std::int64_t asked) {
+    return cdiv(slivers, cdiv(slivers, asked));
+  };
   auto splitTasks = [&] {
-    mTasks = nTasks = 1;
+    mTasks = nTasks = bGroups = 1;
     if (t.threads <= 1) return;
     const std::int64_t outer = g.batchInside ? 1 : batchTotal;
     const double perThread = g.batchInside ? 2.0 : 4.0;
@@ -501,7 +511,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     // ... and a multiple of the thread count where a few tasks per thread would leave one
     // thread a task more than the others.
     auto more = [&] {
-      const std::int64_t tasks = outer * mTasks * nTasks;
+      const std::int64_t tasks = outer * bGroups * chunks(sl[0], mTasks) * chunks(sl[1], nTasks);
       return static_cast<double>(tasks) < want ||
              (tasks % t.threads != 0 && tasks < 8 * t.threads &&
               static_cast<double>(tasks) * kTaskFlops * 2 < flops);
@@ -509,8 +519,12 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     while (more()) {
       const std::int64_t mc0 = cdiv(sl[0], mTasks), nc0 = cdiv(sl[1], nTasks);
       const bool canM = mc0 >= 2, canN = nc0 >= 2;
-      if (!canM && !canN) break;
       const bool freeM = g.whole[1], freeN = g.whole[0];
+      if (g.batchInside && !(canM && freeM) && !(canN && freeN) && bGroups < batchTotal) {
+        bGroups = std::min(2 * bGroups, batchTotal);
+        continue;
+      }
+      if (!canM && !canN) break;
       bool splitM = canM;
       if (canM && canN)
         splitM = freeM != freeN ? freeM : mc0 * g.mr >= nc0 * g.nr;
@@ -518,7 +532,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     }
   };
   splitTasks();
-  if (g.batchInside && t.threads > 1 && mTasks * nTasks < t.threads) {
+  if (g.batchInside && t.threads > 1 && chunks(sl[0], mTasks) * chunks(sl[1], nTasks) < t.threads) {
     g.batchInside = false;
     g.whole = wholeBefore;
     splitTasks();
@@ -538,7 +552,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   };
   g.mc = equalBlocks(g.mc, g.mChunk, g.mr);
   g.nc = equalBlocks(g.nc, g.nChunk, g.nr);
-  g.tasks = (g.batchInside ? 1 : batchTotal) * g.mTasks * g.nTasks;
+  g.batchGroups = g.batchInside ? bGroups : 1;
+  g.tasks = (g.batchInside ? g.batchGroups : batchTotal) * g.mTasks * g.nTasks;
   // An operand packed whole pays a round trip through memory so that several tasks share it;
   // where each of its packed elements would be packed once anyway (it reads every batch index,
   // the other side is not split, and for A, N is one NC block: a task packs its B panel once
@@ -638,7 +653,12 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                 : "packed contraction (element-wise summand" +
                       (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
   g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " + names(st, g.k) +
-          ", batch " + names(st, g.batch) + (g.batchInside ? " inside the KC blocks" : "") +
+          ", batch " + names(st, g.batch) +
+          (g.batchInside ? " inside the KC blocks" +
+                               (g.batchGroups > 1
+                                    ? " (" + std::to_string(g.batchGroups) + " groups)"
+                                    : std::string())
+                         : std::string()) +
           "; micro-kernel " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +

@@ -69,6 +69,10 @@ struct GemmPlan {
   // other operand reads none, so consecutive batch values pack nearly the same elements, from
   // cache, and the other operand's packed block serves them all.
   bool batchInside = false;
+  // ... in this many groups of consecutive batch values (sizes that differ by one at most), a
+  // task per group and chunk of M and N: tasks for the threads where M and N give too few
+  // chunks, without packing anything twice (each batch value's block is packed by one task).
+  std::int64_t batchGroups = 1;
   // B read in place: the micro-kernel loads B straight from the operand, nothing of it packed
   // (a last, partial sliver with masked loads). For a window (a convolution's x[n,c,h+a,w+b]
   // along w: N and a reduction index in one subscript), whose packed panel would hold each
@@ -91,9 +95,9 @@ struct GemmPlan {
   int kSplit = 0;
   std::int64_t kChunk = 1, kc = 0, kBlocks = 1;
   std::int64_t mc = 0, nc = 0; // cache blocks along M and N (multiples of MR and NR)
-  // Tasks: every batch value split into mTasks x nTasks chunks of at most mChunk x nChunk
-  // slivers (sizes that differ by one at most); the tasks run in `groups` contiguous groups
-  // (the parallel loop), each with its own scratch.
+  // Tasks: every batch value (or group of them, batchInside) split into mTasks x nTasks chunks
+  // of at most mChunk x nChunk slivers (sizes that differ by one at most); the tasks run in
+  // `groups` contiguous groups (the parallel loop), each with its own scratch.
   std::int64_t mChunk = 0, nChunk = 0, mTasks = 1, nTasks = 1, tasks = 1, groups = 1;
   bool parallel = false;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
