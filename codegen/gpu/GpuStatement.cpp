@@ -1,51 +1,61 @@
 // A GPU statement (not a split reduction) by the family order of docs/ARCHITECTURE.md, planned
-// before anything is emitted (schedule/GpuStatementPlan.h), then carried out: for independent
-// outputs the first tile family that applies, else one thread per element; in place; atomic
-// adds for scatters; else one thread.
+// before anything is emitted (schedule/GpuStatementPlan.h) over its facts, gathered once
+// (gpuschedule::gpuStatementInput), by the families' planners of schedule/; then carried out:
+// for independent outputs the first tile family that applies, else one thread per element; in
+// place; atomic adds for scatters; else one thread.
 #include "codegen/lower/Lowerer.h"
 
-#include "dsl/InPlace.h"
+#include "codegen/schedule/GpuCoreBorder.h"
+#include "codegen/schedule/GpuPhases.h"
+#include "codegen/schedule/GpuStatementPlan.h"
+#include "codegen/schedule/GpuTileGroups.h"
 
 namespace einjit::codegen::lowering {
 
 GpuStatementPlan Lowerer::planGpu(std::size_t k) {
   stmt_ = k;
   const StatementSchedule sched = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
-  GpuStatementPlan plan;
-  if (sched.splitChunks > 0) {
-    plan.family = GpuStatementPlan::Family::Split;
-    return plan;
-  }
-  return planGpuStatement(k, sched, statementRanges(b_.stmts[k]), "s" + std::to_string(k));
+  return planGpuStatement(
+      gpuschedule::gpuStatementInput(p_, b_, k, sched, statementRanges(b_.stmts[k]),
+                                     {ctx_.buffers.strides, ctx_.buffers.aligned}));
 }
 
-GpuStatementPlan Lowerer::planGpuStatement(std::size_t k, const StatementSchedule& sched,
-                                           const Ranges& ranges, const std::string& base) {
+GpuStatementPlan Lowerer::planGpuStatement(const GpuStatementInput& in) {
   using Family = GpuStatementPlan::Family;
-  const Statement& st = p_.stmts[k];
-  const BoundStatement& bs = b_.stmts[k];
+  const Statement& st = p_.stmts[in.stmt];
   GpuStatementPlan plan;
-  auto tile = [&] {
-    std::optional<GpuTilePart> part = planTile(st, bs, ranges, base);
-    if (!part) return false;
-    plan.family = Family::Tile;
-    plan.tiles = {std::move(*part)};
-    return true;
-  };
-  auto phases = [&] { return planPhases(st, bs, ranges, base, plan); };
-  if (independentOutputs(st)) {
-    // A tile over copies in other layouts, a plain one, the same for residue phases; else a
-    // tile of the core of a core/border split; else a thread per element.
-    if (!(plan.relayout = planOverCopies(st, bs, sched, base, tile)) && !tile() &&
-        !(plan.relayout = planOverCopies(st, bs, sched, base, phases)) && !phases() &&
-        !planCoreSplit(st, bs, ranges, base, plan))
+  if (in.split) {
+    plan.family = Family::Split;
+    return plan;
+  }
+  if (in.independent) {
+    const gpuschedule::GpuTileContext call{in.program, in.binding, in.buffers, -1, {}};
+    auto tile = [&](const gpuschedule::GpuTileContext& c) {
+      std::optional<GpuTilePart> part =
+          gpuschedule::planTilePart(c, target_, st, b_.stmts[in.stmt], in.ranges, in.base);
+      if (!part) return false;
+      plan.family = Family::Tile;
+      plan.tiles = {std::move(*part)};
+      return true;
+    };
+    // The copies are part of the plan only where the family planned over them applies.
+    auto overCopiesOf = [&](const auto& family) {
+      if (in.relayout && family(gpuschedule::overCopies(call, *in.relayout)))
+        plan.relayout = in.relayout;
+      return plan.relayout.has_value();
+    };
+    auto phases = [&](const gpuschedule::GpuTileContext& c) {
+      return gpuschedule::planPhases(c, target_, in, plan);
+    };
+    if (!overCopiesOf(tile) && !tile(call) && !overCopiesOf(phases) && !phases(call) &&
+        !gpuschedule::planCoreSplit(call, target_, in, plan))
       plan.family = Family::Threads;
-  } else if (dsl::runsInPlace(p_, k)) {
+  } else if (in.inPlace) {
     // In place: each thread's loads of the element it writes precede its store, and no
     // thread touches another's element (dsl/InPlace.h).
     plan.family = Family::InPlace;
     plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace};
-  } else if (atomicScatter(st)) {
+  } else if (in.atomic) {
     plan.family = Family::Atomic;
     plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
                                   p_.tensors[static_cast<std::size_t>(st.output)].name,
@@ -63,7 +73,8 @@ void Lowerer::gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges
   using Family = GpuStatementPlan::Family;
   const Statement& st = p_.stmts[k];
   const BoundStatement& bs = b_.stmts[k];
-  const GpuStatementPlan plan = planGpuStatement(k, sched, ranges, base);
+  const GpuStatementPlan plan = planGpuStatement(gpuschedule::gpuStatementInput(
+      p_, b_, k, sched, ranges, {ctx_.buffers.strides, ctx_.buffers.aligned}));
   switch (plan.family) {
   case Family::Tile:
   case Family::Phases:
