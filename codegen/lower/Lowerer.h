@@ -52,9 +52,6 @@ public:
   // The statements lowered, in order (Lower.cpp); the post-passes run on the result.
   LoweredProgram run();
 
-  // Statement k's GPU plan, emitting nothing (codegen::planGpuStatement).
-  GpuStatementPlan planGpu(std::size_t k);
-
   // The checked subscripts recorded while lowering (passes/HoistChecks).
   const passes::AccessChecks& accessChecks() const { return checks_; }
   // The function that evaluates checked subscript c at every point of the box of the indices
@@ -164,11 +161,6 @@ private:
   // out; `sched` gets the tile's value (GpuTileSchedule) where a tile family runs it.
   void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                     const std::string& base);
-  // Statement k's GPU family by the order of docs/ARCHITECTURE.md, decided before anything is
-  // emitted over its facts `in`: for independent outputs the first tile family that applies (a
-  // tile over layout copies, a plain one, the same for residue phases, a core/border split's
-  // core), else threads.
-  GpuStatementPlan planGpuStatement(const GpuStatementInput& in);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);

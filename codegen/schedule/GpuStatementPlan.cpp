@@ -1,5 +1,8 @@
 #include "codegen/schedule/GpuStatementPlan.h"
 
+#include "codegen/schedule/GpuCoreBorder.h"
+#include "codegen/schedule/GpuPhases.h"
+#include "codegen/schedule/GpuTileGroups.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 #include "dsl/InPlace.h"
 
@@ -20,8 +23,8 @@ bool atomicScatter(const BoundProgram& b, const Statement& st) {
   return !readsOwnOutput(st);
 }
 
-} // namespace
-
+// The tile's context over the layout copies: their strides, their own (aligned) allocations,
+// the channel index run last.
 GpuTileContext overCopies(const GpuTileContext& c, const GpuRelayoutPlan& relaid) {
   GpuTileContext copies = c;
   auto redirect = [&](const GpuRelayoutCopy& m) {
@@ -34,6 +37,8 @@ GpuTileContext overCopies(const GpuTileContext& c, const GpuRelayoutPlan& relaid
   copies.kLast = relaid.kLast;
   return copies;
 }
+
+} // namespace
 
 GpuStatementInput gpuStatementInput(const Program& p, const BoundProgram& b, std::size_t k,
                                     const StatementSchedule& sched, const Box& ranges,
@@ -59,6 +64,55 @@ GpuStatementInput gpuStatementInput(const Program& p, const BoundProgram& b, std
     if (coreRanges(st, bs, ranges, core)) in.core = std::move(core);
   }
   return in;
+}
+
+GpuStatementPlan planGpuStatement(const GpuStatementInput& in, const Target& t) {
+  using Family = GpuStatementPlan::Family;
+  const Program& p = *in.program;
+  const Statement& st = p.stmts[in.stmt];
+  GpuStatementPlan plan;
+  if (in.split) {
+    plan.family = Family::Split;
+    return plan;
+  }
+  if (in.independent) {
+    const GpuTileContext call{in.program, in.binding, in.buffers, -1, {}};
+    auto tile = [&](const GpuTileContext& c) {
+      std::optional<GpuTilePart> part =
+          planTilePart(c, t, st, in.binding->stmts[in.stmt], in.ranges, in.base);
+      if (!part) return false;
+      plan.family = Family::Tile;
+      plan.tiles = {std::move(*part)};
+      return true;
+    };
+    // The copies are part of the plan only where the family planned over them applies.
+    auto overCopiesOf = [&](const auto& family) {
+      if (in.relayout && family(overCopies(call, *in.relayout))) plan.relayout = in.relayout;
+      return plan.relayout.has_value();
+    };
+    auto phases = [&](const GpuTileContext& c) { return planPhases(c, t, in, plan); };
+    if (!overCopiesOf(tile) && !tile(call) && !overCopiesOf(phases) && !phases(call) &&
+        !planCoreSplit(call, t, in, plan))
+      plan.family = Family::Threads;
+  } else if (in.inPlace) {
+    // In place: each thread's loads of the element it writes precede its store, and no
+    // thread touches another's element (dsl/InPlace.h).
+    plan.family = Family::InPlace;
+    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace};
+  } else if (in.atomic) {
+    const auto out = static_cast<std::size_t>(st.output);
+    std::vector<std::size_t> outputs(static_cast<std::size_t>(st.numOutputVars()));
+    for (std::size_t v = 0; v < outputs.size(); ++v) outputs[v] = v;
+    plan.family = Family::Atomic;
+    plan.threads =
+        GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, groupNames(st, outputs), p.tensors[out].name,
+                       in.binding->tensors[out].dtype == DType::bf16};
+  } else {
+    plan.family = Family::OneThread;
+    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::OneThread};
+    plan.threads.scatter = st.scatter;
+  }
+  return plan;
 }
 
 } // namespace einjit::codegen::gpuschedule

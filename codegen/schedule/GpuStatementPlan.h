@@ -3,11 +3,11 @@
 // residue phases of tiles, the core of a core/border split, or threads), the layout copies
 // around its tile, each tile's statement, box, index groups and schedule (family, shape,
 // operands' staging, stages, split-K: GpuTilePlan, from the planners of schedule/), and the
-// residue phases' split. Lowerer::planGpuStatement (gpu/GpuStatement.cpp) decides it over the
-// statement's facts (GpuStatementInput, computed once), trying the families' planners in their
-// order (free functions of schedule/, each in its own file: GpuTileGroups, GpuPhases,
-// GpuCoreBorder); Lowerer::gpuStatement carries it out; codegen::planGpuStatement (Lower.h)
-// gives it without lowering (tests).
+// residue phases' split. gpuschedule::planGpuStatement decides it, a free function of the
+// statement's facts (GpuStatementInput, computed once) and the Target, trying the families in
+// their order (each family's planner in its own file: GpuTileGroups, GpuPhases, GpuCoreBorder);
+// Lowerer::gpuStatement (gpu/GpuStatement.cpp) carries it out, deciding nothing;
+// codegen::planGpuStatement (Lower.h) gives it without lowering (tests).
 #include "codegen/Schedule.h"
 #include "codegen/Target.h"
 #include "codegen/schedule/DependentRanges.h"
@@ -84,9 +84,17 @@ GpuStatementInput gpuStatementInput(const dsl::Program& p, const dsl::BoundProgr
                                     std::size_t k, const StatementSchedule& sched,
                                     const Box& ranges, const GpuBuffers& buffers);
 
-// The context of a tile planned over the layout copies `relaid`: their strides, their own
-// (aligned) allocations, the channel index run last.
-GpuTileContext overCopies(const GpuTileContext& c, const GpuRelayoutPlan& relaid);
+// The family order (docs/GPU_SCHEDULES.md, "The family order"), the whole plan decided before
+// anything is emitted: a split reduction where the schedule chose one; for independent outputs
+// the first tile family that applies, else one thread per element; in place; atomic adds for
+// scatters; else one thread. The tile families in turn: a tile over the layout copies, a plain
+// tile, residue phases over the copies, plain residue phases, a core/border split's core.
+// The copies come first because relayoutPlan asks for them only where they measured faster
+// than the tile over the call's layout. The later families take what the earlier refuse: a
+// plain tile masks dependent ranges that fill at least half their hulls; residue phases take
+// the strided ones that fill a sliver; a core/border split the other dependent ranges that read
+// one output index each.
+GpuStatementPlan planGpuStatement(const GpuStatementInput& in, const Target& t);
 
 } // namespace gpuschedule
 
