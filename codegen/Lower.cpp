@@ -178,17 +178,4 @@ LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const St
   return out;
 }
 
-GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
-                                  const Strides& strides, const Target& target, std::size_t k,
-                                  const Aligned16& aligned) {
-  // As Lowerer::statement plans it: the statement's schedule and box (a GPU statement is never in
-  // row blocks), the call's buffers.
-  const StatementSchedule sched = scheduleStatement(p, b, k, strides, target);
-  Box ranges;
-  for (std::size_t v = 0; v < b.stmts[k].lo.size(); ++v)
-    ranges.push_back({b.stmts[k].lo[v], b.stmts[k].hi[v]});
-  return gpuschedule::planGpuStatement(
-      gpuschedule::gpuStatementInput(p, b, k, sched, ranges, {strides, aligned}), target);
-}
-
 } // namespace einjit::codegen

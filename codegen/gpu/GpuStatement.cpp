@@ -3,6 +3,7 @@
 // emitted (gpuschedule::planGpuStatement, schedule/GpuStatementPlan.h), then the family's
 // emitter runs it, deciding nothing: a tile (over layout copies, as residue phases, or as the
 // core of a core/border split), one thread per element, in place, atomic adds, or one thread.
+// codegen::planGpuStatement (Lower.h) gives the same plan without lowering.
 #include "codegen/lower/Lowerer.h"
 
 #include "codegen/schedule/GpuStatementPlan.h"
@@ -60,3 +61,20 @@ void Lowerer::gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges
 }
 
 } // namespace einjit::codegen::lowering
+
+namespace einjit::codegen {
+
+GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k,
+                                  const Aligned16& aligned) {
+  // As Lowerer::statement plans it: the statement's schedule and box (a GPU statement is never in
+  // row blocks), the call's buffers.
+  const StatementSchedule sched = scheduleStatement(p, b, k, strides, target);
+  Box ranges;
+  for (std::size_t v = 0; v < b.stmts[k].lo.size(); ++v)
+    ranges.push_back({b.stmts[k].lo[v], b.stmts[k].hi[v]});
+  return gpuschedule::planGpuStatement(
+      gpuschedule::gpuStatementInput(p, b, k, sched, ranges, {strides, aligned}), target);
+}
+
+} // namespace einjit::codegen

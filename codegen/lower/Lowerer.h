@@ -495,10 +495,10 @@ private:
   // every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32 tile, rows
   // padded by 4 (at most two lanes of a warp on a bank); then the block writes the tile out a row
   // at a time, consecutive threads taking consecutive columns. J holds the output's fastest-varying
-  // index (tileGroups' column index), so a warp's stores fill whole 32-byte sectors (the
-  // fragments' own layout spreads a warp over 8 rows, 8 bytes in each: profiled at 4 L2 writes per
-  // output sector for the bf16 1x1 convolution forward), and a
-  // thread's column, so its indices along J, is decomposed once.
+  // index (the column index of gpuschedule::tileGroups), so a warp's stores fill whole 32-byte
+  // sectors (the fragments' own layout spreads a warp over 8 rows, 8 bytes in each, so an output
+  // sector takes several L2 writes), and a thread's column, so its indices along J, is decomposed
+  // once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,
