@@ -130,7 +130,7 @@ std::size_t Lowerer::statement(std::size_t k, std::size_t epilogue) {
 
 void Lowerer::zeroFillUncovered(std::size_t k, const StatementSchedule& s) {
   const Statement& st = p_.stmts[k];
-  if (st.assign == Assign::Define && !coversOutput(st, b_.stmts[k], s) &&
+  if (st.assign == Assign::Define && !coversOutput(b_, st, b_.stmts[k], s) &&
       std::find(out_.zeroFill.begin(), out_.zeroFill.end(), st.output) == out_.zeroFill.end())
     out_.zeroFill.push_back(st.output);
 }
@@ -176,12 +176,6 @@ LoweredProgram lower(const dsl::Program& p, const dsl::BoundProgram& b, const St
     ir::verify(f);
   }
   return out;
-}
-
-GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
-                                  const Strides& strides, const Target& target, std::size_t k,
-                                  const Aligned16& aligned) {
-  return lowering::Lowerer(p, b, strides, target, aligned).planGpu(k);
 }
 
 } // namespace einjit::codegen

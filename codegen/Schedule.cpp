@@ -166,6 +166,19 @@ bool readsOwnOutput(const Statement& st) {
   return reads;
 }
 
+bool coversOutput(const BoundProgram& b, const Statement& st, const BoundStatement& bs,
+                  const StatementSchedule& s) {
+  if (!s.run || st.lhsVars.empty()) return false;
+  const auto& shape = b.tensors[static_cast<std::size_t>(st.output)].shape;
+  for (std::size_t d = 0; d < st.lhsVars.size(); ++d) {
+    auto v = static_cast<std::size_t>(st.lhsVars[d]);
+    for (std::size_t e = 0; e < d; ++e)
+      if (st.lhsVars[e] == st.lhsVars[d]) return false;
+    if (bs.dependent[v] || bs.lo[v] != 0 || bs.hi[v] != shape[d]) return false;
+  }
+  return true;
+}
+
 bool independentOutputs(const Statement& st) {
   if (st.scatter || readsOwnOutput(st)) return false;
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars());

@@ -71,6 +71,11 @@ bool independentOutputs(const dsl::Statement& st);
 // The statement reads its own output (on the right, or in a left-hand gather).
 bool readsOwnOutput(const dsl::Statement& st);
 
+// A ':=' statement run under `s` writes every element of its output: its left-hand indices are
+// distinct, run over whole dimensions and do not depend on other indices.
+bool coversOutput(const dsl::BoundProgram& b, const dsl::Statement& st,
+                  const dsl::BoundStatement& bs, const StatementSchedule& s);
+
 StatementSchedule scheduleStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                                     std::size_t stmt, const Strides& strides, const Target& t);
 

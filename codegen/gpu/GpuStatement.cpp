@@ -1,69 +1,24 @@
-// A GPU statement (not a split reduction) by the family order of docs/ARCHITECTURE.md, planned
-// before anything is emitted (schedule/GpuStatementPlan.h), then carried out: for independent
-// outputs the first tile family that applies, else one thread per element; in place; atomic
-// adds for scatters; else one thread.
+// A GPU statement (not a split reduction) carried out by its plan: the facts are gathered once
+// (gpuschedule::gpuStatementInput), the family order decides the whole plan before anything is
+// emitted (gpuschedule::planGpuStatement, schedule/GpuStatementPlan.h), then the family's
+// emitter runs it, deciding nothing: a tile (over layout copies, as residue phases, or as the
+// core of a core/border split), one thread per element, in place, atomic adds, or one thread.
+// codegen::planGpuStatement (Lower.h) gives the same plan without lowering.
 #include "codegen/lower/Lowerer.h"
 
-#include "dsl/InPlace.h"
+#include "codegen/schedule/GpuStatementPlan.h"
 
 namespace einjit::codegen::lowering {
-
-GpuStatementPlan Lowerer::planGpu(std::size_t k) {
-  stmt_ = k;
-  const StatementSchedule sched = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
-  GpuStatementPlan plan;
-  if (sched.splitChunks > 0) {
-    plan.family = GpuStatementPlan::Family::Split;
-    return plan;
-  }
-  return planGpuStatement(k, sched, statementRanges(b_.stmts[k]), "s" + std::to_string(k));
-}
-
-GpuStatementPlan Lowerer::planGpuStatement(std::size_t k, const StatementSchedule& sched,
-                                           const Ranges& ranges, const std::string& base) {
-  using Family = GpuStatementPlan::Family;
-  const Statement& st = p_.stmts[k];
-  const BoundStatement& bs = b_.stmts[k];
-  GpuStatementPlan plan;
-  auto tile = [&] {
-    std::optional<GpuTilePart> part = planTile(st, bs, ranges, base);
-    if (!part) return false;
-    plan.family = Family::Tile;
-    plan.tiles = {std::move(*part)};
-    return true;
-  };
-  auto phases = [&] { return planPhases(st, bs, ranges, base, plan); };
-  if (independentOutputs(st)) {
-    // A tile over copies in other layouts, a plain one, the same for residue phases; else a
-    // tile of the core of a core/border split; else a thread per element.
-    if (!(plan.relayout = planOverCopies(st, bs, sched, base, tile)) && !tile() &&
-        !(plan.relayout = planOverCopies(st, bs, sched, base, phases)) && !phases() &&
-        !planCoreSplit(st, bs, ranges, base, plan))
-      plan.family = Family::Threads;
-  } else if (dsl::runsInPlace(p_, k)) {
-    // In place: each thread's loads of the element it writes precede its store, and no
-    // thread touches another's element (dsl/InPlace.h).
-    plan.family = Family::InPlace;
-    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::InPlace};
-  } else if (atomicScatter(st)) {
-    plan.family = Family::Atomic;
-    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::Atomic, varNames(st, outputIndices(st)),
-                                  p_.tensors[static_cast<std::size_t>(st.output)].name,
-                                  elemType(st.output) == Type::bf16};
-  } else {
-    plan.family = Family::OneThread;
-    plan.threads = GpuThreadsPlan{GpuThreadsPlan::Kind::OneThread};
-    plan.threads.scatter = st.scatter;
-  }
-  return plan;
-}
 
 void Lowerer::gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                            const std::string& base) {
   using Family = GpuStatementPlan::Family;
   const Statement& st = p_.stmts[k];
   const BoundStatement& bs = b_.stmts[k];
-  const GpuStatementPlan plan = planGpuStatement(k, sched, ranges, base);
+  const GpuStatementPlan plan = gpuschedule::planGpuStatement(
+      gpuschedule::gpuStatementInput(p_, b_, k, sched, ranges,
+                                     {ctx_.buffers.strides, ctx_.buffers.aligned}),
+      target_);
   switch (plan.family) {
   case Family::Tile:
   case Family::Phases:
@@ -106,3 +61,20 @@ void Lowerer::gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges
 }
 
 } // namespace einjit::codegen::lowering
+
+namespace einjit::codegen {
+
+GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k,
+                                  const Aligned16& aligned) {
+  // As Lowerer::statement plans it: the statement's schedule and box (a GPU statement is never in
+  // row blocks), the call's buffers.
+  const StatementSchedule sched = scheduleStatement(p, b, k, strides, target);
+  Box ranges;
+  for (std::size_t v = 0; v < b.stmts[k].lo.size(); ++v)
+    ranges.push_back({b.stmts[k].lo[v], b.stmts[k].hi[v]});
+  return gpuschedule::planGpuStatement(
+      gpuschedule::gpuStatementInput(p, b, k, sched, ranges, {strides, aligned}), target);
+}
+
+} // namespace einjit::codegen

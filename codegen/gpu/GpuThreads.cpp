@@ -60,13 +60,6 @@ void Lowerer::eachElement(int t, const std::string& name,
   out_.funcs.push_back(std::move(f));
 }
 
-bool Lowerer::atomicScatter(const Statement& st) const {
-  if (st.assign != Assign::Accumulate || st.reduce != Reduce::Add) return false;
-  const Type et = elemType(st.output);
-  if (et != Type::f32 && et != Type::f64 && et != Type::bf16) return false;
-  return !readsOwnOutput(st);
-}
-
 void Lowerer::emitGpuGeneric(const Statement& st, const BoundStatement& bs, const Ranges& r,
                              const std::string& name) {
   eachOutputPoint(st, bs, r, name, [&] { return elementBodies(st, bs, r, false); });

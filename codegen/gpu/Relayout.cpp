@@ -1,6 +1,7 @@
 // Scratch copies of tensors in another layout around a GPU tile: the copies that
-// gpuschedule::relayoutPlan decided (batch-outermost, channel-fast), planned with the tile over
-// their layouts (planOverCopies) and emitted with it (emitOverCopies).
+// gpuschedule::relayoutPlan decided (batch-outermost, channel-fast) and the statement's plan
+// holds (the tile family planned over their layouts: schedule/GpuStatementPlan.cpp), emitted
+// with the tile (emitOverCopies).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -84,34 +85,6 @@ void Lowerer::relayoutCopy(int t, const std::string& from, const std::vector<std
   out_.funcs.push_back(std::move(f));
 }
 
-std::optional<GpuRelayoutPlan> Lowerer::planOverCopies(const Statement& st,
-                                                       const BoundStatement& bs,
-                                                       const StatementSchedule& sched,
-                                                       const std::string& base,
-                                                       const std::function<bool()>& plan) {
-  std::optional<GpuRelayoutPlan> relaid =
-      gpuschedule::relayoutPlan(p_, b_, st, bs, ctx_.buffers.strides, coversOutput(st, bs, sched));
-  if (!relaid) return std::nullopt;
-  // The tile is decided over the copies' layouts.
-  const Scoped<BufferMap> copies(ctx_.buffers, relaidBuffers(*relaid, base));
-  const Scoped<int> channelLast(ctx_.kLast, relaid->kLast);
-  if (!plan()) return std::nullopt;
-  return relaid;
-}
-
-BufferMap Lowerer::relaidBuffers(const GpuRelayoutPlan& relaid, const std::string& base) const {
-  BufferMap buffers = ctx_.buffers;
-  auto redirect = [&](const GpuRelayoutCopy& m) {
-    const auto t = static_cast<std::size_t>(m.tensor);
-    buffers.names[t] = base + "." + p_.tensors[t].name + ".relaid";
-    buffers.strides[t] = m.strides;
-    buffers.aligned[t] = true; // a scratch allocation of its own
-  };
-  for (const GpuRelayoutCopy& m : relaid.inputs) redirect(m);
-  if (relaid.output) redirect(*relaid.output);
-  return buffers;
-}
-
 GpuTileSchedule Lowerer::emitOverCopies(const Statement& st, const GpuRelayoutPlan& relaid,
                                         const std::string& base,
                                         const std::function<GpuTileSchedule()>& emit) {
@@ -134,10 +107,7 @@ GpuTileSchedule Lowerer::emitOverCopies(const Statement& st, const GpuRelayoutPl
     const Scoped<BufferMap> copies(ctx_.buffers, original);
     for (const GpuRelayoutCopy& m : relaid.inputs) redirect(m, true);
     if (relaid.output) redirect(*relaid.output, relaid.outputIn);
-    {
-      const Scoped<int> channelLast(ctx_.kLast, relaid.kLast);
-      tile = emit();
-    }
+    tile = emit();
     if (relaid.output) {
       const auto t = static_cast<std::size_t>(st.output);
       relayoutCopy(st.output, ctx_.buffers.names[t], ctx_.buffers.strides[t], original.names[t],

@@ -95,11 +95,6 @@ Expr Lowerer::stageIndices(const Staged& s, const std::vector<std::size_t>& K, c
   return inside;
 }
 
-void Lowerer::sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
-  std::stable_partition(K.begin(), K.end(),
-                        [&](std::size_t v) { return (r[v].second - r[v].first) % BK != 0; });
-}
-
 bool Lowerer::slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK) {
   return K.size() > 1 && (r[K.back()].second - r[K.back()].first) % BK == 0;
 }
@@ -241,66 +236,6 @@ Stmt Lowerer::pipeline(const std::vector<Staged>& ops, const std::vector<std::si
         loop = ir::allocate(s.table(v), Type::i32, tableEntries(s, K, r, BK), loop, true);
     }
   return loop;
-}
-
-int Lowerer::vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
-                        const Ranges& r, Type elem, bool trustPlain) const {
-  if (along.empty()) return 0;
-  if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return 0;
-  const CExpr& f = *fs[0];
-  const auto t = static_cast<std::size_t>(f.tensor);
-  if (t >= ctx_.buffers.aligned.size() || !ctx_.buffers.aligned[t] || elemType(f.tensor) != elem)
-    return 0;
-  const std::int64_t vec = 16 / typeBytes(elem);
-  const auto& stv = ctx_.buffers.strides[t];
-  std::vector<std::int64_t> coef(r.size(), 0);
-  std::int64_t first = 0;
-  for (std::size_t d = 0; d < f.subs.size(); ++d) {
-    const Subscript& sub = f.subs[d];
-    if (sub.gather) return 0;
-    if (!subscriptInBounds(f, d) && !(trustPlain && sub.mode == IndexMode::Plain)) return 0;
-    const std::int64_t c = b_.eval(p_, sub.constant);
-    first += c * stv[d];
-    for (std::size_t v = 0; v < r.size() && v < sub.coef.size(); ++v)
-      coef[v] += sub.coef[v] * stv[d];
-  }
-  if (coef[along.back()] != 1) return 0;
-  std::vector<bool> inRun(r.size(), false);
-  std::int64_t run = 1;
-  for (std::size_t q = along.size(); q-- > 0;) {
-    const std::size_t v = along[q];
-    if (coef[v] != run) break;
-    inRun[v] = true;
-    run *= r[v].second - r[v].first;
-  }
-  if (run % vec != 0) return 0;
-  for (std::size_t v = 0; v < r.size(); ++v) {
-    first += coef[v] * r[v].first;
-    if (!inRun[v] && r[v].second - r[v].first > 1 && coef[v] % vec != 0) return 0;
-  }
-  return first % vec == 0 ? static_cast<int>(vec) : 0;
-}
-
-bool Lowerer::unitAlongAny(const std::vector<const CExpr*>& fs,
-                           const std::vector<std::size_t>& K) const {
-  if (K.empty()) return false;
-  for (const CExpr* f : fs)
-    if (unitAlong(*f, K.back())) return true;
-  return false;
-}
-
-bool Lowerer::separableRead(const std::vector<const CExpr*>& fs) const {
-  if (fs.size() != 1 || fs[0]->kind != CKind::Read || fs[0]->subs.empty()) return false;
-  const CExpr& f = *fs[0];
-  const auto t = static_cast<std::size_t>(f.tensor);
-  std::int64_t span = 1;
-  for (std::size_t d = 0; d < f.subs.size(); ++d) {
-    const Subscript& sub = f.subs[d];
-    if (sub.gather) return false;
-    if (!subscriptInBounds(f, d)) return false;
-    span += (extentOf(f.tensor, d) - 1) * std::abs(ctx_.buffers.strides[t][d]);
-  }
-  return span < (std::int64_t{1} << 31);
 }
 
 Expr Lowerer::offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const {

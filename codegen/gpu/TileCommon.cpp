@@ -1,4 +1,5 @@
-// Pieces shared by the GPU tile families: slices, split indices, the tile block and cell stores.
+// Pieces shared by the GPU tile families: a planned split-K's scratch, slices, split indices, the
+// tile block and cell stores.
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -17,6 +18,19 @@ void Lowerer::sliceBounds(const TileSplit& t, std::int64_t slices, Expr* lo, Exp
   }
   *lo = splitIndex(t) * t.perSplit;
   *hi = ir::min(*lo + t.perSplit, slices);
+}
+
+auto Lowerer::tileSplit(const Statement& st, const Ranges& r, const GpuTilePlan& plan,
+                        const std::string& name) -> TileSplit {
+  TileSplit t;
+  t.elements = extentOfGroup(outputIndices(st), r);
+  t.splits = plan.splits;
+  t.perSplit = plan.perSplit;
+  if (t.splits > 1) {
+    t.partial = name + ".partial";
+    out_.scratch.push_back({t.partial, vt_, t.elements * t.splits});
+  }
+  return t;
 }
 
 Stmt Lowerer::storeCell(const Statement& st, const Ranges& r, const TileSplit& t, const Expr& v) {

@@ -62,7 +62,6 @@ struct LowerContext {
   bool atomic = false; // storeOutput adds atomically
   std::string wide;    // ... into this f32 copy of a bf16 output (beginWideScatter)
   // --- a GPU tile ---
-  int kLast = -1; // the reduction index the tile runs last (planOverCopies' channel), or -1
   // Indices that setRanges binds to their only value (the tile's indices of one value).
   std::vector<bool> pinned;
   const dsl::BoundStatement* maskBounds = nullptr; // the masked tile's statement (stageIssue)

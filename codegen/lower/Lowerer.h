@@ -13,6 +13,9 @@
 #include "codegen/passes/MergeLaunches.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
+#include "codegen/schedule/AccessBounds.h"
+#include "codegen/schedule/DependentRanges.h"
+#include "codegen/schedule/GpuAccess.h"
 #include "codegen/schedule/GpuPlanInput.h"
 #include "codegen/schedule/GpuTileSchedule.h"
 
@@ -33,21 +36,7 @@ using ir::ForKind;
 using ir::Stmt;
 using ir::Type;
 
-inline Type irType(DType t) {
-  switch (t) {
-  case DType::f32: return Type::f32;
-  case DType::f64: return Type::f64;
-  case DType::i32: return Type::i32;
-  case DType::i64: return Type::i64;
-  case DType::bf16: return Type::bf16;
-  }
-  return Type::f32;
-}
-
-struct Interval {
-  bool known = true;
-  std::int64_t lo = 0, hi = 0; // inclusive
-};
+using Interval = IndexInterval; // schedule/AccessBounds.h
 
 class Lowerer {
 public:
@@ -69,9 +58,6 @@ public:
   // `box`: a GPU thread, or a CPU loop iteration, per point (passes::CheckFunction).
   ir::Func checkFunction(const passes::CheckedSubscript& c, const std::vector<std::size_t>& box,
                          const std::string& name);
-
-  // Statement k's GPU plan, emitting nothing (codegen::planGpuStatement).
-  GpuStatementPlan planGpu(std::size_t k);
 
   // The residue phases' launches that may share one grid (passes/MergeLaunches), and their
   // statements' notes updated for the groups that merged.
@@ -170,15 +156,11 @@ private:
   // in its packed GEMM's tile stores when it takes that path. Returns the last statement it
   // lowered (k, or `epilogue`).
   std::size_t statement(std::size_t k, std::size_t epilogue = 0);
-  // Statement k on the GPU (gpu/GpuStatement.cpp): its plan (planGpuStatement), then the plan
-  // carried out; `sched` gets the tile's value (GpuTileSchedule) where a tile family runs it.
+  // Statement k on the GPU (gpu/GpuStatement.cpp): its facts (gpuschedule::gpuStatementInput),
+  // its plan (gpuschedule::planGpuStatement, schedule/GpuStatementPlan.h), then the plan carried
+  // out; `sched` gets the tile's value (GpuTileSchedule) where a tile family runs it.
   void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                     const std::string& base);
-  // Statement k's GPU family by the order of docs/ARCHITECTURE.md, decided before anything is
-  // emitted: for independent outputs the first tile family that applies (a tile over layout
-  // copies, a plain one, the same for residue phases, a core/border split's core), else threads.
-  GpuStatementPlan planGpuStatement(std::size_t k, const StatementSchedule& sched,
-                                    const Ranges& ranges, const std::string& base);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
   // one GPU thread per element, the schedule of the first, each element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
@@ -230,26 +212,13 @@ private:
                     const std::string& to, const std::vector<std::int64_t>& ts,
                     const std::string& name);
 
-  // The copies in other layouts that gpuschedule::relayoutPlan chose for a tile of st
-  // (batch-fast tensors and output batch-outermost, or a convolution's inputs channel-fast, the
-  // channel run last through ctx_.kLast), when `plan` (a tile family's planner) decides over
-  // their layouts (ctx_.buffers redirected to them, emitting nothing); else nothing.
-  std::optional<GpuRelayoutPlan> planOverCopies(const Statement& st, const BoundStatement& bs,
-                                                const StatementSchedule& sched,
-                                                const std::string& base,
-                                                const std::function<bool()>& plan);
-  // ctx_.buffers with the copies' tensors redirected to them (their scratch buffers).
-  BufferMap relaidBuffers(const GpuRelayoutPlan& relaid, const std::string& base) const;
-  // Emits the copies of `relaid` in, `emit` (the tile family) over them, and the output's copy
-  // back; the schedule `emit` returns, with the copies.
+  // Emits the copies of `relaid` (the plan's: gpuschedule::relayoutPlan chose them, the tile
+  // family was planned over their layouts) in, `emit` (the tile family) over them with
+  // ctx_.buffers redirected to them, and the output's copy back; the schedule `emit` returns,
+  // with the copies.
   GpuTileSchedule emitOverCopies(const Statement& st, const GpuRelayoutPlan& relaid,
                                  const std::string& base,
                                  const std::function<GpuTileSchedule()>& emit);
-
-  // A '+=' sum whose left-hand side may hit an element several times (a gather's gradient, a
-  // scatter, or a non-injective affine one) and that does not read its output: on the GPU,
-  // one thread per element of the output indices, adding its sum atomically.
-  bool atomicScatter(const Statement& st) const;
 
   // A statement box under a schedule: the full tiles, then the edges (columns right of the
   // last full tile, every row; rows below it, the tiled columns), themselves tiled with a
@@ -259,24 +228,9 @@ private:
 
   // Core/border split (docs/GRADIENTS.md, G6): when the ranges of reduction indices depend on
   // output indices (the solved gradients' max/min bounds), the output box splits into a core,
-  // where every such range equals its full hull (plain loops, tiles), and borders that keep
-  // the dependent bounds. Only bounds that read a single output index are split.
-  // The core of G6: per output index that dependent reduction ranges read, the longest run of
-  // its values where every such range takes its full (box) extent. False when the statement has
-  // other dependences or no core.
-  // The indices that dependent index v's bounds read.
-  static std::vector<std::size_t> boundReads(const Statement& st, std::size_t v);
-
-  // The core of output index o when every bound that reads it is monotone in it: each bound
-  // takes its interior value (the hull's end) on a prefix or a suffix of o's range, found by
-  // bisection, and the core is where all of them do. False when some bound is not monotone.
-  static bool monotoneCore(const BoundStatement& bs, std::pair<std::int64_t, std::int64_t> range,
-                           std::size_t o, const std::vector<std::size_t>& readers, std::size_t n,
-                           std::pair<std::int64_t, std::int64_t>& core);
-
-  bool coreRanges(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                  Ranges& core) const;
-
+  // where every such range equals its full hull (plain loops, tiles; its ranges from
+  // schedule/DependentRanges.h, coreRanges), and borders that keep the dependent bounds. Only
+  // bounds that read a single output index are split.
   // The border strips around a core: per split output index, below and above the core, each
   // later index restricted to its core (so every element is in exactly one part).
   template <class F>
@@ -297,22 +251,15 @@ private:
     }
   }
 
-  static BoundStatement boxOf(const BoundStatement& bs, const Ranges& core);
-
   bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                  const std::string& base);
 
   // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
-  // per output element. planCoreSplit decides (the core and its tile; false when there is no
-  // core or it takes no tile), emitCoreSplit carries the plan out.
-  bool planCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                     const std::string& base, GpuStatementPlan& plan);
+  // per output element. gpuschedule::planCoreSplit decides (schedule/GpuCoreBorder.h),
+  // emitCoreSplit carries the plan out.
   GpuTileSchedule emitCoreSplit(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
                                 const std::string& base, const GpuStatementPlan& plan);
 
-  // A ':=' statement writes every element of its output when its left-hand indices are
-  // distinct, run over whole dimensions, and do not depend on other indices.
-  bool coversOutput(const Statement& st, const BoundStatement& bs, const StatementSchedule& s);
   // A `:=` statement k whose schedule `s` does not write every element of its output: the
   // output is zero-filled before the call (once, however many statements ask).
   void zeroFillUncovered(std::size_t k, const StatementSchedule& s);
@@ -418,10 +365,6 @@ private:
 
   static void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out);
 
-
-  // Whether some read of e has unit stride along index v.
-  bool unitAlong(const CExpr& e, std::size_t v) const;
-
   // value = lo + (g / div) % ext for each index of a group, the last one varying fastest (g >= 0,
   // so truncating division and remainder are exact).
   // On the GPU, a group of two indices or more whose flattened extent is below 2^30 divides in 32
@@ -459,15 +402,6 @@ private:
   // tiles (base = tile * BW, w < BW) and slices divide the extents exactly (unmasked operands).
   Expr stageIndices(const Staged& s, const std::vector<std::size_t>& K, const Ranges& r,
                     std::int64_t BK, const Expr& slice, const Expr& w, const Expr& kk);
-  // A masked tile's reduction (a solved input gradient's (o, a, b): the hull of the filter taps
-  // masked to each output position's range) reordered so that the last index is one whose extent BK
-  // divides, when there is one: every slice then lies in one tap (slicesAligned), so a thread's
-  // masks and offsets are the same for all the elements it stages in a slice (the sums run in
-  // another order). This measured faster for the bf16 input gradients and for the f32 ones but one,
-  // which it left even. Unmasked tiles keep their order: a forward convolution's
-  // filter (o, c, a, b) is contiguous along (c, a, b) and copied by vectors, which (a, b, c) would
-  // lose (measured much slower at C=256).
-  static void sliceAlongFullIndex(std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
   // Whether every slice of BK along the reduction lies in one combination of its indices but
   // the last (whose extent BK divides).
   static bool slicesAligned(const std::vector<std::size_t>& K, const Ranges& r, std::int64_t BK);
@@ -497,22 +431,6 @@ private:
                 const std::function<Stmt(const Expr&)>& compute, bool asyncProxy = false,
                 int inFlight = 0);
 
-  // Elements per asynchronous 16-byte copy of operand f along the flattened index group
-  // `along` (the last fastest), or 0 when f cannot be copied that way: a single read whose
-  // subscripts are proven in bounds (no check, pad or fold), stored as `elem`, from a 16-byte
-  // aligned pointer, contiguous along a run of the group's last indices (unit stride on the
-  // last, each earlier one moving by the extent of those after it: a convolution's weights
-  // along (c,a,b)) whose length is a multiple of the vector; every other index of two values or
-  // more moves it by whole vectors, and so does its offset at the box's first element.
-  // With trustPlain (a masked operand), plain subscripts count as in bounds (as in offset).
-  int vectorRead(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& along,
-                 const Ranges& r, Type elem, bool trustPlain = false) const;
-
-  bool unitAlongAny(const std::vector<const CExpr*>& fs, const std::vector<std::size_t>& K) const;
-
-  // A single read with affine subscripts proven in bounds (no gather, pad or fold) in a tensor
-  // whose offsets fit in 32 bits: Staged::rowTable.
-  bool separableRead(const std::vector<const CExpr*>& fs) const;
   // The part of read f's offset that the indices in `of` contribute (with the constants when
   // `constants`), from the current index expressions.
   Expr offsetPart(const CExpr& f, const std::vector<bool>& of, bool constants) const;
@@ -542,81 +460,32 @@ private:
 
   static std::int64_t extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r);
 
-  // Dependent reduction indices (the ranges a gradient's index solving leaves, e.g. a in
-  // max(u - 2, 0):min(u + 1, 3)) in a tile: it runs over their hulls, and the operand on the
-  // side whose output indices (with the batch ones) are all the bounds read checks them,
-  // staging 0 outside (masks, see Staged). False when some bound reads both sides, reduction
-  // indices or a dependent output index, or when the ranges fill less than half of their hulls
-  // on average (a strided convolution's input gradient: the core/border split is better).
-  bool maskedRanges(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                    const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
-                    const std::vector<std::size_t>& B, std::vector<std::size_t>& maskL,
-                    std::vector<std::size_t>& maskR) const;
-  // The mean length of dependent index v's range over the values of the indices it reads,
-  // relative to its hull (0 when there are too many values to count).
-  double meanShare(const BoundStatement& bs, const Ranges& r, std::size_t v,
-                   const std::vector<std::size_t>& read) const;
-  // The range [lo, hi) of dependent index v at the values `vals` of the indices (slots) it
-  // reads; in a residue phase, of m for q (see PhaseSub).
-  std::pair<std::int64_t, std::int64_t> depRange(const BoundStatement& bs, std::size_t v,
-                                                 const std::vector<std::int64_t>& vals) const;
   // Whether the current element lies in dependent index v's range (its original index, in a
   // residue phase; varExpr_ holds the slots' values).
   Expr maskCondition(std::size_t v);
 
-  // A strided convolution's input gradient, dx[u] := dy[h] * k[u - 2h] with h in
-  // max(0, cdiv(u - 2, 2)):min(N, fdiv(u, 2) + 1), fills a sliver of h's hull. Split u into
-  // residue phases u = g*q + rho (g: the divisor in h's bounds) and write h = a*q + m: in each
-  // phase m runs over a few values (dx[2q+rho] := dy[q+m] * k[rho - 2m]), a dense contraction
-  // that the tile masks. planPhases decides every phase (tileGroups): all tile (the plan's
-  // tiles, one per phase, and its GpuPhasesPlan), or it returns false and the plan is
-  // unchanged; emitPhases carries the plan out.
-  bool planPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                  const std::string& base, GpuStatementPlan& plan);
+  // Residue phases of a strided gradient as tiles (schedule/GpuPhases.h): emitPhases carries
+  // the plan's phases out, one tile each.
   GpuTileSchedule emitPhases(const GpuStatementPlan& plan);
-  static std::int64_t divisorOf(const ConcreteBound& b);
-  // The residue phases of a statement's strided dependent reductions: each reduction index
-  // whose bounds divide by g >= 2 and read one output index u of at least 4g values (with rho
-  // unset); nothing where any dependent range is of another kind. Shared by the GPU tiles
-  // (planPhases) and the CPU's packed path (emitGemmPhases).
+  // The residue phases of a statement's strided dependent reductions (schedule/DependentRanges.h),
+  // for the CPU's packed path (emitGemmPhases).
   static std::vector<PhaseSub> residuePhases(const Statement& st, const BoundStatement& bs,
-                                             const Ranges& ranges);
-  // The statement in a residue phase: every subscript's coefficient on u moves to q (times g,
-  // its constant gains rho times it) and h's to q (times a) and m.
-  static Statement phaseStatement(const Statement& st, const std::vector<PhaseSub>& subs);
-
-  // Whether every plain subscript of the factors is proven inside its tensor over the current
-  // ranges (setRanges), so they need no mask.
-  bool provenInBounds(const std::vector<const CExpr*>& fs) const;
+                                             const Ranges& ranges) {
+    return codegen::residuePhases(st, bs, ranges);
+  }
 
   // A '+' contraction whose right-hand side is a product L * R, R holding every factor that
   // uses the output index with unit stride: each block of 256 threads computes a BM x BN tile
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
   // other output indices, staging BK-deep slices of L and R (over the flattened reduction
   // indices) in shared memory; each thread keeps TM x TN accumulators in registers.
-  // tileGroups decides the groups and tileSchedule the tile's plan (emitting nothing),
-  // emitGpuTile carries the plan out, deciding nothing; planTile gives the tile of a whole
-  // statement as a plan's part, emitTilePart emits one.
+  // gpuschedule::tileGroups decides the groups and the tile's plan (schedule/GpuTileGroups.h,
+  // emitting nothing); emitGpuTile carries the plan out, deciding nothing; emitTilePart emits
+  // one tile of a statement's plan.
   using TileGroups = lowering::TileGroups;
-  std::optional<TileGroups> tileGroups(const Statement& st, const BoundStatement& bs,
-                                       const Ranges& r);
   void emitGpuTile(const Statement& st, const BoundStatement& bs, const Ranges& r,
                    const std::string& name, const TileGroups& g, const GpuTilePlan& plan);
-  std::optional<GpuTilePart> planTile(const Statement& st, const BoundStatement& bs,
-                                      const Ranges& r, const std::string& name);
   GpuTilePlan emitTilePart(const GpuTilePart& t);
-  // The access analysis of a tile's operands and output over its ranges (the strides and
-  // alignment of ctx_.buffers, ctx_.kLast), as its planners receive it (gpu/TileSchedule.cpp).
-  GpuPlanInput tileInput(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                         const TileGroups& g);
-  GpuOperandAccess operandAccess(const Statement& st, const std::vector<const CExpr*>& fs,
-                                 const std::vector<std::size_t>& group,
-                                 const std::vector<std::size_t>& K, const Ranges& r, Type elem,
-                                 const std::vector<std::size_t>& masks) const;
-  // The tile's schedule (schedule/GpuSimtPlan.h or GpuTensorCorePlan.h), decided before it is
-  // emitted.
-  GpuTilePlan tileSchedule(const Statement& st, const BoundStatement& bs, const Ranges& r,
-                           const TileGroups& g);
 
   // Where a tile's cells are: the tile's first row and column, its size, and the row and
   // column inside it of the cell a thread holds (expressions of the cell loops' variables).
@@ -626,10 +495,10 @@ private:
   // every thread leaves its accumulators (`cells` around acc[slot]) in a BM x BN f32 tile, rows
   // padded by 4 (at most two lanes of a warp on a bank); then the block writes the tile out a row
   // at a time, consecutive threads taking consecutive columns. J holds the output's fastest-varying
-  // index (tileGroups' column index), so a warp's stores fill whole 32-byte sectors (the
-  // fragments' own layout spreads a warp over 8 rows, 8 bytes in each: profiled at 4 L2 writes per
-  // output sector for the bf16 1x1 convolution forward), and a
-  // thread's column, so its indices along J, is decomposed once.
+  // index (the column index of gpuschedule::tileGroups), so a warp's stores fill whole 32-byte
+  // sectors (the fragments' own layout spreads a warp over 8 rows, 8 bytes in each, so an output
+  // sector takes several L2 writes), and a thread's column, so its indices along J, is decomposed
+  // once.
   Stmt tileEpilogue(const Statement& st, const Ranges& r, const TileSplit& split,
                     const std::vector<std::size_t>& I, const std::vector<std::size_t>& J,
                     const TileFrame& f, const std::function<Stmt(Stmt)>& cells, const Expr& slot,

@@ -23,24 +23,11 @@ Expr Lowerer::truth(Expr cond) const { return ir::select(std::move(cond), num(1)
 Expr Lowerer::nonzero(Expr v) const { return ir::binary(BinOp::Ne, std::move(v), num(0)); }
 
 Interval Lowerer::interval(const Subscript& s, std::int64_t constant) const {
-  Interval r{true, constant, constant};
-  if (s.gather) return {false, 0, 0};
-  for (std::size_t v = 0; v < s.coef.size(); ++v) {
-    std::int64_t c = s.coef[v];
-    if (c == 0) continue;
-    const Interval& x = varRange_[v];
-    if (!x.known) return {false, 0, 0};
-    std::int64_t a = c * x.lo, e = c * x.hi;
-    r.lo += std::min(a, e);
-    r.hi += std::max(a, e);
-  }
-  return r;
+  return subscriptInterval(s, constant, varRange_);
 }
 
 bool Lowerer::subscriptInBounds(const CExpr& e, std::size_t d) const {
-  const Subscript& sub = e.subs[d];
-  const Interval iv = interval(sub, b_.eval(p_, sub.constant));
-  return iv.known && iv.lo >= 0 && iv.hi < extentOf(e.tensor, d);
+  return subscriptInside(p_, b_, varRange_, e, d);
 }
 
 Expr Lowerer::offset(const CExpr& acc, Expr* inside, bool* dropped, Expr* emptyCheck) {
@@ -439,29 +426,7 @@ Expr Lowerer::flatOutput(const Statement& st, const Ranges& r) const {
 }
 
 void Lowerer::flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
-  if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
-    flattenProduct(*e.args[0], out);
-    flattenProduct(*e.args[1], out);
-  } else {
-    out.push_back(&e);
-  }
-}
-
-bool Lowerer::unitAlong(const CExpr& e, std::size_t v) const {
-  if (e.kind == CKind::Read && !e.subs.empty()) {
-    std::int64_t c = 0;
-    const auto& stv = ctx_.buffers.strides[static_cast<std::size_t>(e.tensor)];
-    bool affine = true;
-    for (std::size_t d = 0; d < e.subs.size(); ++d) {
-      if (e.subs[d].coef[v] == 0) continue;
-      if (e.subs[d].gather || e.subs[d].mode == IndexMode::Wrap) affine = false;
-      c += e.subs[d].coef[v] * stv[d];
-    }
-    if (affine && c == 1) return true;
-  }
-  for (const auto& a : e.args)
-    if (unitAlong(*a, v)) return true;
-  return false;
+  gpuschedule::flattenProduct(e, out);
 }
 
 void Lowerer::decompose(const std::vector<std::size_t>& group, const Ranges& r, const Expr& g) {
@@ -491,31 +456,11 @@ Expr Lowerer::both(const Expr& a, const Expr& b) {
 }
 
 std::string Lowerer::varNames(const Statement& st, const std::vector<std::size_t>& group) {
-  std::string t;
-  for (std::size_t v : group) t += (t.empty() ? "" : ",") + st.vars[v].name;
-  return t.empty() ? std::string("-") : t;
+  return gpuschedule::groupNames(st, group);
 }
 
 std::int64_t Lowerer::extentOfGroup(const std::vector<std::size_t>& group, const Ranges& r) {
-  std::int64_t n = 1;
-  for (std::size_t v : group) n *= r[v].second - r[v].first;
-  return n;
-}
-
-bool Lowerer::provenInBounds(const std::vector<const CExpr*>& fs) const {
-  std::function<bool(const CExpr&)> ok = [&](const CExpr& e) {
-    if (e.kind == CKind::Read)
-      for (std::size_t d = 0; d < e.subs.size(); ++d) {
-        if (e.subs[d].mode != IndexMode::Plain) continue;
-        if (!subscriptInBounds(e, d)) return false;
-      }
-    for (const auto& a : e.args)
-      if (!ok(*a)) return false;
-    return true;
-  };
-  for (const CExpr* f : fs)
-    if (!ok(*f)) return false;
-  return true;
+  return gpuschedule::groupExtent(group, r);
 }
 
 } // namespace einjit::codegen::lowering

@@ -1,11 +1,23 @@
 #pragma once
-// What the planners of a GPU contraction tile read (schedule/GpuSimtPlan.h,
-// schedule/GpuTensorCorePlan.h, schedule/GpuStagingPlan.h): the extents of the tile's index
-// groups and, per operand and for the output, the read-only access analysis over the call's
-// strides and alignment (unit strides along the reduction, 16-byte copies, row offsets in 32
-// bits). gpu/ gathers it from a tile's index groups (Lowerer::tileInput), emitting nothing; the
-// planners are free functions of this value and the Target.
+// What the GPU planners read, as two values computed before anything is planned or emitted.
+// GpuStatementInput: one statement's facts, once (gpuStatementInput, schedule/GpuStatementPlan.h):
+// its box, the call's buffers, which thread families apply, the layout copies relayoutPlan
+// chose, its residue phases and its rectangular core; planGpuStatement orders the families over
+// it. GpuPlanInput: one tile's, gathered from its index groups (tileInput,
+// schedule/GpuTileGroups.h): the extents of the groups and, per operand and for the output, the
+// access analysis over the buffers (unit strides along the reduction, 16-byte copies, row
+// offsets in 32 bits); the tile planners (schedule/GpuSimtPlan.h, GpuTensorCorePlan.h,
+// GpuStagingPlan.h) are free functions of it and the Target.
+#include "codegen/schedule/AccessBounds.h"
+#include "codegen/schedule/DependentRanges.h"
+#include "codegen/schedule/GpuAccess.h"
+#include "codegen/schedule/GpuTile.h"
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +29,11 @@ struct GpuOperandAccess {
   // consecutive k.
   bool kFast = false;
   // Elements per aligned 16-byte asynchronous copy along the reduction (kFast) or along its rows,
-  // or 0 where the operand cannot be copied so (Lowerer::vectorRead: a single read proven in
+  // or 0 where the operand cannot be copied so (gpuschedule::vectorRead: a single read proven in
   // bounds, contiguous in runs of whole vectors; a masked operand only along the channel run last
   // with its masks on other indices).
   int vector = 0;
-  // A single read whose row part of the offset fits a 32-bit table (Lowerer::separableRead).
+  // A single read whose row part of the offset fits a 32-bit table (gpuschedule::separableRead).
   bool separable = false;
   // The dependent reduction indices it is masked to ("a,b"; "": none).
   std::string masked;
@@ -43,6 +55,24 @@ struct GpuPlanInput {
   int outputVector = 0;
   bool outputOwned = false;
   std::string I, J, K, B; // the groups' index names ("i,j"; B "" when empty)
+};
+
+// One GPU statement's facts, computed once before its family is planned.
+struct GpuStatementInput {
+  const dsl::Program* program = nullptr;
+  const dsl::BoundProgram* binding = nullptr;
+  std::size_t stmt = 0;
+  std::string base;                // its functions' names start so ("s3")
+  Box ranges;                      // its box (each dependent range's hull)
+  gpuschedule::GpuBuffers buffers; // the call's strides and alignment
+  bool split = false;              // its schedule splits the reduction (Schedule.h)
+  bool independent = false;        // its output elements are independent (independentOutputs)
+  bool inPlace = false;            // it updates its output in place (dsl/InPlace.h)
+  bool atomic = false;             // a '+=' scatter that may add several times into one element
+  // The layout copies a tile of it runs over (gpuschedule::relayoutPlan), or none.
+  std::optional<GpuRelayoutPlan> relayout;
+  std::vector<PhaseSub> phases; // its residue phases (residuePhases; empty: none)
+  std::optional<Box> core;      // its rectangular core (coreRanges), where it has one
 };
 
 } // namespace einjit::codegen

@@ -3,9 +3,15 @@
 // residue phases of tiles, the core of a core/border split, or threads), the layout copies
 // around its tile, each tile's statement, box, index groups and schedule (family, shape,
 // operands' staging, stages, split-K: GpuTilePlan, from the planners of schedule/), and the
-// residue phases' split. Lowerer::planGpuStatement (gpu/GpuStatement.cpp) decides it, emitting
-// nothing; Lowerer::gpuStatement carries it out; codegen::planGpuStatement (Lower.h) gives it
-// without lowering (tests).
+// residue phases' split. gpuschedule::planGpuStatement decides it, a free function of the
+// statement's facts (GpuStatementInput, computed once) and the Target, trying the families in
+// their order (each family's planner in its own file: GpuTileGroups, GpuPhases, GpuCoreBorder);
+// Lowerer::gpuStatement (gpu/GpuStatement.cpp) carries it out, deciding nothing;
+// codegen::planGpuStatement (Lower.h) gives it without lowering (tests).
+#include "codegen/Schedule.h"
+#include "codegen/Target.h"
+#include "codegen/schedule/DependentRanges.h"
+#include "codegen/schedule/GpuPlanInput.h"
 #include "codegen/schedule/GpuTile.h"
 #include "dsl/Binding.h"
 #include "dsl/Program.h"
@@ -18,15 +24,6 @@
 #include <vector>
 
 namespace einjit::codegen {
-
-// A residue phase of a strided reduction (planPhases, and the CPU's packed phases): slot `out`
-// holds q with the original index u = g*q + rho, and slot `red` holds m with the original
-// h = a*q + m.
-struct PhaseSub {
-  std::size_t out = 0, red = 0;
-  std::int64_t g = 1, rho = 0, a = 0;
-  std::int64_t hullLo = 0, hullHi = 0; // h's original hull
-};
 
 // The index groups of a contraction tile over L * R (tileGroups): I the output indices only L
 // uses, J those only R uses (the output's fastest among them), B the other output indices
@@ -78,5 +75,27 @@ struct GpuStatementPlan {
 // One line: the family; for a tile family the note of its last tile (shape, staging, stages,
 // split-K), the phases' split, the copies, as lowering writes it (describe(GpuTileSchedule)).
 std::string describe(const GpuStatementPlan& p);
+
+namespace gpuschedule {
+
+// Statement k's facts for its plan: its box `ranges` and schedule `sched`, the call's buffers;
+// the layout copies, residue phases and core computed here, once.
+GpuStatementInput gpuStatementInput(const dsl::Program& p, const dsl::BoundProgram& b,
+                                    std::size_t k, const StatementSchedule& sched,
+                                    const Box& ranges, const GpuBuffers& buffers);
+
+// The family order (docs/GPU_SCHEDULES.md, "The family order"), the whole plan decided before
+// anything is emitted: a split reduction where the schedule chose one; for independent outputs
+// the first tile family that applies, else one thread per element; in place; atomic adds for
+// scatters; else one thread. The tile families in turn: a tile over the layout copies, a plain
+// tile, residue phases over the copies, plain residue phases, a core/border split's core.
+// The copies come first because relayoutPlan asks for them only where they measured faster
+// than the tile over the call's layout. The later families take what the earlier refuse: a
+// plain tile masks dependent ranges that fill at least half their hulls; residue phases take
+// the strided ones that fill a sliver; a core/border split the other dependent ranges that read
+// one output index each.
+GpuStatementPlan planGpuStatement(const GpuStatementInput& in, const Target& t);
+
+} // namespace gpuschedule
 
 } // namespace einjit::codegen
