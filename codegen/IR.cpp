@@ -497,6 +497,19 @@ private:
   const Expr& value_;
 };
 
+class MaskLoads : public Mutator {
+public:
+  explicit MaskLoads(const Expr& mask) : mask_(mask) {}
+  Expr mutateLoad(const Expr&, const Load& n) override {
+    Expr i = mutate(n.index);
+    Expr m = n.mask ? binary(BinOp::And, mutate(n.mask), mask_) : mask_;
+    return maskedLoad(n.type, n.buffer, i, m);
+  }
+
+private:
+  const Expr& mask_;
+};
+
 class Uses : public Visitor {
 public:
   explicit Uses(const std::string& name) : name_(name) {}
@@ -517,6 +530,11 @@ Expr substitute(const Expr& e, const std::string& name, const Expr& value) {
 Stmt substitute(const Stmt& st, const std::string& name, const Expr& value) {
   Substitute s(name, value);
   return s.mutate(st);
+}
+
+Expr maskLoads(const Expr& e, const Expr& mask) {
+  MaskLoads m(mask);
+  return m.mutate(e);
 }
 
 bool dependsOn(const Expr& e, const std::string& name) {

@@ -375,6 +375,8 @@ public:
 // Replaces variable `name` by `value` everywhere.
 Expr substitute(const Expr& e, const std::string& name, const Expr& value);
 Stmt substitute(const Stmt& s, const std::string& name, const Expr& value);
+// Every load of e read only where `mask` holds (maskedLoad; a load's own mask is kept, and-ed).
+Expr maskLoads(const Expr& e, const Expr& mask);
 bool dependsOn(const Expr& e, const std::string& name);
 // The coefficient of `name` when e is affine in it (other variables and loads are treated as
 // constants); nothing when it is not affine (a product of two uses, a division, a load of it).

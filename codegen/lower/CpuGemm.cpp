@@ -71,20 +71,6 @@ void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
   for (const ConcreteBound& a : c.args) boundVarsOf(a, vars);
 }
 
-// Every load of an expression read only where `mask` holds (ir::maskedLoad).
-class MaskLoads : public ir::Mutator {
-public:
-  explicit MaskLoads(Expr mask) : mask_(std::move(mask)) {}
-  Expr mutateLoad(const Expr&, const ir::Load& n) override {
-    Expr i = mutate(n.index);
-    Expr m = n.mask ? ir::binary(BinOp::And, mutate(n.mask), mask_) : mask_;
-    return ir::maskedLoad(n.type, n.buffer, i, m);
-  }
-
-private:
-  Expr mask_;
-};
-
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
 constexpr std::int64_t kGroupElements = 64;
@@ -289,7 +275,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         }
       varExpr_[side] = saved;
       Expr v = readAt(at, true);
-      if (ok) v = MaskLoads(ok).mutate(v);
+      if (ok) v = ir::maskLoads(v, ok);
       return ir::forLoop(ls, imm(0), imm(w), ForKind::Vectorized,
                          ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v), g.width);
     };
@@ -509,7 +495,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
           lanes = conj(lanes, ir::binary(BinOp::And,
                                          ir::binary(BinOp::Ge, varExpr_[u], boundExpr(bs.loBound[u])),
                                          less(varExpr_[u], boundExpr(bs.hiBound[u]))));
-        opB = MaskLoads(lanes).mutate(opB);
+        opB = ir::maskLoads(opB, lanes);
       }
     } else
       opB = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
