@@ -342,39 +342,48 @@ TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled")
 }
 
 // The stride-2 input gradient of a convolution runs as four residue phases, each a packed GEMM,
-// in one function whose tasks run the phases in turn; each phase's part of a task is an
-// outlined function compiled as a module of its own (codegen::separateParts); in f32 above
-// the size where code generation leaves out loop strength reduction (Jit.cpp), in f64 (half
-// the tile's columns) below it. Its results are the interpreter's, f32 and f64.
+// in one function whose tasks run the phases in turn; the phase's part of a task is an
+// outlined function compiled as a module of its own (codegen::separateParts). Where the phases
+// differ only in constants (an even image: the same extents in every phase), one copy of their
+// code runs every phase (passes::mergeVariants): one product part and one packing part in
+// place of one each per phase; otherwise (an odd image) each phase has its own. In f32 and
+// f64, the results are the interpreter's.
 TEST_CASE("jit_compile: a strided gradient's residue phases compile apart") {
   Kernel g = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]").gradient({"x"});
-  for (DType dt : {DType::f32, DType::f64}) {
-    const char* dtype = dt == DType::f32 ? "f32" : "f64";
-    CAPTURE(dtype);
-    std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, 41, 43}, dt, 1)},
-                                     {"k", Tensor::random({24, 16, 3, 3}, dt, 2)},
-                                     {"dy", Tensor::random({2, 24, 20, 21}, dt, 3)}};
-    const std::vector<einjit::Arg> args = argsOf(g, in, {});
-    const std::string text = g.explain(args, true);
-    CAPTURE(text);
-    REQUIRE(text.find("4 residue phases, each a packed GEMM") != std::string::npos);
-    // Each phase's function (and each phase's packing loop) defined with external linkage in
-    // a module of its own, beside the entry point's.
-    std::set<std::size_t> definedIn;
-    std::size_t module = 0, parts = 0;
-    for (auto at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
-      const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
-      if (line.rfind("; ModuleID", 0) == 0) ++module;
-      if (line.rfind("define void @", 0) == 0 && line.find("_s0_phases.part") != std::string::npos) {
-        ++parts;
-        definedIn.insert(module);
+  for (bool even : {false, true})
+    for (DType dt : {DType::f32, DType::f64}) {
+      const char* dtype = dt == DType::f32 ? "f32" : "f64";
+      CAPTURE(dtype);
+      CAPTURE(even);
+      const std::int64_t h = even ? 40 : 41, w = even ? 42 : 43;
+      std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, h, w}, dt, 1)},
+                                       {"k", Tensor::random({24, 16, 3, 3}, dt, 2)},
+                                       {"dy", Tensor::random({2, 24, (h - 1) / 2, (w - 1) / 2}, dt, 3)}};
+      const std::vector<einjit::Arg> args = argsOf(g, in, {});
+      const std::string text = g.explain(args, true);
+      CAPTURE(text);
+      REQUIRE(text.find("4 residue phases, each a packed GEMM") != std::string::npos);
+      CHECK((text.find("one copy of the phases' code") != std::string::npos) == even);
+      // Each part (the phases' products and packing loops) defined with external linkage in
+      // a module of its own, beside the entry point's.
+      std::set<std::size_t> definedIn;
+      std::size_t module = 0, parts = 0;
+      for (auto at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
+        const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+        if (line.rfind("; ModuleID", 0) == 0) ++module;
+        if (line.rfind("define void @", 0) == 0 && line.find("_s0_phases.part") != std::string::npos) {
+          ++parts;
+          definedIn.insert(module);
+        }
       }
+      if (even)
+        CHECK(parts == 2);
+      else
+        CHECK(parts >= 4);
+      CHECK(definedIn.size() == parts);
+      Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
+      checkSame(g.call(args), ref.call(args), assigned(ref), dt);
     }
-    CHECK(parts >= 4);
-    CHECK(definedIn.size() == parts);
-    Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
-    checkSame(g.call(args), ref.call(args), assigned(ref), dt);
-  }
 }
 
 // Outlined loops that do enough work compile as modules of their own (codegen::separateParts):

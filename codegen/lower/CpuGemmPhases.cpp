@@ -192,8 +192,10 @@ bool Lowerer::emitGemmPhases(const Statement& st, const BoundStatement& bs, cons
   for (std::size_t i = 0; i < pieces.size(); ++i)
     emitGemm(pieces[i].st, pieces[i].bs, pieces[i].sched, rangesOf(pieces[i].bs),
              base + "_phase" + std::to_string(i), &parts[i]);
-  if (std::getenv("EJ_NO_MERGE") || !mergeGemmPhases(base, parts, funcs0, scratch0)) emitGemmProduct(base + "_phases", parts);
-  out_.notes.back() = describePhases(pieces.size(), *pieces.back().sched.gemm);
+  const bool merged = mergeGemmPhases(base, parts, funcs0, scratch0);
+  if (!merged) emitGemmProduct(base + "_phases", parts);
+  out_.notes.back() = describePhases(pieces.size(), *pieces.back().sched.gemm) +
+                      (merged ? "; one copy of the phases' code" : "");
   return true;
 }
 

@@ -11,15 +11,6 @@ namespace {
 
 // Thrown where the variants differ in more than constants.
 struct Mismatch {};
-#include <cstdio>
-#include <cstdlib>
-template <class V> [[noreturn]] void dbgFail(const V& v, int line) {
-  if (std::getenv("EJ_MERGE_DEBUG")) {
-    std::fprintf(stderr, "MISMATCH at line %d\n", line);
-    for (const auto& x : v) std::fprintf(stderr, "--- %s\n", x ? print(x).substr(0, 400).c_str() : "null");
-  }
-  throw Mismatch{};
-}
 
 // hi is lo + 1 as the lowering's lets build it (CodeGenLLVM emits such a loop as a binding).
 bool oneIteration(const For& n) {
@@ -55,19 +46,19 @@ public:
   Stmt stmt(const std::vector<Stmt>& v) {
     const Stmt& s0 = v[0];
     for (const Stmt& s : v)
-      if (!s || s->kind != s0->kind) dbgFail(v, __LINE__);
+      if (!s || s->kind != s0->kind) throw Mismatch{};
     switch (s0->kind) {
     case NodeKind::For: {
       auto f = cast<For>(v);
       const For& a = *f[0];
       for (const For* x : f)
-        if (x->var != a.var || x->forKind != a.forKind || x->width != a.width) dbgFail(v, __LINE__);
+        if (x->var != a.var || x->forKind != a.forKind || x->width != a.width) throw Mismatch{};
       const bool fixed = a.forKind == ForKind::Unrolled || a.forKind == ForKind::Vectorized ||
                          a.forKind == ForKind::Parallel;
       Expr lo, hi;
       if (fixed) { // the extents the code generator writes out or the runtime splits
         for (const For* x : f)
-          if (print(x->lo) != print(a.lo) || print(x->hi) != print(a.hi)) dbgFail(v, __LINE__);
+          if (print(x->lo) != print(a.lo) || print(x->hi) != print(a.hi)) throw Mismatch{};
         lo = a.lo;
         hi = a.hi;
       } else {
@@ -82,7 +73,7 @@ public:
     case NodeKind::Block: {
       auto b = cast<Block>(v);
       for (const Block* x : b)
-        if (x->stmts.size() != b[0]->stmts.size()) dbgFail(v, __LINE__);
+        if (x->stmts.size() != b[0]->stmts.size()) throw Mismatch{};
       std::vector<Stmt> out;
       for (std::size_t k = 0; k < b[0]->stmts.size(); ++k) {
         std::vector<Stmt> part;
@@ -95,7 +86,7 @@ public:
       auto s = cast<Store>(v);
       const Store& a = *s[0];
       for (const Store* x : s)
-        if (x->atomicAdd != a.atomicAdd || x->nonTemporal != a.nonTemporal) dbgFail(v, __LINE__);
+        if (x->atomicAdd != a.atomicAdd || x->nonTemporal != a.nonTemporal) throw Mismatch{};
       std::string name;
       Expr index = access(field(s, [](const Store& x) { return x.buffer; }),
                           field(s, [](const Store& x) { return x.index; }), &name);
@@ -106,7 +97,7 @@ public:
       auto c = cast<IfThen>(v);
       bool otherwise = static_cast<bool>(c[0]->otherwise);
       for (const IfThen* x : c)
-        if (static_cast<bool>(x->otherwise) != otherwise) dbgFail(v, __LINE__);
+        if (static_cast<bool>(x->otherwise) != otherwise) throw Mismatch{};
       Expr cond = expr(field(c, [](const IfThen& x) { return x.cond; }));
       Stmt then = stmt(field(c, [](const IfThen& x) { return x.then; }));
       Stmt other = otherwise ? stmt(field(c, [](const IfThen& x) { return x.otherwise; })) : nullptr;
@@ -117,7 +108,7 @@ public:
       std::int64_t size = 0;
       for (const Allocate* x : a) {
         if (x->buffer != a[0]->buffer || x->elem != a[0]->elem || x->shared != a[0]->shared)
-          dbgFail(v, __LINE__);
+          throw Mismatch{};
         size = std::max(size, x->size); // each variant indexes its own part of it
       }
       Stmt body = stmt(field(a, [](const Allocate& x) { return x.body; }));
@@ -127,7 +118,7 @@ public:
       auto e = cast<Evaluate>(v);
       return std::make_shared<Evaluate>(expr(field(e, [](const Evaluate& x) { return x.value; })));
     }
-    default: dbgFail(v, __LINE__); // the GPU's statements: not merged
+    default: throw Mismatch{}; // the GPU's statements: not merged
     }
   }
 
@@ -144,22 +135,22 @@ public:
     case NodeKind::FloatImm:
       for (const Expr& e : v)
         if (static_cast<const FloatImm&>(*e).value != static_cast<const FloatImm&>(*v[0]).value)
-          dbgFail(v, __LINE__);
+          throw Mismatch{};
       return v[0];
     case NodeKind::Var:
       for (const Expr& e : v)
-        if (static_cast<const Var&>(*e).name != static_cast<const Var&>(*v[0]).name) dbgFail(v, __LINE__);
+        if (static_cast<const Var&>(*e).name != static_cast<const Var&>(*v[0]).name) throw Mismatch{};
       return v[0];
     case NodeKind::Param:
       for (const Expr& e : v)
         if (static_cast<const Param&>(*e).index != static_cast<const Param&>(*v[0]).index)
-          dbgFail(v, __LINE__);
+          throw Mismatch{};
       return v[0];
     case NodeKind::Load: {
       auto l = cast<Load>(v);
       bool masked = static_cast<bool>(l[0]->mask);
       for (const Load* x : l)
-        if (static_cast<bool>(x->mask) != masked) dbgFail(v, __LINE__);
+        if (static_cast<bool>(x->mask) != masked) throw Mismatch{};
       std::string name;
       Expr index = access(field(l, [](const Load& x) { return x.buffer; }),
                           field(l, [](const Load& x) { return x.index; }), &name);
@@ -173,7 +164,7 @@ public:
     case NodeKind::Unary: {
       auto u = cast<Unary>(v);
       for (const Unary* x : u)
-        if (x->op != u[0]->op) dbgFail(v, __LINE__);
+        if (x->op != u[0]->op) throw Mismatch{};
       return std::make_shared<Unary>(u[0]->type, u[0]->op,
                                      expr(field(u, [](const Unary& x) { return x.a; })));
     }
@@ -199,7 +190,7 @@ public:
     case NodeKind::Call: {
       auto c = cast<Call>(v);
       for (const Call* x : c)
-        if (x->fn != c[0]->fn || x->args.size() != c[0]->args.size()) dbgFail(v, __LINE__);
+        if (x->fn != c[0]->fn || x->args.size() != c[0]->args.size()) throw Mismatch{};
       std::vector<Expr> args;
       for (std::size_t k = 0; k < c[0]->args.size(); ++k) {
         std::vector<Expr> part;
@@ -211,11 +202,11 @@ public:
     case NodeKind::Check: {
       auto c = cast<Check>(v);
       for (const Check* x : c)
-        if (x->extent != c[0]->extent) dbgFail(v, __LINE__);
+        if (x->extent != c[0]->extent) throw Mismatch{};
       return std::make_shared<Check>(expr(field(c, [](const Check& x) { return x.index; })),
                                      c[0]->extent);
     }
-    default: dbgFail(v, __LINE__);
+    default: throw Mismatch{};
     }
   }
 
@@ -265,7 +256,7 @@ private:
       } catch (const Mismatch&) {
       }
     }
-    dbgFail(v, __LINE__);
+    throw Mismatch{};
   }
   Expr folded(const std::vector<Expr>& v, BinOp op) {
     // Each variant as (x, c).
@@ -284,25 +275,25 @@ private:
           xs[i] = b.b;
           cs[i] = k;
         } else {
-          dbgFail(v, __LINE__);
+          throw Mismatch{};
         }
       } else if (op == BinOp::Mul && isConst(e, &k) && k == 0) {
         zero[i] = true; // x * 0: any x
         cs[i] = 0;
       } else {
-        if (e->type != Type::i64) dbgFail(v, __LINE__);
+        if (e->type != Type::i64) throw Mismatch{};
         xs[i] = e;
       }
     }
     Expr any;
     for (const Expr& x : xs)
       if (x) any = x;
-    if (!any) dbgFail(v, __LINE__);
+    if (!any) throw Mismatch{};
     // A variant whose x was dropped (multiplied by 0) takes another's: its value does not
     // matter, but it must be safe to evaluate anywhere (no loads, no checks).
     for (std::size_t i = 0; i < v.size(); ++i)
       if (zero[i]) {
-        if (!pure(any)) dbgFail(v, __LINE__);
+        if (!pure(any)) throw Mismatch{};
         xs[i] = any;
       }
     return binary(op, expr(xs), constant(cs));
