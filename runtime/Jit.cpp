@@ -123,7 +123,7 @@ static void writePerfMap(std::string_view obj,
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-7";
+constexpr const char* kCodegenVersion = "einjit-cpu-8";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
