@@ -15,11 +15,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/parallel_for.h>
@@ -384,6 +391,50 @@ TEST_CASE("jit_compile: a strided gradient's residue phases compile apart") {
       Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
       checkSame(g.call(args), ref.call(args), assigned(ref), dt);
     }
+}
+
+// EINJIT_PERF_MAP=1 writes every loaded JIT function to /tmp/perf-PID.map (address, size,
+// name) for perf: the parts, whose objects have no entry point, included (each object is
+// placed by one of its own global functions). The merged residue phases' entry point, product
+// part and packing part, and the packing's checked loop inside it.
+TEST_CASE("jit_compile: the perf map names every function, the parts' too") {
+  const std::string map = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(map.c_str());
+  REQUIRE(setenv("EINJIT_PERF_MAP", "1", 1) == 0);
+  einjit::clearCaches();
+  Kernel g = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]").gradient({"x"});
+  std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, 40, 42}, DType::f32, 1)},
+                                   {"k", Tensor::random({24, 16, 3, 3}, DType::f32, 2)},
+                                   {"dy", Tensor::random({2, 24, 19, 20}, DType::f32, 3)}};
+  const std::vector<einjit::Arg> args = argsOf(g, in, {});
+  const einjit::Outputs out = g.call(args);
+  CHECK(out.size() == 1);
+  unsetenv("EINJIT_PERF_MAP");
+  std::ifstream f(map);
+  REQUIRE(f.good());
+  std::set<std::string> names;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream words(line);
+    std::string at, size, name;
+    words >> std::hex >> at >> size >> name;
+    CHECK(std::stoull(at, nullptr, 16) != 0);
+    CHECK(std::stoull(size, nullptr, 16) != 0);
+    const auto cut = name.find("_s0_");
+    if (cut != std::string::npos) names.insert(name.substr(cut + 1));
+  }
+  f.close();
+  std::remove(map.c_str());
+  // The objects written beside the map (/tmp/perf-PID-SYMBOL.o).
+  const std::string objects = "perf-" + std::to_string(getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/tmp")) {
+    const std::string file = e.path().filename().string();
+    if (file.rfind(objects, 0) == 0 && file.size() > 2 && file.substr(file.size() - 2) == ".o")
+      std::filesystem::remove(e.path());
+  }
+  for (const char* want : {"s0_phases", "s0_phases_packA", "s0_phases.part1", "s0_phases.part2",
+                           "s0_phases.part2.gemm.l"})
+    CHECK(names.count(want) == 1);
+  einjit::clearCaches();
 }
 
 // Outlined loops that do enough work compile as modules of their own (codegen::separateParts):
