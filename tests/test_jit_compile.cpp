@@ -7,6 +7,7 @@
 
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/IR.h"
+#include "codegen/passes/MergeVariants.h"
 #include "einjit/Error.h"
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
@@ -391,6 +392,63 @@ TEST_CASE("jit_compile: a strided gradient's residue phases compile apart") {
       Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
       checkSame(g.call(args), ref.call(args), assigned(ref), dt);
     }
+}
+
+// passes::mergeVariants: three loops that differ only in integer constants, some of which the
+// IR's constructors folded away (r * 1, r + 0, r * 0 + 0), merged into one loop over the
+// variant, each differing constant a variable bound per variant; y's accesses moved by each
+// variant's offset (as the residue phases' scratch buffers). Run by the JIT, y holds what each
+// variant writes, worked out by hand. A variant with another shape does not merge.
+TEST_CASE("jit_compile: variants that differ in constants merge into one loop") {
+  using ir::ForKind;
+  const ir::Type f32 = ir::Type::f32;
+  const ir::Expr r = ir::var("r");
+  // for r in lo:hi { y[r * s + o] = 2 x[r + c] }
+  auto variant = [&](std::int64_t lo, std::int64_t hi, std::int64_t s, std::int64_t o,
+                     std::int64_t c) {
+    return ir::forLoop(
+        "r", ir::intImm(lo), ir::intImm(hi), ForKind::Serial,
+        ir::store("y", ir::add(ir::mul(r, ir::intImm(s)), ir::intImm(o)),
+                  ir::mul(ir::load(f32, "x", ir::add(r, ir::intImm(c))), ir::floatImm(f32, 2))));
+  };
+  const std::vector<ir::Stmt> variants{variant(0, 4, 1, 0, 0), variant(1, 5, 2, 1, 3),
+                                       variant(0, 3, 0, 0, 2)};
+  const std::int64_t offsets[] = {0, 8, 20};
+  const einjit::codegen::passes::BufferRename rename = [&](std::size_t v, const std::string& b) {
+    return b == "y" ? std::optional<einjit::codegen::passes::MergedBuffer>({"y", offsets[v]})
+                    : std::nullopt;
+  };
+  std::vector<std::pair<std::string, ir::Expr>> lets;
+  const std::optional<ir::Stmt> merged =
+      einjit::codegen::passes::mergeVariants(variants, "sel", rename, &lets);
+  REQUIRE(merged);
+  CHECK(!lets.empty());
+  ir::Stmt body = *merged;
+  for (std::size_t k = lets.size(); k-- > 0;)
+    body = ir::forLoop(lets[k].first, lets[k].second, ir::add(lets[k].second, ir::intImm(1)),
+                       ForKind::Serial, body);
+  body = ir::forLoop("sel", ir::intImm(0), ir::intImm(3), ForKind::Serial, body);
+  CAPTURE(ir::print(body));
+  auto code = einjit::runtime::jitCompile({func("variants", body)}, false);
+  std::vector<float> x(24), y(32, -1.0f);
+  for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(5 * i) - 11.0f;
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  CHECK(status == 0);
+  std::vector<float> want(32, -1.0f);
+  for (int i = 0; i < 4; ++i) want[static_cast<std::size_t>(i)] = 2 * x[static_cast<std::size_t>(i)];
+  for (int i = 1; i < 5; ++i)
+    want[static_cast<std::size_t>(8 + 2 * i + 1)] = 2 * x[static_cast<std::size_t>(i + 3)];
+  want[20] = 2 * x[4]; // every r writes y[20]: the last one stays
+  for (std::size_t k = 0; k < y.size(); ++k) {
+    CAPTURE(k);
+    CHECK(y[k] == want[k]);
+  }
+  // One more statement in one variant: not merged.
+  std::vector<ir::Stmt> other = variants;
+  other[1] = ir::block({variants[1], variants[1]});
+  CHECK(!einjit::codegen::passes::mergeVariants(other, "sel", rename, &lets));
 }
 
 // EINJIT_PERF_MAP=1 writes every loaded JIT function to /tmp/perf-PID.map (address, size,
