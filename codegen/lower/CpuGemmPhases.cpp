@@ -257,9 +257,9 @@ bool Lowerer::mergeGemmPhases(const std::string& base, std::vector<GemmTasks>& p
     ir::Func f = first;
     for (std::size_t i = 0; i < n; ++i) {
       const ir::Func& g = out_.funcs[funcs0 + i * perFuncs + j];
-      if (g.name != prefix(i) + first.name.substr(prefix(0).size()) || g.parallel != first.parallel ||
-          g.parallelLo != first.parallelLo || g.parallelHi != first.parallelHi ||
-          g.explicitCode != first.explicitCode)
+      if (g.name != prefix(i) + first.name.substr(prefix(0).size()) ||
+          g.parallel != first.parallel || g.parallelLo != first.parallelLo ||
+          g.parallelHi != first.parallelHi || g.explicitCode != first.explicitCode)
         return false;
       f.grain = std::min(f.grain, g.grain);
       bodies.push_back(g.body);
@@ -289,8 +289,9 @@ bool Lowerer::mergeGemmPhases(const std::string& base, std::vector<GemmTasks>& p
   for (ScratchBuffer& b : scratch) out_.scratch.push_back(std::move(b));
   // The phase's product outlined (a module of its own: below the size where the JIT's code
   // generation drops loop strength reduction, which its micro-kernel's loop needs).
-  Stmt product = ir::forLoop("gemm.part", ir::var("gemm.task"),
-                             ir::add(ir::var("gemm.task"), ir::intImm(1)), ForKind::Outlined, *body);
+  Stmt product =
+      ir::forLoop("gemm.part", ir::var("gemm.task"), ir::add(ir::var("gemm.task"), ir::intImm(1)),
+                  ForKind::Outlined, *body);
   emitGemmProduct(merged, {GemmTasks{phases(product), parts[0].tasks, parts[0].groups, flops,
                                      parts[0].parallel}});
   return true;

@@ -100,7 +100,8 @@ public:
         if (static_cast<bool>(x->otherwise) != otherwise) throw Mismatch{};
       Expr cond = expr(field(c, [](const IfThen& x) { return x.cond; }));
       Stmt then = stmt(field(c, [](const IfThen& x) { return x.then; }));
-      Stmt other = otherwise ? stmt(field(c, [](const IfThen& x) { return x.otherwise; })) : nullptr;
+      Stmt other =
+          otherwise ? stmt(field(c, [](const IfThen& x) { return x.otherwise; })) : nullptr;
       return std::make_shared<IfThen>(cond, then, other);
     }
     case NodeKind::Allocate: {
@@ -139,7 +140,8 @@ public:
       return v[0];
     case NodeKind::Var:
       for (const Expr& e : v)
-        if (static_cast<const Var&>(*e).name != static_cast<const Var&>(*v[0]).name) throw Mismatch{};
+        if (static_cast<const Var&>(*e).name != static_cast<const Var&>(*v[0]).name)
+          throw Mismatch{};
       return v[0];
     case NodeKind::Param:
       for (const Expr& e : v)
@@ -159,7 +161,8 @@ public:
     }
     case NodeKind::Cast: {
       auto c = cast<Cast>(v);
-      return std::make_shared<Cast>(c[0]->type, expr(field(c, [](const Cast& x) { return x.value; })));
+      return std::make_shared<Cast>(c[0]->type,
+                                    expr(field(c, [](const Cast& x) { return x.value; })));
     }
     case NodeKind::Unary: {
       auto u = cast<Unary>(v);

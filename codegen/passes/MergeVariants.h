@@ -20,8 +20,8 @@ struct MergedBuffer {
   std::string name;
   std::int64_t offset = 0;
 };
-using BufferRename = std::function<std::optional<MergedBuffer>(std::size_t variant,
-                                                               const std::string& buffer)>;
+using BufferRename =
+    std::function<std::optional<MergedBuffer>(std::size_t variant, const std::string& buffer)>;
 
 // The merged statement, in which variable `selector` (bound by the caller, over [0, size of
 // variants)) picks the variant; nullopt where the variants differ in anything but integer
@@ -31,8 +31,9 @@ using BufferRename = std::function<std::optional<MergedBuffer>(std::size_t varia
 // With `bindings`, each constant that differs is a variable instead (named after the
 // selector), whose value (an expression of the selector) the caller binds around the merged
 // statement: bindings gets each name and value.
-std::optional<ir::Stmt> mergeVariants(const std::vector<ir::Stmt>& variants,
-                                      const std::string& selector, const BufferRename& rename,
-                                      std::vector<std::pair<std::string, ir::Expr>>* bindings = nullptr);
+std::optional<ir::Stmt>
+mergeVariants(const std::vector<ir::Stmt>& variants, const std::string& selector,
+              const BufferRename& rename,
+              std::vector<std::pair<std::string, ir::Expr>>* bindings = nullptr);
 
 } // namespace einjit::codegen::passes
