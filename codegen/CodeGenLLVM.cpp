@@ -61,6 +61,35 @@ public:
   void visitCheck(const Check&) override { any = true; }
 };
 
+// The coefficient of `name` where e is affine in it, an expression of e's other variables
+// (treated as fixed), constants folded; nothing where e is not affine in it.
+std::optional<Expr> coefficientOf(const Expr& e, const std::string& name) {
+  if (!dependsOn(e, name)) return intImm(0);
+  if (e->kind == NodeKind::Var) return intImm(1);
+  if (e->kind != NodeKind::Binary) return std::nullopt;
+  const auto& b = static_cast<const Binary&>(*e);
+  if (b.type != Type::i64) return std::nullopt;
+  switch (b.op) {
+  case BinOp::Add:
+  case BinOp::Sub: {
+    const std::optional<Expr> ca = coefficientOf(b.a, name), cb = coefficientOf(b.b, name);
+    if (!ca || !cb) return std::nullopt;
+    return binary(b.op, *ca, *cb);
+  }
+  case BinOp::Mul:
+    if (!dependsOn(b.a, name)) {
+      const std::optional<Expr> cb = coefficientOf(b.b, name);
+      return cb ? std::optional<Expr>(mul(b.a, *cb)) : std::nullopt;
+    }
+    if (!dependsOn(b.b, name)) {
+      const std::optional<Expr> ca = coefficientOf(b.a, name);
+      return ca ? std::optional<Expr>(mul(*ca, b.b)) : std::nullopt;
+    }
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
 class UsedBuffers : public Visitor {
 public:
   std::set<std::string> names;
@@ -218,11 +247,12 @@ private:
     llvm::Value* lo;
     std::size_t lets; // lets_ bound outside the loop
     std::size_t inner;  // innerVars_ bound outside the loop
-    std::map<std::tuple<llvm::Value*, std::int64_t, std::string>, llvm::PHINode*> pointers;
+    // By buffer, coefficient (printed) and the index's part fixed in the loop.
+    std::map<std::tuple<llvm::Value*, std::string, std::string>, llvm::PHINode*> pointers;
     struct Step {
       llvm::PHINode* phi;
       llvm::Type* elem;
-      std::int64_t coefficient;
+      llvm::Value* coefficient; // fixed in the loop (computed before it)
     };
     std::vector<Step> steps; // in creation order (the IR is deterministic)
   };
@@ -368,12 +398,17 @@ private:
     NotMovable notMovable;
     notMovable.visit(full);
     if (notMovable.any) return plain();
-    const std::optional<std::int64_t> c = linearCoefficient(full, loop->var);
-    if (!c || *c == 0) return plain();
+    // The coefficient: a constant, or an expression of what the loop does not change (a
+    // merged residue phase's stride, a variable of the phase).
+    const std::optional<Expr> c = coefficientOf(full, loop->var);
+    std::int64_t cc = 0;
+    if (!c || (isConst(*c, &cc) && cc == 0)) return plain();
     std::vector<std::pair<std::string, llvm::Value*>> inner;
     for (std::size_t k = loop->inner; k < innerVars_.size(); ++k)
       inner.emplace_back(innerVars_[k], vars_.at(innerVars_[k]));
     if (inVector()) inner.emplace_back(vecVar_, vecBase_);
+    for (const auto& v : inner)
+      if (dependsOn(*c, v.first)) return plain();
     Expr fixed = substitute(full, loop->var, intImm(0));
     std::int64_t offset = 0;
     for (const auto& [v, value] : inner) {
@@ -384,19 +419,20 @@ private:
       offset += *cv * k->getSExtValue();
       fixed = substitute(fixed, v, intImm(0));
     }
-    llvm::PHINode*& phi = loop->pointers[{buf.ptr, *c, print(fixed)}];
+    llvm::PHINode*& phi = loop->pointers[{buf.ptr, print(*c), print(fixed)}];
     if (!phi) {
       const llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
       const std::string vec = std::exchange(vecVar_, std::string());
       b_.SetInsertPoint(loop->pre->getTerminator());
-      llvm::Value* start = b_.CreateAdd(b_.CreateMul(loop->lo, b_.getInt64(*c)), expr(fixed));
+      llvm::Value* step = expr(*c);
+      llvm::Value* start = b_.CreateAdd(b_.CreateMul(loop->lo, step), expr(fixed));
       llvm::Value* first = b_.CreateGEP(buf.elem, buf.ptr, start);
       vecVar_ = vec;
       b_.SetInsertPoint(loop->head, loop->head->getFirstInsertionPt());
       phi = b_.CreatePHI(b_.getPtrTy(), 2, loop->var + ".ptr");
       phi->addIncoming(first, loop->pre);
       b_.restoreIP(ip);
-      loop->steps.push_back({phi, buf.elem, *c});
+      loop->steps.push_back({phi, buf.elem, step});
     }
     return b_.CreateGEP(buf.elem, phi, b_.getInt64(static_cast<std::uint64_t>(offset)));
   }
@@ -1032,7 +1068,9 @@ private:
     llvm::Value* next = b_.CreateAdd(x, b_.getInt64(static_cast<std::uint64_t>(step)), "",
                                      /*HasNUW=*/false, /*HasNSW=*/true);
     for (const StridedLoop::Step& s : strided.steps)
-      s.phi->addIncoming(b_.CreateGEP(s.elem, s.phi, b_.getInt64(s.coefficient * step)),
+      s.phi->addIncoming(b_.CreateGEP(s.elem, s.phi,
+                                      step == 1 ? s.coefficient
+                                                : b_.CreateMul(s.coefficient, b_.getInt64(static_cast<std::uint64_t>(step)))),
                          b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
     x->addIncoming(next, b_.GetInsertBlock());

@@ -35,6 +35,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <string_view>
 #include <map>
 #include <mutex>
@@ -53,8 +55,10 @@ namespace einjit::runtime {
 
 // With EINJIT_PERF_MAP set, each loaded function's address, size and name go to
 // /tmp/perf-PID.map, where `perf report` finds names for JIT code, and the object to
-// /tmp/perf-PID-SYMBOL.o.
-static void writePerfMap(std::string_view obj, const std::map<std::string, std::uint64_t>& addrs) {
+// /tmp/perf-PID-SYMBOL.o. `address` finds a global function's loaded address by its name (an
+// object without an entry point, such as an outlined part, is placed by a function of its own).
+static void writePerfMap(std::string_view obj,
+                         const std::function<std::optional<std::uint64_t>(const std::string&)>& address) {
   static std::mutex mu;
   auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, "einjit"));
   if (!file) {
@@ -80,11 +84,18 @@ static void writePerfMap(std::string_view obj, const std::map<std::string, std::
     }
     if (*type != llvm::object::SymbolRef::ST_Function) continue;
     fns.emplace_back(name->str(), sym);
-    auto it = addrs.find(name->str());
-    if (it != addrs.end() && !anchored) {
-      delta = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(*value);
+    if (anchored) continue;
+    auto flags = sym.getFlags();
+    if (!flags) {
+      llvm::consumeError(flags.takeError());
+      continue;
+    }
+    if (!(*flags & llvm::object::SymbolRef::SF_Global) || (*flags & llvm::object::SymbolRef::SF_Undefined))
+      continue;
+    if (const std::optional<std::uint64_t> at = address(name->str())) {
+      delta = static_cast<std::int64_t>(*at) - static_cast<std::int64_t>(*value);
       anchored = true;
-      anchor = it->first;
+      anchor = name->str();
     }
   }
   if (!anchored) return;
@@ -112,7 +123,7 @@ static void writePerfMap(std::string_view obj, const std::map<std::string, std::
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-7";
+constexpr const char* kCodegenVersion = "einjit-cpu-8";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -478,8 +489,18 @@ struct Engine {
       fns.push_back(addr.toPtr<KernelFn>());
       addrs[prefix + f.name] = addr.getValue();
     }
-    if (std::getenv("EINJIT_PERF_MAP"))
-      for (std::string_view obj : objects) writePerfMap(obj, addrs);
+    if (std::getenv("EINJIT_PERF_MAP")) {
+      auto address = [&](const std::string& name) -> std::optional<std::uint64_t> {
+        if (auto it = addrs.find(name); it != addrs.end()) return it->second;
+        auto at = jit->lookup(jd, name);
+        if (!at) {
+          llvm::consumeError(at.takeError());
+          return std::nullopt;
+        }
+        return at->getValue();
+      };
+      for (std::string_view obj : objects) writePerfMap(obj, address);
+    }
     code.fns = std::move(fns);
     code.resource = std::move(resource);
   }

@@ -251,6 +251,13 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {0, 0},
        {1, 2}},
+      // Even sizes: every phase has the same extents, so the phases run one merged copy of
+      // their code (passes::mergeVariants), the tap ranges, strides and offsets variables.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 40, 42}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 2}},
       // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
       // own row body (the columns unrolled), the channels' last (4 rows) by the general code.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",

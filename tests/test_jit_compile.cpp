@@ -7,6 +7,7 @@
 
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/IR.h"
+#include "codegen/passes/MergeVariants.h"
 #include "einjit/Error.h"
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
@@ -15,11 +16,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #if EINJIT_HAVE_TBB
 #include <tbb/parallel_for.h>
@@ -342,39 +350,149 @@ TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled")
 }
 
 // The stride-2 input gradient of a convolution runs as four residue phases, each a packed GEMM,
-// in one function whose tasks run the phases in turn; each phase's part of a task is an
-// outlined function compiled as a module of its own (codegen::separateParts); in f32 above
-// the size where code generation leaves out loop strength reduction (Jit.cpp), in f64 (half
-// the tile's columns) below it. Its results are the interpreter's, f32 and f64.
+// in one function whose tasks run the phases in turn; the phase's part of a task is an
+// outlined function compiled as a module of its own (codegen::separateParts). Where the phases
+// differ only in constants (an even image: the same extents in every phase), one copy of their
+// code runs every phase (passes::mergeVariants): one product part and one packing part in
+// place of one each per phase; otherwise (an odd image) each phase has its own. In f32 and
+// f64, the results are the interpreter's.
 TEST_CASE("jit_compile: a strided gradient's residue phases compile apart") {
   Kernel g = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]").gradient({"x"});
-  for (DType dt : {DType::f32, DType::f64}) {
-    const char* dtype = dt == DType::f32 ? "f32" : "f64";
-    CAPTURE(dtype);
-    std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, 41, 43}, dt, 1)},
-                                     {"k", Tensor::random({24, 16, 3, 3}, dt, 2)},
-                                     {"dy", Tensor::random({2, 24, 20, 21}, dt, 3)}};
-    const std::vector<einjit::Arg> args = argsOf(g, in, {});
-    const std::string text = g.explain(args, true);
-    CAPTURE(text);
-    REQUIRE(text.find("4 residue phases, each a packed GEMM") != std::string::npos);
-    // Each phase's function (and each phase's packing loop) defined with external linkage in
-    // a module of its own, beside the entry point's.
-    std::set<std::size_t> definedIn;
-    std::size_t module = 0, parts = 0;
-    for (auto at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
-      const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
-      if (line.rfind("; ModuleID", 0) == 0) ++module;
-      if (line.rfind("define void @", 0) == 0 && line.find("_s0_phases.part") != std::string::npos) {
-        ++parts;
-        definedIn.insert(module);
+  for (bool even : {false, true})
+    for (DType dt : {DType::f32, DType::f64}) {
+      const char* dtype = dt == DType::f32 ? "f32" : "f64";
+      CAPTURE(dtype);
+      CAPTURE(even);
+      const std::int64_t h = even ? 40 : 41, w = even ? 42 : 43;
+      std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, h, w}, dt, 1)},
+                                       {"k", Tensor::random({24, 16, 3, 3}, dt, 2)},
+                                       {"dy", Tensor::random({2, 24, (h - 1) / 2, (w - 1) / 2}, dt, 3)}};
+      const std::vector<einjit::Arg> args = argsOf(g, in, {});
+      const std::string text = g.explain(args, true);
+      CAPTURE(text);
+      REQUIRE(text.find("4 residue phases, each a packed GEMM") != std::string::npos);
+      CHECK((text.find("one copy of the phases' code") != std::string::npos) == even);
+      // Each part (the phases' products and packing loops) defined with external linkage in
+      // a module of its own, beside the entry point's.
+      std::set<std::size_t> definedIn;
+      std::size_t module = 0, parts = 0;
+      for (auto at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) {
+        const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+        if (line.rfind("; ModuleID", 0) == 0) ++module;
+        if (line.rfind("define void @", 0) == 0 && line.find("_s0_phases.part") != std::string::npos) {
+          ++parts;
+          definedIn.insert(module);
+        }
       }
+      if (even)
+        CHECK(parts == 2);
+      else
+        CHECK(parts >= 4);
+      CHECK(definedIn.size() == parts);
+      Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
+      checkSame(g.call(args), ref.call(args), assigned(ref), dt);
     }
-    CHECK(parts >= 4);
-    CHECK(definedIn.size() == parts);
-    Kernel ref = einjit::compile(g.source(), on(Device::reference(), dt));
-    checkSame(g.call(args), ref.call(args), assigned(ref), dt);
+}
+
+// passes::mergeVariants: three loops that differ only in integer constants, some of which the
+// IR's constructors folded away (r * 1, r + 0, r * 0 + 0), merged into one loop over the
+// variant, each differing constant a variable bound per variant; y's accesses moved by each
+// variant's offset (as the residue phases' scratch buffers). Run by the JIT, y holds what each
+// variant writes, worked out by hand. A variant with another shape does not merge.
+TEST_CASE("jit_compile: variants that differ in constants merge into one loop") {
+  using ir::ForKind;
+  const ir::Type f32 = ir::Type::f32;
+  const ir::Expr r = ir::var("r");
+  // for r in lo:hi { y[r * s + o] = 2 x[r + c] }
+  auto variant = [&](std::int64_t lo, std::int64_t hi, std::int64_t s, std::int64_t o,
+                     std::int64_t c) {
+    return ir::forLoop(
+        "r", ir::intImm(lo), ir::intImm(hi), ForKind::Serial,
+        ir::store("y", ir::add(ir::mul(r, ir::intImm(s)), ir::intImm(o)),
+                  ir::mul(ir::load(f32, "x", ir::add(r, ir::intImm(c))), ir::floatImm(f32, 2))));
+  };
+  const std::vector<ir::Stmt> variants{variant(0, 4, 1, 0, 0), variant(1, 5, 2, 1, 3),
+                                       variant(0, 3, 0, 0, 2)};
+  const std::int64_t offsets[] = {0, 8, 20};
+  const einjit::codegen::passes::BufferRename rename = [&](std::size_t v, const std::string& b) {
+    return b == "y" ? std::optional<einjit::codegen::passes::MergedBuffer>({"y", offsets[v]})
+                    : std::nullopt;
+  };
+  std::vector<std::pair<std::string, ir::Expr>> lets;
+  const std::optional<ir::Stmt> merged =
+      einjit::codegen::passes::mergeVariants(variants, "sel", rename, &lets);
+  REQUIRE(merged);
+  CHECK(!lets.empty());
+  ir::Stmt body = *merged;
+  for (std::size_t k = lets.size(); k-- > 0;)
+    body = ir::forLoop(lets[k].first, lets[k].second, ir::add(lets[k].second, ir::intImm(1)),
+                       ForKind::Serial, body);
+  body = ir::forLoop("sel", ir::intImm(0), ir::intImm(3), ForKind::Serial, body);
+  CAPTURE(ir::print(body));
+  auto code = einjit::runtime::jitCompile({func("variants", body)}, false);
+  std::vector<float> x(24), y(32, -1.0f);
+  for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(5 * i) - 11.0f;
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  CHECK(status == 0);
+  std::vector<float> want(32, -1.0f);
+  for (int i = 0; i < 4; ++i) want[static_cast<std::size_t>(i)] = 2 * x[static_cast<std::size_t>(i)];
+  for (int i = 1; i < 5; ++i)
+    want[static_cast<std::size_t>(8 + 2 * i + 1)] = 2 * x[static_cast<std::size_t>(i + 3)];
+  want[20] = 2 * x[4]; // every r writes y[20]: the last one stays
+  for (std::size_t k = 0; k < y.size(); ++k) {
+    CAPTURE(k);
+    CHECK(y[k] == want[k]);
   }
+  // One more statement in one variant: not merged.
+  std::vector<ir::Stmt> other = variants;
+  other[1] = ir::block({variants[1], variants[1]});
+  CHECK(!einjit::codegen::passes::mergeVariants(other, "sel", rename, &lets));
+}
+
+// EINJIT_PERF_MAP=1 writes every loaded JIT function to /tmp/perf-PID.map (address, size,
+// name) for perf: the parts, whose objects have no entry point, included (each object is
+// placed by one of its own global functions). The merged residue phases' entry point, product
+// part and packing part, and the packing's checked loop inside it.
+TEST_CASE("jit_compile: the perf map names every function, the parts' too") {
+  const std::string map = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(map.c_str());
+  REQUIRE(setenv("EINJIT_PERF_MAP", "1", 1) == 0);
+  einjit::clearCaches();
+  Kernel g = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]").gradient({"x"});
+  std::map<std::string, Tensor> in{{"x", Tensor::random({2, 16, 40, 42}, DType::f32, 1)},
+                                   {"k", Tensor::random({24, 16, 3, 3}, DType::f32, 2)},
+                                   {"dy", Tensor::random({2, 24, 19, 20}, DType::f32, 3)}};
+  const std::vector<einjit::Arg> args = argsOf(g, in, {});
+  const einjit::Outputs out = g.call(args);
+  CHECK(out.size() == 1);
+  unsetenv("EINJIT_PERF_MAP");
+  std::ifstream f(map);
+  REQUIRE(f.good());
+  std::set<std::string> names;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream words(line);
+    std::string at, size, name;
+    words >> std::hex >> at >> size >> name;
+    CHECK(std::stoull(at, nullptr, 16) != 0);
+    CHECK(std::stoull(size, nullptr, 16) != 0);
+    const auto cut = name.find("_s0_");
+    if (cut != std::string::npos) names.insert(name.substr(cut + 1));
+  }
+  f.close();
+  std::remove(map.c_str());
+  // The objects written beside the map (/tmp/perf-PID-SYMBOL.o).
+  const std::string objects = "perf-" + std::to_string(getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/tmp")) {
+    const std::string file = e.path().filename().string();
+    if (file.rfind(objects, 0) == 0 && file.size() > 2 && file.substr(file.size() - 2) == ".o")
+      std::filesystem::remove(e.path());
+  }
+  for (const char* want : {"s0_phases", "s0_phases_packA", "s0_phases.part1", "s0_phases.part2",
+                           "s0_phases.part2.gemm.l"})
+    CHECK(names.count(want) == 1);
+  einjit::clearCaches();
 }
 
 // Outlined loops that do enough work compile as modules of their own (codegen::separateParts):

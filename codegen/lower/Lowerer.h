@@ -551,6 +551,10 @@ private:
                       const std::string& base);
   // One task of a packed GEMM's product (it reads gemm.task and, for its scratch, gemm.g).
   using GemmTasks = lowering::GemmTasks;
+  // emitGemmPhases' phases, each lowered (parts, and the functions and scratch buffers from
+  // funcs0 and scratch0 on), as one copy of their code: true when merged and emitted.
+  bool mergeGemmPhases(const std::string& base, std::vector<GemmTasks>& parts, std::size_t funcs0,
+                       std::size_t scratch0);
   // Emits the packing functions and, unless `tasksOut` takes its task body, the product.
   void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                 const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
