@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -631,4 +632,21 @@ BENCHMARK(BM_Call_overhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 } // namespace
 
-BENCHMARK_MAIN();
+// OpenBLAS's worker threads spin for about 2^28 cycles after each call (its default thread
+// timeout) before they sleep: in the cases that alternate einjit and OpenBLAS in one process
+// (bench_gemm.cpp) they took the core einjit's second thread needed, and einjit's 2-thread
+// GEMM 1024 calls ran at 80 or at 135 GFLOP/s from one round to the next (bench/RESULTS.md,
+// "CPU: session 26 at its end"). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it is
+// loaded, so the process sets it (2^4 cycles: the workers sleep at once, as oneTBB's do) and
+// starts again; its own speed is unchanged. A value the user sets is kept.
+int main(int argc, char** argv) {
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    execv("/proc/self/exe", argv);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
