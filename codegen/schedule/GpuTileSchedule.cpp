@@ -1,5 +1,7 @@
 #include "codegen/schedule/GpuTileSchedule.h"
 
+#include "codegen/schedule/GpuAccess.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -129,15 +131,6 @@ struct RelayoutFacts {
     return strides[static_cast<std::size_t>(t)];
   }
 };
-
-void flattenProduct(const CExpr& e, std::vector<const CExpr*>& out) {
-  if (e.kind == CKind::Binary && e.binop == dsl::BinOp::Mul) {
-    flattenProduct(*e.args[0], out);
-    flattenProduct(*e.args[1], out);
-  } else {
-    out.push_back(&e);
-  }
-}
 
 // The batch indices of a '+' product: output indices of two values or more that every factor
 // uses.
