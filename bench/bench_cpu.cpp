@@ -632,13 +632,12 @@ BENCHMARK(BM_Call_overhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 } // namespace
 
-// OpenBLAS's worker threads spin for about 2^28 cycles after each call (its default thread
-// timeout) before they sleep: in the cases that alternate einjit and OpenBLAS in one process
-// (bench_gemm.cpp) they took the core einjit's second thread needed, and einjit's 2-thread
-// GEMM 1024 calls ran at 80 or at 135 GFLOP/s from one round to the next (bench/RESULTS.md,
-// "CPU: session 26 at its end"). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it is
-// loaded, so the process sets it (2^4 cycles: the workers sleep at once, as oneTBB's do) and
-// starts again; its own speed is unchanged. A value the user sets is kept.
+// OpenBLAS's worker threads spin through a long timeout after each call before they sleep: in
+// the cases that alternate einjit and OpenBLAS in one process (bench_gemm.cpp) they take the
+// core einjit's second thread needs, so einjit's next call measures the contention, not its
+// kernel. OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it is loaded, so the process sets it
+// (2^4 cycles: the workers sleep at once, as oneTBB's do) and starts again. A value the user
+// sets is kept.
 int main(int argc, char** argv) {
   if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);

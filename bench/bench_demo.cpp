@@ -7,6 +7,7 @@
 // for forward + backward (above 1: einjit faster). range: threads (oneTBB; oneDNN's OpenMP
 // follows the process's affinity, so run the 1-thread row under `taskset -c 0`).
 #include "einjit/einjit.h"
+#include "bench/Timing.h"
 
 #include <benchmark/benchmark.h>
 #include <dnnl.hpp>
@@ -26,17 +27,9 @@ using einjit::Tensor;
 
 namespace {
 
-double medianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using einjit::bench::median;
 
-double millis(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+double millis(const std::function<void()>& f) { return 1e3 * einjit::bench::seconds(f); }
 
 // oneDNN's forward, backward-data and backward-weights primitives of the layer, in the layouts
 // it prefers (format_tag::any), buffers filled with random values; reorders are not timed.
@@ -133,14 +126,14 @@ void BM_DemoLayer(benchmark::State& state) {
     fwdSpeed.push_back(c / a);
     allSpeed.push_back(d / b);
   }
-  state.counters["einjit_fwd_ms"] = medianOf(ef);
-  state.counters["einjit_fwd_bwd_ms"] = medianOf(eb);
-  state.counters["onednn_fwd_ms"] = medianOf(df);
-  state.counters["onednn_fwd_bwd_ms"] = medianOf(db);
-  state.counters["einjit_bwd_ratio"] = medianOf(eRatio);
-  state.counters["onednn_bwd_ratio"] = medianOf(dRatio);
-  state.counters["fwd_speed"] = medianOf(fwdSpeed);
-  state.counters["fwd_bwd_speed"] = medianOf(allSpeed);
+  state.counters["einjit_fwd_ms"] = median(ef);
+  state.counters["einjit_fwd_bwd_ms"] = median(eb);
+  state.counters["onednn_fwd_ms"] = median(df);
+  state.counters["onednn_fwd_bwd_ms"] = median(db);
+  state.counters["einjit_bwd_ratio"] = median(eRatio);
+  state.counters["onednn_bwd_ratio"] = median(dRatio);
+  state.counters["fwd_speed"] = median(fwdSpeed);
+  state.counters["fwd_bwd_speed"] = median(allSpeed);
   state.SetLabel("the demo's conv 3x3 stride 2, x 4x16x33x33, k 32x16x3x3");
 }
 BENCHMARK(BM_DemoLayer)->Arg(2)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);

@@ -5,6 +5,7 @@
 // size, dtype (0 f32, 1 f64), threads (oneTBB and OpenBLAS alike).
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
+#include "bench/Timing.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -23,17 +24,8 @@ using einjit::Tensor;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double seconds(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using einjit::bench::median;
+using einjit::bench::seconds;
 
 // The CPU time of every thread of the process, in seconds.
 double processCpu() {
