@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 namespace einjit::dsl {
 
@@ -131,8 +132,15 @@ std::pair<int, int> Sema::sizeArgs(const Expr& e) {
   if (t.name == p_.ast.stmts[static_cast<std::size_t>(k_)].output &&
       p_.tensors[static_cast<std::size_t>(id)].definedBy == k_)
     fail(src_, t.range, "the shape of '" + t.name + "' is being defined by this statement");
-  int dim = static_cast<int>(e.args[1]->number);
   int rank = p_.tensors[static_cast<std::size_t>(id)].rank;
+  // Literals reach 2^53 but a rank is an int: a dimension past int's range is out of range for
+  // any tensor, whether or not its rank is known yet.
+  const auto dim64 = static_cast<std::int64_t>(e.args[1]->number);
+  if (dim64 >= std::numeric_limits<int>::max())
+    fail(src_, e.args[1]->range,
+         "dimension " + std::to_string(dim64) + " is out of range for '" + t.name + "'" +
+             (rank >= 0 ? " of rank " + std::to_string(rank) : std::string()));
+  const int dim = static_cast<int>(dim64);
   if (rank < 0) pendingSizeChecks_.emplace_back(id, dim, e.args[1]->range);
   p_.sizeUses.push_back({id, dim, e.range});
   if (rank >= 0 && dim >= rank)

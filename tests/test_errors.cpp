@@ -125,6 +125,10 @@ std::vector<ErrorRow> rows() {
      "dimension 1 is out of range for 'x' of rank 1", 1, 23},
     {"size() dimension out of range, before the tensor is indexed",
      "y[i] := size(x, 3) + x[i]", {}, "dimension 3 is out of range for 'x' of rank 1", 1, 17},
+    {"size() dimension past int's range", "y[i] := x[i] / size(x,1777777777777777)", {},
+     "dimension 1777777777777777 is out of range for 'x'", 1, 23},
+    {"size() dimension past int's range, before the tensor is indexed",
+     "y[i] := size(x, 4294967296) + x[i]", {}, "dimension 4294967296 is out of range for 'x'", 1, 17},
     {"size() of the output being defined", "y[i] := x[i] where i in 0:size(y,0)", {},
      "the shape of 'y' is being defined by this statement", 1, 32},
 
