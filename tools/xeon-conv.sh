@@ -51,7 +51,8 @@ names=([10]="stride 1 forward" [11]="stride 1 input gradient" [12]="stride 1 wei
        [20]="stride 2 forward" [21]="stride 2 input gradient" [22]="stride 2 weight gradient")
 med() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "== median over rounds: oneDNN time / einjit time (each round's per-process median), einjit GFLOP/s"
-printf '%-26s %-16s %-8s %-34s %s\n' row bin threads "ratios by round" "median ratio / einjit GFLOP/s"
+printf '%-26s %-16s %-8s %-34s %s\n' row bin threads "ratios by round" \
+  "median: ratio, einjit / oneDNN GFLOP/s"
 for cpus in 0,1 0; do
   for key in 10 11 12 20 21 22; do
     row="${key:0:1}/${key:1:1}"
@@ -59,9 +60,9 @@ for cpus in 0,1 0; do
       sel() { awk -v b="$b" -v c="$cpus" -v r="$row" '$1 == b && $2 == c && $3 == r' "$out/rows.txt"; }
       [ -n "$(sel)" ] || continue
       th=2; [ "$cpus" = 0 ] && th=1
-      printf '%-26s %-16s %-8s %-34s %s / %s\n' "${names[$key]}" "$b" "$th" \
+      printf '%-26s %-16s %-8s %-34s %.3f, %.1f / %.1f\n' "${names[$key]}" "$b" "$th" \
         "$(sel | awk '{printf "%.2f ", $4}')" "$(sel | awk '{print $4}' | med)" \
-        "$(sel | awk '{print $5}' | med)"
+        "$(sel | awk '{print $5}' | med)" "$(sel | awk '{print $6}' | med)"
     done
   done
 done | tee "$out/summary.txt"

@@ -350,7 +350,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
           Expr chunks = ir::binary(BinOp::Div, ir::add(ir::sub(H, L), imm(g.width - 1)), imm(g.width));
           Stmt few = ir::forLoop(ls, L, H, ForKind::Rolled, put(readAt(at, true)));
           if (target_.vectorBytes >= 64 && g.width >= 8) {
-            // 16-lane vectors (AVX-512 f32): a short last sliver (a stride-2 convolution's 27
+            // 64-byte vectors (AVX-512): a short last sliver (a stride-2 convolution's 27
             // columns leave 11) has at least half a vector of terms; two half vectors, at L
             // and ending at H, instead of a lane at a time (11 scalar loads and stores per
             // step, about as much work as the sliver's 16 vector FMAs per row of A).
