@@ -13,13 +13,14 @@ set -uo pipefail
 r2="${1:-4}"; r1="${2:-3}"; mt="${3:-0.4}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-/tmp/xeon-conv-out}"
-mkdir -p "$out" /tmp/cpuk-run
-for a in "$root"/.cpuk/*.tar.xz; do tar -C /tmp/cpuk-run -xJf "$a"; done
-cd /tmp/cpuk-run/cpuk
+run="${CPUK_RUN:-/tmp/cpuk-run}" # where the bundle is unpacked
+mkdir -p "$out" "$run"
+for a in "$root"/.cpuk/*.tar.xz; do tar -C "$run" -xJf "$a"; done
+cd "$run/cpuk"
 lscpu | tee "$out/lscpu.txt" | grep -E "Model name|^CPU\(s\)|L1d|L2|L3"
 bins=(bench_cpu)
 [ -x bench_cpu.base ] && bins=(bench_cpu.base bench_cpu)
-export EINJIT_CACHE_DIR=/tmp/cpuk-cache
+export EINJIT_CACHE_DIR="$run/cache"
 bench() { # BIN CPUS FILTER JSON
   taskset -c "$2" ./lib/ld-linux-x86-64.so.2 --library-path ./lib "./$1" \
     --benchmark_filter="$3" --benchmark_min_time="$mt" --benchmark_out="$4" \
