@@ -5,6 +5,7 @@
 #include "bench/Timing.h"
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
+#include "bench/Timing.h"
 
 #include <Eigen/Dense>
 #include <benchmark/benchmark.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -207,33 +209,32 @@ const char* convProgram(int stride) {
 std::int64_t convOut(int stride) { return (kH - 3) / stride + 1; }
 double convFlops(int stride) { return 2.0 * kN * kO * convOut(stride) * convOut(stride) * kC * 9; }
 
-// pass: 0 forward, 1 input gradient, 2 weight gradient
-void BM_Conv_einjit(benchmark::State& state) {
-  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
-  auto conv = einjit::compile(convProgram(stride));
-  Tensor x = rnd({kN, kC, kH, kH}, 1), k = rnd({kO, kC, 3, 3}, 2);
-  Tensor dy = rnd({kN, kO, convOut(stride), convOut(stride)}, 3);
-  einjit::Kernel g = pass == 1 ? conv.gradient({"x"}) : conv.gradient({"k"});
-  auto once = [&] {
-    if (pass == 0)
-      benchmark::DoNotOptimize(conv(x, k)[std::size_t{0}].data());
-    else
-      benchmark::DoNotOptimize(g.call({{"dy", dy}, {"x", x}, {"k", k}})[std::size_t{0}].data());
-  };
-  once(); // the first call compiles (BM_Compile_* time that)
-  for (auto _ : state) once();
-  setFlops(state, convFlops(stride));
-  state.SetLabel(std::string(pass == 0   ? "forward"
-                             : pass == 1 ? "input gradient"
-                                         : "weight gradient") +
-                 " stride " + std::to_string(stride));
+const char* convPass(int pass) {
+  return pass == 0 ? "forward" : pass == 1 ? "input gradient" : "weight gradient";
 }
 
-// oneDNN in the layouts it prefers (format_tag::any, blocked), buffers filled with random
-// values directly; reorders are not timed. Its strongest configuration.
-void BM_Conv_oneDNN(benchmark::State& state) {
+// One call of einjit's convolution (pass: 0 forward, 1 input gradient, 2 weight gradient),
+// compiled and run once here (the first call compiles: BM_Compile_* time that).
+std::function<void()> einjitConv(int stride, int pass) {
+  auto conv = std::make_shared<einjit::Kernel>(einjit::compile(convProgram(stride)));
+  Tensor x = rnd({kN, kC, kH, kH}, 1), k = rnd({kO, kC, 3, 3}, 2);
+  Tensor dy = rnd({kN, kO, convOut(stride), convOut(stride)}, 3);
+  auto g = std::make_shared<einjit::Kernel>(pass == 1 ? conv->gradient({"x"})
+                                                      : conv->gradient({"k"}));
+  std::function<void()> once = [=] {
+    if (pass == 0)
+      benchmark::DoNotOptimize((*conv)(x, k)[std::size_t{0}].data());
+    else
+      benchmark::DoNotOptimize(g->call({{"dy", dy}, {"x", x}, {"k", k}})[std::size_t{0}].data());
+  };
+  once();
+  return once;
+}
+
+// One call of oneDNN's, in the layouts it prefers (format_tag::any, blocked), buffers filled
+// with random values directly; reorders are not timed. Its strongest configuration.
+std::function<void()> oneDnnConv(int stride, int pass) {
   using namespace dnnl;
-  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
   engine eng(engine::kind::cpu, 0);
   stream s(eng);
   const memory::dim oh = convOut(stride);
@@ -276,15 +277,51 @@ void BM_Conv_oneDNN(benchmark::State& state) {
             {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
             {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
   }
-  for (auto _ : state) {
+  return [eng, prim, args, s]() mutable {
     prim.execute(s, args);
     s.wait();
-  }
+  };
+}
+
+void BM_Conv_einjit(benchmark::State& state) {
+  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
+  const std::function<void()> once = einjitConv(stride, pass);
+  for (auto _ : state) once();
   setFlops(state, convFlops(stride));
-  state.SetLabel(std::string(pass == 0   ? "forward"
-                             : pass == 1 ? "input gradient"
-                                         : "weight gradient") +
-                 " stride " + std::to_string(stride));
+  state.SetLabel(std::string(convPass(pass)) + " stride " + std::to_string(stride));
+}
+
+void BM_Conv_oneDNN(benchmark::State& state) {
+  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
+  const std::function<void()> once = oneDnnConv(stride, pass);
+  for (auto _ : state) once();
+  setFlops(state, convFlops(stride));
+  state.SetLabel(std::string(convPass(pass)) + " stride " + std::to_string(stride));
+}
+
+// Both, alternated per iteration in one process (a shared host's speed swings between runs
+// and within one: only the ratio of calls side by side is a figure). Counters: each side's
+// median ms and GFLOP/s, and the median per-iteration ratio oneDNN time / einjit time (above
+// 1: einjit faster). Threads: the process's CPUs (taskset), for oneTBB and oneDNN alike.
+void BM_ConvAlt(benchmark::State& state) {
+  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
+  const std::function<void()> ours = einjitConv(stride, pass), peer = oneDnnConv(stride, pass);
+  peer();
+  std::vector<double> a, b, ratio;
+  for (auto _ : state) {
+    const double ta = einjit::bench::seconds(ours), tb = einjit::bench::seconds(peer);
+    state.SetIterationTime(ta + tb);
+    a.push_back(ta * 1e3);
+    b.push_back(tb * 1e3);
+    ratio.push_back(tb / ta);
+  }
+  const double flops = convFlops(stride);
+  state.counters["einjit_ms"] = einjit::bench::median(a);
+  state.counters["oneDNN_ms"] = einjit::bench::median(b);
+  state.counters["einjit_GFLOPs"] = flops / einjit::bench::median(a) * 1e-6;
+  state.counters["oneDNN_GFLOPs"] = flops / einjit::bench::median(b) * 1e-6;
+  state.counters["ratio"] = einjit::bench::median(ratio);
+  state.SetLabel(std::string(convPass(pass)) + " stride " + std::to_string(stride));
 }
 
 void convArgs(benchmark::internal::Benchmark* b) {
@@ -294,6 +331,13 @@ void convArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Conv_einjit)->Apply(convArgs);
 BENCHMARK(BM_Conv_oneDNN)->Apply(convArgs);
+BENCHMARK(BM_ConvAlt)
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int stride : {1, 2})
+        for (int pass : {0, 1, 2}) b->Args({stride, pass});
+    })
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 
 // --- alignment: the same kernel with its output and operands shifted from a cache line ------
 

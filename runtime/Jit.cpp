@@ -28,7 +28,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/X86TargetParser.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -266,6 +268,7 @@ struct Engine {
         throw Error("EINJIT_JIT_LLVM_ARGS: LLVM does not accept '" + llvmArgs + "'");
     }
     auto b = check(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
+    forceCpu(b);
     cpu = b.getCPU();
     bool avx512 = false, avx = false;
     for (const auto& f : b.getFeatures().getFeatures()) {
@@ -281,6 +284,23 @@ struct Engine {
     triple = b.getTargetTriple().str();
     jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(b);
     jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(b).create(), "creating LLJIT");
+  }
+
+  // EINJIT_JIT_CPU=NAME (an LLVM x86 CPU name: sapphirerapids, znver4): code for that CPU and
+  // its features instead of the host's, so that the code another CPU kind runs can be read here
+  // (`explain --llvm`, EINJIT_DEBUG_JIT_IR); the schedules follow its vector width. Code for
+  // features the host lacks must not be run on it.
+  static void forceCpu(llvm::orc::JITTargetMachineBuilder& b) {
+    const char* e = std::getenv("EINJIT_JIT_CPU");
+    if (!e || !*e) return;
+    if (llvm::X86::parseArchX86(e, /*Only64Bit=*/true) == llvm::X86::CK_None)
+      throw Error(std::string("EINJIT_JIT_CPU is '") + e + "': LLVM knows no 64-bit x86 CPU of that name");
+    llvm::SmallVector<llvm::StringRef, 64> features;
+    llvm::X86::getFeaturesForCPU(e, features, /*NeedPlus=*/true);
+    llvm::SubtargetFeatures f;
+    for (llvm::StringRef x : features) f.AddFeature(x);
+    b.setCPU(e);
+    b.getFeatures() = f;
   }
 
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
@@ -573,6 +593,34 @@ int vectorBytesOverride() {
   return bytes;
 }
 
+// EINJIT_CPU_CACHE_BYTES=L1,L2,L3: the data caches' sizes (bytes per core for L1 and L2) the
+// schedules block for, instead of the host's, to make another CPU kind's plans (with
+// EINJIT_JIT_CPU). Unset: nullopt.
+const std::optional<std::array<std::int64_t, 3>>& cacheBytesOverride() {
+  static const std::optional<std::array<std::int64_t, 3>> bytes =
+      []() -> std::optional<std::array<std::int64_t, 3>> {
+    const char* e = std::getenv("EINJIT_CPU_CACHE_BYTES");
+    if (!e || !*e) return std::nullopt;
+    std::array<std::int64_t, 3> r{};
+    const std::string v(e);
+    std::size_t at = 0, n = 0;
+    for (; n < 3; ++n) {
+      const std::size_t end = n < 2 ? v.find(',', at) : v.size();
+      const std::string part = end == std::string::npos ? "" : v.substr(at, end - at);
+      if (part.empty() || part.size() > 12 ||
+          part.find_first_not_of("0123456789") != std::string::npos || std::stoll(part) < 4096)
+        break;
+      r[n] = std::stoll(part);
+      at = end + 1;
+    }
+    if (n != 3)
+      throw Error("EINJIT_CPU_CACHE_BYTES is '" + v +
+                  "': it must be three sizes in bytes, L1,L2,L3, each at least 4096");
+    return r;
+  }();
+  return bytes;
+}
+
 } // namespace
 
 codegen::Target hostTarget() {
@@ -585,6 +633,11 @@ codegen::Target hostTarget() {
                              std::pair{_SC_LEVEL3_CACHE_SIZE, &t.l3Bytes}}) {
     const long bytes = sysconf(name);
     if (bytes >= 4096) *field = bytes;
+  }
+  if (const std::optional<std::array<std::int64_t, 3>>& c = cacheBytesOverride()) {
+    t.l1Bytes = (*c)[0];
+    t.l2Bytes = (*c)[1];
+    t.l3Bytes = (*c)[2];
   }
 #if EINJIT_HAVE_TBB
   t.threads = tbb::info::default_concurrency();

@@ -202,14 +202,15 @@ const ScheduleRow kRows[] = {
      2,
      "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
      "64; A packed whole, B read in place; 432 tasks in 8 parallel groups"},
-    // The same with 64-byte vectors (NR 32) and dilation 2: still a window along N.
+    // The same with 64-byte vectors (NR 32) and dilation 2: still a window along N; 24 output
+    // channels in two 12-row tiles (14 rows would compute 28).
     {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]",
      {{2, 16, 40, 44}, {24, 16, 3, 3}},
      DType::f32,
      64,
      13,
      2,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 14x32, MC 28 KC 72 NC 64; A "
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 12x32, MC 24 KC 72 NC 64; A "
      "packed whole, B read in place; 72 tasks in 8 parallel groups"},
     // Padded (a zero outside the image: nothing to read there), or strided along N (lanes two
     // elements apart): B packed per block.
@@ -231,26 +232,26 @@ const ScheduleRow kRows[] = {
      "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 6x16, MC 66 KC 198 NC "
      "32; A packed whole, B packed per block; 216 tasks in 8 parallel groups"},
     // 64-byte vectors, 28 output columns: two 16-lane vectors would not fit w, so the plan
-    // would take h and o as M and N (scattered tile stores); one vector and a 28-row tile keep
-    // N on w.
+    // would take h and o as M and N (scattered tile stores); one vector and a tall tile keep
+    // N on w (22 rows: 64 channels in 66 rows, where 28-row tiles compute 84).
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
      {{8, 64, 57, 57}, {64, 64, 3, 3}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 28x16, MC 84 KC 198 NC 32; A "
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 198 NC 32; A "
      "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
     // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
-    // input gradient's residue phases of 28 x 28): one vector of columns and a 28-row tile
-    // plan it, where two vectors would leave the register tiles.
+    // input gradient's residue phases of 28 x 28): one vector of columns and a tall tile plan
+    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56).
     {"C[i,k] := A[i,j] * B[j,k]",
      {{30, 1000}, {1000, 20}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 28x16, MC 28 KC 250 NC 16; A packed "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 21 KC 250 NC 16; A packed "
      "whole, B packed whole; 4 tasks in 4 parallel groups"},
     // The input gradient: dy read in place, the taps a (a range of the batch index u) over
     // their own loop's bounds, b (a range of N) by masked loads in the first and last slivers

@@ -5,7 +5,9 @@
 # (`run` with carry: [".cpuk"]) to the GPU machine: its CPU is another CPU kind than the
 # development machine's, and it has no LLVM or oneTBB of its own. tools/cpu-kind-check.sh runs
 # the bundle there.
-#   tools/cpu-bundle.sh [BUILD_DIR]      (default: build)
+#   tools/cpu-bundle.sh [BUILD_DIR [BASE_BENCH]]      (default: build)
+# BASE_BENCH: another build's bench_cpu (the plans before a change), bundled as bench_cpu.base
+# for tools/xeon-conv.sh to run beside this one (the same libraries: einjit links statically).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -15,6 +17,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/cpuk/lib"
 cp "${bins[@]}" "$tmp/cpuk/"
+if [ -n "${2:-}" ]; then cp "$2" "$tmp/cpuk/bench_cpu.base"; bins+=("$2"); fi
 for lib in $(ldd "${bins[@]}" | awk '/=>/ {print $3}' | sort -u); do cp -L "$lib" "$tmp/cpuk/lib/"; done
 cp -L /lib64/ld-linux-x86-64.so.2 "$tmp/cpuk/lib/"
 mkdir -p "$root/.cpuk"
