@@ -17,9 +17,9 @@ run() { ./lib/ld-linux-x86-64.so.2 --library-path ./lib "$@"; }
 lscpu | tee "$out/lscpu.txt" | grep -E "Model name|^CPU\(s\)|Thread|L1d|L2|L3"
 grep -o -E 'avx512[a-z_0-9]*|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 export EINJIT_CACHE_DIR=/tmp/cpuk-cache
-# bench_cpu sets this itself by starting again through /proc/self/exe, which under the bundled
+# bench_cpu sets these itself by starting again through /proc/self/exe, which under the bundled
 # loader is the loader (it then rejects bench_cpu's options): set here, it does not.
-export OPENBLAS_THREAD_TIMEOUT=4
+export OPENBLAS_THREAD_TIMEOUT=4 OMP_WAIT_POLICY=passive
 for t in test_schedule test_jit test_gemm; do
   [ $tests = 1 ] || break
   run ./$t >"$out/$t.log" 2>&1

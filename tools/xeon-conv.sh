@@ -21,9 +21,9 @@ lscpu | tee "$out/lscpu.txt" | grep -E "Model name|^CPU\(s\)|L1d|L2|L3"
 bins=(bench_cpu)
 [ -x bench_cpu.base ] && bins=(bench_cpu.base bench_cpu)
 export EINJIT_CACHE_DIR="$run/cache"
-# bench_cpu sets this itself by starting again through /proc/self/exe, which under the bundled
+# bench_cpu sets these itself by starting again through /proc/self/exe, which under the bundled
 # loader is the loader: set here, it does not.
-export OPENBLAS_THREAD_TIMEOUT=4
+export OPENBLAS_THREAD_TIMEOUT=4 OMP_WAIT_POLICY=passive
 bench() { # BIN CPUS FILTER JSON
   taskset -c "$2" ./lib/ld-linux-x86-64.so.2 --library-path ./lib "./$1" \
     --benchmark_filter="$3" --benchmark_min_time="$mt" --benchmark_out="$4" \
