@@ -123,7 +123,7 @@ static void writePerfMap(std::string_view obj,
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-8";
+constexpr const char* kCodegenVersion = "einjit-cpu-9";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -208,6 +208,15 @@ public:
 private:
   bool withoutLsr_;
 };
+
+// Whether the module is a register-tile loop compiled apart from its function
+// (codegen::kTilePartAttr): its function had several tile loops, so it was above
+// kLsrInstructionLimit, and the tile loop is generated as it was there.
+bool tilePart(const llvm::Module& m) {
+  for (const llvm::Function& f : m)
+    if (!f.isDeclaration() && f.hasFnAttribute(codegen::kTilePartAttr)) return true;
+  return false;
+}
 
 bool explicitCode(const llvm::Module& m) {
   bool any = false;
@@ -414,7 +423,8 @@ struct Engine {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     const bool withoutLsr = explicitModule && !lsrEverywhere &&
-                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m));
+                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m) ||
+                             tilePart(m));
     if (withoutLsr) clock.note("without LSR");
     CodegenPasses pm(withoutLsr);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
