@@ -8,21 +8,40 @@ using namespace ir;
 
 namespace {
 
-// The loads and stores an outlined loop needs before it compiles as a module of its own: a
-// module costs a few milliseconds of set-up, which a short copy loop does not repay.
+// The loads and stores an outlined loop's code writes out (Accesses) before it compiles as a
+// module of its own: a module costs a few milliseconds of set-up, which a short copy loop does
+// not repay.
 constexpr std::size_t kMinPartAccesses = 8;
 
+// Counted as emitted: an unrolled loop's body once per iteration, a vector loop's once per
+// vector step (both written out), any other loop's once.
 class Accesses : public Visitor {
 public:
   std::size_t n = 0;
   void visitLoad(const Load& l) override {
-    ++n;
+    n += times_;
     Visitor::visitLoad(l);
   }
   void visitStore(const Store& s) override {
-    ++n;
+    n += times_;
     Visitor::visitStore(s);
   }
+  void visitFor(const For& f) override {
+    std::int64_t lo = 0, hi = 0;
+    std::size_t copies = 1;
+    if (isConst(f.lo, &lo) && isConst(f.hi, &hi) && hi > lo) {
+      if (f.forKind == ForKind::Unrolled) copies = static_cast<std::size_t>(hi - lo);
+      if (f.forKind == ForKind::Vectorized && f.width > 1)
+        copies = static_cast<std::size_t>((hi - lo + f.width - 1) / f.width);
+    }
+    const std::size_t saved = times_;
+    times_ *= copies;
+    Visitor::visitFor(f);
+    times_ = saved;
+  }
+
+private:
+  std::size_t times_ = 1;
 };
 
 // Whether a loop's body holds a register tile of its own: a local buffer allocated directly in
