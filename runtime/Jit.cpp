@@ -320,7 +320,8 @@ struct Engine {
   // called by the runtime through its entry point), compiled in parallel on oneTBB's threads;
   // the image packs them (JitImage.h). Each function that is optimized gets a module of its
   // own, and each of its outlined loops that compiles apart (codegen::separateParts: a
-  // strided gradient's residue phases, a convolution's packing) another, all loaded together;
+  // strided gradient's residue phases, a convolution's or a GEMM's packing, a product's
+  // register-tile variants) another, all loaded together;
   // the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders, combines)
   // share one, which skips the middle end and gets LLVM's fast code generation (each module
   // costs a fixed few milliseconds, which such a function's code does not).
