@@ -907,7 +907,8 @@ private:
   void outlined(const For& n) {
     const auto part = parts_.find(&n);
     const bool apart = part != parts_.end();
-    const PartSite* tile = apart && sites_[part->second - 1].body ? &sites_[part->second - 1] : nullptr;
+    const PartSite* tile =
+        apart && sites_[part->second - 1].body ? &sites_[part->second - 1] : nullptr;
     const Signature sig = tile ? tileSignature(*tile) : signature(n);
     llvm::Function* fn = outlinedFunction(
         sig, apart ? partName(part->second) : (fn_->getName() + "." + n.var).str(), !apart);
@@ -957,7 +958,7 @@ private:
     params_ = fn->getArg(a++);
     status_ = fn->getArg(a++);
     For inner = n;
-    if (n.forKind == ForKind::Outlined) inner.forKind = ForKind::Rolled; // a tile loop keeps its kind
+    if (n.forKind == ForKind::Outlined) inner.forKind = ForKind::Rolled; // a tile loop keeps it
     forStmt(inner);
     endBody(start);
     streamed_ = savedStreamed;

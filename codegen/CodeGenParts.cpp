@@ -60,8 +60,8 @@ public:
   void visitVar(const Var& n) override { names.insert(n.name); }
 };
 
-// One step of the way from the function's body to a loop: an enclosing loop, the branch of an
-// if, or a local buffer's allocation.
+// One step of the way from the function's body to a loop: an enclosing loop, or the branch of
+// an if (a local buffer allocated on the way is passed to the part, PartSite::locals).
 struct Step {
   const For* loop = nullptr;
   const IfThen* branch = nullptr;
@@ -170,7 +170,8 @@ private:
     }
     case NodeKind::For: {
       const auto& n = static_cast<const For&>(*s);
-      const bool tile = tiles_ && !inTile_ && !inOutlined_ && n.forKind == ForKind::Serial && holdsTile(n);
+      const bool tile =
+          tiles_ && !inTile_ && !inOutlined_ && n.forKind == ForKind::Serial && holdsTile(n);
       bool tileSite = false;
       if ((n.forKind == ForKind::Outlined || tile) && !repeated && uses_[&n] == 1) {
         Accesses a;
@@ -203,6 +204,8 @@ private:
 
 std::string atName(const std::string& var) { return var + ".at"; }
 
-std::vector<PartSite> findParts(const Stmt& body, bool tiles) { return PartFinder(body, tiles).sites; }
+std::vector<PartSite> findParts(const Stmt& body, bool tiles) {
+  return PartFinder(body, tiles).sites;
+}
 
 } // namespace einjit::codegen

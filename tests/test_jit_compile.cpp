@@ -611,7 +611,8 @@ TEST_CASE("jit_compile: a function's register-tile loops compile apart, each kno
     const ir::Expr at = ir::add(ir::mul(ir::add(ir::mul(t, ir::intImm(2)), s), ir::intImm(8)), j);
     const ir::Expr x = ir::load(f32, "x", at);
     const ir::Expr value = edge ? ir::add(x, ir::cast(f32, t)) : ir::mul(x, ir::floatImm(f32, 2));
-    auto fill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled, ir::store("acc", j, value));
+    auto set = ir::store("acc", j, value);
+    auto fill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled, set);
     auto out = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
                            ir::store("y", at, ir::load(f32, "acc", j)));
     return ir::forLoop("s", ir::intImm(0), ir::intImm(2), ForKind::Serial,
@@ -621,11 +622,13 @@ TEST_CASE("jit_compile: a function's register-tile loops compile apart, each kno
                                    ir::binary(ir::BinOp::Lt, t, ir::intImm(3)));
   auto nest = [&](ir::Stmt inner) {
     return ir::forLoop("rep", ir::intImm(0), ir::intImm(300), ForKind::Serial,
-                       ir::forLoop("t", ir::intImm(0), ir::intImm(4), ForKind::Serial, std::move(inner)));
+                       ir::forLoop("t", ir::intImm(0), ir::intImm(4), ForKind::Serial,
+                                   std::move(inner)));
   };
   const ir::Func tiles = func("tiles", nest(ir::ifThen(core, tile(false), tile(true))), true);
   CHECK(einjit::codegen::separateParts(tiles) == 2);
-  CHECK(einjit::codegen::separateParts(func("implicit", nest(ir::ifThen(core, tile(false), tile(true))))) == 0);
+  const ir::Stmt variants = ir::ifThen(core, tile(false), tile(true));
+  CHECK(einjit::codegen::separateParts(func("implicit", nest(variants))) == 0);
   CHECK(einjit::codegen::separateParts(func("one", nest(tile(false)), true)) == 0);
   // Six unrolled copies of a load and a store (12 accesses written out): a part.
   const ir::Expr l = ir::var("l");
