@@ -120,6 +120,7 @@ public:
   void separate(const std::vector<PartSite>& sites, std::size_t only, const std::string& entry) {
     parts_.clear();
     for (std::size_t k = 0; k < sites.size(); ++k) parts_[sites[k].loop] = k + 1;
+    sites_ = sites;
     only_ = only;
     entryName_ = entry;
   }
@@ -142,10 +143,15 @@ public:
     for (const auto& [name, t] : site.locals) buffers_[name] = {nullptr, llvmType(t)};
     for (const std::string& v : site.vars) vars_[v] = nullptr;
     fn_ = nullptr;
-    const Signature sig = signature(*site.loop);
+    const bool tile = site.body != nullptr;
+    const Signature sig = tile ? tileSignature(site) : signature(*site.loop);
     llvm::Function* fn = outlinedFunction(sig, partName(parts_.at(site.loop)), false);
-    defineOutlined(fn, *site.loop, sig);
+    if (tile)
+      defineTile(fn, site, sig);
+    else
+      defineOutlined(fn, *site.loop, sig);
     if (f.explicitCode && !leftToVectorizer_) fn->addFnAttr(kExplicitCodeAttr);
+    if (tile) fn->addFnAttr(kTilePartAttr);
   }
 
   void func(const Func& f, const std::string& prefix) {
@@ -227,6 +233,7 @@ private:
   // The outlined loops compiled as parts of their own (numbered from 1), the part emitted, and
   // the entry point's name that parts' names extend.
   std::map<const For*, std::size_t> parts_;
+  std::vector<PartSite> sites_;
   std::size_t only_ = kWhole;
   std::string entryName_;
   std::string partName(std::size_t k) const { return entryName_ + ".part" + std::to_string(k); }
@@ -886,10 +893,23 @@ private:
     for (unsigned j = 0; j < sig.buffers.size(); ++j) fn->addParamAttr(j, llvm::Attribute::NoAlias);
     return fn;
   }
+  // A tile part's arguments: the buffers its body uses, and the enclosing loops' variables
+  // that it takes (PartSite::passed; the part binds each to atName(var)).
+  Signature tileSignature(const PartSite& site) const {
+    UsedBuffers bufs;
+    bufs.visit(site.body);
+    Signature sig;
+    for (const std::string& b : bufs.names)
+      if (buffers_.count(b)) sig.buffers.push_back(b);
+    sig.vars = site.passed;
+    return sig;
+  }
   void outlined(const For& n) {
-    const Signature sig = signature(n);
     const auto part = parts_.find(&n);
     const bool apart = part != parts_.end();
+    const PartSite* tile =
+        apart && sites_[part->second - 1].body ? &sites_[part->second - 1] : nullptr;
+    const Signature sig = tile ? tileSignature(*tile) : signature(n);
     llvm::Function* fn = outlinedFunction(
         sig, apart ? partName(part->second) : (fn_->getName() + "." + n.var).str(), !apart);
     std::vector<llvm::Value*> args;
@@ -903,6 +923,19 @@ private:
       return;
     }
     defineOutlined(fn, n, sig);
+  }
+  // A tile part's function: its body (PartSite::body) with the enclosing loops' variables
+  // passed in.
+  void defineTile(llvm::Function* fn, const PartSite& site, const Signature& sig) {
+    const auto buffers = std::move(buffers_); // those in scope at the loop (part)
+    llvm::BasicBlock* start = beginBody(fn);
+    unsigned a = 0;
+    for (const std::string& b : sig.buffers) buffers_[b] = {fn->getArg(a++), buffers.at(b).elem};
+    for (const std::string& v : sig.vars) vars_[atName(v)] = fn->getArg(a++);
+    params_ = fn->getArg(a++);
+    status_ = fn->getArg(a++);
+    stmt(site.body);
+    endBody(start);
   }
   // The function's body, with the emitter's state of its own.
   void defineOutlined(llvm::Function* fn, const For& n, const Signature& sig) {
@@ -925,7 +958,7 @@ private:
     params_ = fn->getArg(a++);
     status_ = fn->getArg(a++);
     For inner = n;
-    inner.forKind = ForKind::Rolled;
+    if (n.forKind == ForKind::Outlined) inner.forKind = ForKind::Rolled; // a tile loop keeps it
     forStmt(inner);
     endBody(start);
     streamed_ = savedStreamed;
@@ -942,7 +975,7 @@ private:
   }
 
   void forStmt(const For& n) {
-    if (n.forKind == ForKind::Outlined && !inVector()) {
+    if ((n.forKind == ForKind::Outlined || parts_.count(&n)) && !inVector()) {
       outlined(n);
       return;
     }
@@ -1115,11 +1148,11 @@ void emitLLVM(const std::vector<Func>& funcs, const std::string& prefix, llvm::M
 
 std::size_t separateParts(const Func& f) {
   if (unoptimized(f)) return 0;
-  return findParts(f.body).size();
+  return findParts(f.body, f.explicitCode).size();
 }
 
 void emitLLVMPart(const Func& f, const std::string& prefix, std::size_t part, llvm::Module& m) {
-  const std::vector<PartSite> sites = findParts(f.body);
+  const std::vector<PartSite> sites = findParts(f.body, f.explicitCode);
   if (part > sites.size())
     throw InternalError("codegen: " + f.name + " has no part " + std::to_string(part));
   Emitter e(m);

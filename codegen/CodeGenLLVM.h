@@ -28,6 +28,12 @@ namespace einjit::codegen {
 // loop is scalar). The JIT compiles such functions with a short pipeline instead of O3.
 inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
 
+// The string attribute of a part that is one of its function's register-tile loops
+// (separateParts): such a function is large, and the JIT generates the part's code as it did
+// in the function's one module before the tile loops compiled apart (without loop strength
+// reduction, runtime/Jit.cpp).
+inline constexpr const char* kTilePartAttr = "einjit-tile-part";
+
 // Whether f is emitted `optnone` (body and entry point): ir::iterationBound bounds it to a few
 // hundred stores (an edge tile, a border, the combine of a split reduction's partials), where
 // optimizing costs more compile time than it can save at run time.
@@ -35,12 +41,13 @@ bool unoptimized(const ir::Func& f);
 
 void emitLLVM(const std::vector<ir::Func>& funcs, const std::string& prefix, llvm::Module& m);
 
-// An optimized function's outlined loops (ForKind::Outlined) that are emitted once and do
-// enough work compile apart, so that a large function compiles on several threads: part 0 is
-// the entry point with everything else, calling part k (1 <= k <= separateParts(f)) through
-// an external declaration `<prefix><name>.part<k>`, which emitLLVMPart(f, prefix, k, m)
-// defines alone in its own module. The parts must be loaded together (one JITDylib). Zero for
-// functions compiled unoptimized.
+// An optimized function's outlined loops (ForKind::Outlined) that are emitted once and do enough
+// work, and in explicit code its register-tile loops where it has several (a packed product's core
+// and edge tile variants; codegen/CodeGenParts.h), compile apart, so that a large function compiles
+// on several threads: part 0 is the entry point with everything else, calling part k (1 <= k <=
+// separateParts(f)) through an external declaration `<prefix><name>.part<k>`, which emitLLVMPart(f,
+// prefix, k, m) defines alone in its own module. The parts must be loaded together (one JITDylib).
+// Zero for functions compiled unoptimized.
 std::size_t separateParts(const ir::Func& f);
 void emitLLVMPart(const ir::Func& f, const std::string& prefix, std::size_t part, llvm::Module& m);
 

@@ -125,7 +125,7 @@ static void writePerfMap(std::string_view obj,
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-8";
+constexpr const char* kCodegenVersion = "einjit-cpu-9";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -210,6 +210,15 @@ public:
 private:
   bool withoutLsr_;
 };
+
+// Whether the module is a register-tile loop compiled apart from its function
+// (codegen::kTilePartAttr): its function had several tile loops, so it was above
+// kLsrInstructionLimit, and the tile loop is generated as it was there.
+bool tilePart(const llvm::Module& m) {
+  for (const llvm::Function& f : m)
+    if (!f.isDeclaration() && f.hasFnAttribute(codegen::kTilePartAttr)) return true;
+  return false;
+}
 
 bool explicitCode(const llvm::Module& m) {
   bool any = false;
@@ -331,7 +340,8 @@ struct Engine {
   // called by the runtime through its entry point), compiled in parallel on oneTBB's threads;
   // the image packs them (JitImage.h). Each function that is optimized gets a module of its
   // own, and each of its outlined loops that compiles apart (codegen::separateParts: a
-  // strided gradient's residue phases, a convolution's packing) another, all loaded together;
+  // strided gradient's residue phases, a convolution's or a GEMM's packing, a product's
+  // register-tile variants) another, all loaded together;
   // the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders, combines)
   // share one, which skips the middle end and gets LLVM's fast code generation (each module
   // costs a fixed few milliseconds, which such a function's code does not).
@@ -434,7 +444,8 @@ struct Engine {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     const bool withoutLsr = explicitModule && !lsrEverywhere &&
-                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m));
+                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m) ||
+                             tilePart(m));
     if (withoutLsr) clock.note("without LSR");
     CodegenPasses pm(withoutLsr);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))

@@ -595,6 +595,70 @@ TEST_CASE("jit_compile: outlined loops compile apart, as modules of their own") 
     }
 }
 
+// In explicit code, the serial loops that each hold a register tile of their own (a local buffer
+// allocated directly in the loop: a packed product's core and edge tile variants) compile
+// apart where a function has two or more, each part with the way to its loop (the enclosing
+// loops' ranges and the branch taken), which its code reads here (the edge variant adds the
+// column t, which is 0 or 3 there). A single tile loop, and code that is not explicit, keep
+// one module. An outlined loop counts the accesses its code writes out: an unrolled loop's
+// body once per copy. The results are worked out by hand.
+TEST_CASE("jit_compile: a function's register-tile loops compile apart, each knowing its way") {
+  using ir::ForKind;
+  const ir::Type f32 = ir::Type::f32;
+  const ir::Expr t = ir::var("t"), s = ir::var("s"), j = ir::var("j");
+  // acc[j] = f(x[8 (2t + s) + j]) for j in 0:8, then y[8 (2t + s) + j] = acc[j].
+  auto tile = [&](bool edge) {
+    const ir::Expr at = ir::add(ir::mul(ir::add(ir::mul(t, ir::intImm(2)), s), ir::intImm(8)), j);
+    const ir::Expr x = ir::load(f32, "x", at);
+    const ir::Expr value = edge ? ir::add(x, ir::cast(f32, t)) : ir::mul(x, ir::floatImm(f32, 2));
+    auto set = ir::store("acc", j, value);
+    auto fill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled, set);
+    auto out = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
+                           ir::store("y", at, ir::load(f32, "acc", j)));
+    return ir::forLoop("s", ir::intImm(0), ir::intImm(2), ForKind::Serial,
+                       ir::allocate("acc", f32, 8, ir::block({fill, out})));
+  };
+  const ir::Expr core = ir::binary(ir::BinOp::And, ir::binary(ir::BinOp::Ge, t, ir::intImm(1)),
+                                   ir::binary(ir::BinOp::Lt, t, ir::intImm(3)));
+  auto nest = [&](ir::Stmt inner) {
+    return ir::forLoop("rep", ir::intImm(0), ir::intImm(300), ForKind::Serial,
+                       ir::forLoop("t", ir::intImm(0), ir::intImm(4), ForKind::Serial,
+                                   std::move(inner)));
+  };
+  const ir::Func tiles = func("tiles", nest(ir::ifThen(core, tile(false), tile(true))), true);
+  CHECK(einjit::codegen::separateParts(tiles) == 2);
+  const ir::Stmt variants = ir::ifThen(core, tile(false), tile(true));
+  CHECK(einjit::codegen::separateParts(func("implicit", nest(variants))) == 0);
+  CHECK(einjit::codegen::separateParts(func("one", nest(tile(false)), true)) == 0);
+  // Six unrolled copies of a load and a store (12 accesses written out): a part.
+  const ir::Expr l = ir::var("l");
+  auto copy = ir::forLoop("q", ir::intImm(0), ir::intImm(1), ForKind::Outlined,
+                          ir::forLoop("l", ir::intImm(0), ir::intImm(6), ForKind::Unrolled,
+                                      ir::store("y", l, ir::load(f32, "x", l))));
+  CHECK(einjit::codegen::separateParts(func("copy", nest(copy))) == 1);
+
+  auto code = einjit::runtime::jitCompile({tiles}, true);
+  const std::string& text = code->llvmIR;
+  CAPTURE(text);
+  std::size_t modules = 0;
+  for (auto m = text.find("; ModuleID"); m != std::string::npos; m = text.find("; ModuleID", m + 1))
+    ++modules;
+  CHECK(modules == 3);
+  CHECK(text.find(einjit::codegen::kTilePartAttr) != std::string::npos);
+  std::vector<float> x(64), y(64, -1.0f);
+  for (int i = 0; i < 64; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(5 * i) - 100.0f;
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[0](bufs, nullptr, 0, 0, &status);
+  CHECK(status == 0);
+  for (int col = 0; col < 4; ++col)
+    for (int e = 0; e < 16; ++e) {
+      const auto at = static_cast<std::size_t>(16 * col + e);
+      CAPTURE(at);
+      CHECK(y[at] == (col >= 1 && col < 3 ? 2 * x[at] : x[at] + static_cast<float>(col)));
+    }
+}
+
 // A loop around an explicit vector loop of more than a few steps is not unrolled either (a row
 // block's copy of 8 rows of 4,096 elements: O3 unrolled the rows into 8 copies of the vector
 // loop, 1,092 LLVM instructions against 393): the outer loop keeps llvm.loop.unroll.disable
