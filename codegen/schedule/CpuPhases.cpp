@@ -107,7 +107,7 @@ std::vector<CpuGemmPhase> planGemmPhases(const CpuStatementInput& in, const Targ
   if (subs.empty()) return {};
   std::int64_t combos = 1;
   for (const Phase& x : subs) combos *= x.g;
-  if (combos > 16) return {};
+  if (combos > kMaxPhases) return {};
 
   // Each phase as a statement and its binding; all of them must take the packed path.
   std::vector<CpuGemmPhase> pieces;
