@@ -73,14 +73,11 @@ void Lowerer::zeroFillUncovered(std::size_t k, const StatementSchedule& s) {
 void Lowerer::fusedStatements(std::size_t first, std::size_t last, const std::string& note) {
   const Statement& st = p_.stmts[first];
   const BoundStatement& bs = b_.stmts[first];
-  // Element-wise: no reduction, so no split, tile or GEMM; the first statement's loop order,
-  // vector loop and threads serve the group.
-  StatementSchedule sched = scheduleStatement(p_, b_, first, ctx_.buffers.strides, target_);
-  sched.splitChunks = 0;
-  sched.tileI = sched.tileJ = sched.dotVar = -1;
-  sched.gemm.reset();
-  sched.oneHot.reset(); // the group's loop passes over every element anyway
-  out_.notes.push_back(sched.why + "; " + note);
+  // The first statement's loop order, vector loop and threads serve the group.
+  const CpuStatementPlan plan =
+      cpuschedule::planFused(p_, b_, first, last, ctx_.buffers.strides, target_, note);
+  const StatementSchedule& sched = plan.sched;
+  out_.notes.push_back(describe(plan));
   for (std::size_t k = first; k <= last; ++k) zeroFillUncovered(k, sched);
   const Scoped<std::size_t> fused(ctx_.fusedThrough, last);
   const Ranges ranges = statementRanges(bs);
@@ -109,11 +106,16 @@ CpuStatementPlan planCpuStatement(const dsl::Program& p, const dsl::BoundProgram
     plan.groupNote = program.rows.notes[k];
     return plan;
   }
-  if (program.fusion.fused(k)) {
-    CpuStatementPlan plan;
+  if (const FusionPlan& fusion = program.fusion; fusion.fused(k)) {
+    const std::size_t first = fusion.first[k];
+    if (first == k)
+      return cpuschedule::planFused(p, b, k, fusion.last[k], strides, target, fusion.notes[k]);
+    CpuStatementPlan plan; // a later member: its note says which group it is in
     plan.family = Family::Fused;
     plan.stmt = k;
-    plan.groupNote = program.fusion.notes[k];
+    plan.fusedFirst = first;
+    plan.fusedLast = fusion.last[k];
+    plan.groupNote = fusion.notes[k];
     return plan;
   }
   Box ranges;

@@ -168,7 +168,8 @@ private:
   void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                     const std::string& base);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
-  // one GPU thread per element, the schedule of the first, each element's updates in order.
+  // one GPU thread per element, the schedule of the first (cpuschedule::planFused), each
+  // element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
   // A statement's box, the row index local to its row block when it is in one.
   Ranges statementRanges(const BoundStatement& bs) const;

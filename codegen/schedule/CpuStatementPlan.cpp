@@ -45,8 +45,9 @@ std::optional<CpuCoreBorderPlan> planCoreBorder(const CpuStatementInput& in, con
 std::string describe(const CpuStatementPlan& p) {
   using Family = CpuStatementPlan::Family;
   switch (p.family) {
-  case Family::Rows:
-  case Family::Fused: return p.groupNote;
+  case Family::Rows: return p.groupNote;
+  case Family::Fused:
+    return p.stmt == p.fusedFirst ? p.sched.why + "; " + p.groupNote : p.groupNote;
   case Family::Gemm:
     return p.epilogue.last > p.stmt ? p.sched.why + "; " + p.epilogue.note : p.sched.why;
   case Family::Phases: return describePhases(p.phases.size(), p.phases.back().gemm);
@@ -66,6 +67,23 @@ ProgramPlan planProgram(const Program& p, const BoundProgram& b, const Strides& 
   ProgramPlan plan;
   plan.rows = planRows(p, b, strides, t);
   plan.fusion = withinRows(planFusion(p, b), plan.rows);
+  return plan;
+}
+
+CpuStatementPlan planFused(const Program& p, const BoundProgram& b, std::size_t first,
+                           std::size_t last, const Strides& strides, const Target& t,
+                           const std::string& note) {
+  CpuStatementPlan plan;
+  plan.family = CpuStatementPlan::Family::Fused;
+  plan.stmt = plan.fusedFirst = first;
+  plan.fusedLast = last;
+  plan.groupNote = note;
+  StatementSchedule& sched = plan.sched;
+  sched = scheduleStatement(p, b, first, strides, t);
+  sched.splitChunks = 0;
+  sched.tileI = sched.tileJ = sched.dotVar = -1;
+  sched.gemm.reset();
+  sched.oneHot.reset();
   return plan;
 }
 

@@ -74,7 +74,7 @@ struct CpuStatementPlan {
   enum class Family : std::uint8_t {
     Empty,      // no output element is covered (the schedule says so)
     Rows,       // lowered in row run `rowRun`, over its blocks' rows (codegen::planCpuStatement)
-    Fused,      // the first of an element-wise group (codegen::planCpuStatement)
+    Fused,      // an element-wise group's statement (planFused: its first; its others)
     Split,      // a split reduction (the schedule chose one: Schedule.h)
     Gemm,       // the packed contraction (sched.gemm), `epilogue` in its tile stores
     Phases,     // residue phases (`phases`), each a packed contraction
@@ -87,10 +87,11 @@ struct CpuStatementPlan {
   StatementSchedule sched; // the statement's schedule
   EpiloguePlan
       epilogue; // Gemm: statements stmt+1..epilogue.last in its stores (last <= stmt: none)
-  std::vector<CpuGemmPhase> phases;      // Phases
-  std::optional<CpuCoreBorderPlan> core; // CoreBorder
-  int rowRun = -1;                       // Rows: the run in the program's RowPlan
-  std::string groupNote;                 // Rows and Fused: the run's or the group's note
+  std::vector<CpuGemmPhase> phases;          // Phases
+  std::optional<CpuCoreBorderPlan> core;     // CoreBorder
+  int rowRun = -1;                           // Rows: the run in the program's RowPlan
+  std::size_t fusedFirst = 0, fusedLast = 0; // Fused: the group's first and last statements
+  std::string groupNote;                     // Rows and Fused: the run's or the group's note
   // The last statement the plan lowers (a Gemm with an epilogue: its last member).
   std::size_t last() const {
     return family == Family::Gemm && epilogue.last > stmt ? epilogue.last : stmt;
@@ -99,8 +100,8 @@ struct CpuStatementPlan {
 
 // One line for `einjit explain`: the family and its plan, as lowering writes it (a statement's
 // note: the schedule's, the packed plan's with its epilogue, the phases', the core's; Rows and
-// Fused: the run's or the group's part of it). Residue phases whose code merged into one copy
-// say so after it (an outcome of emission: passes::mergeVariants).
+// a member of a Fused group after its first: the run's or the group's part of it). Residue phases
+// whose code merged into one copy say so after it (an outcome of emission: passes::mergeVariants).
 std::string describe(const CpuStatementPlan& p);
 
 namespace cpuschedule {
@@ -114,6 +115,13 @@ ProgramPlan planProgram(const dsl::Program& p, const dsl::BoundProgram& b, const
 // before row blocks do); none on a GPU target.
 EpiloguePlan epilogueOf(const ProgramPlan& plan, const dsl::Program& p, const dsl::BoundProgram& b,
                         std::size_t k, const Target& t);
+
+// Statements first..last as one element-wise group (schedule/Fusion.h; on either device): the
+// first statement's schedule serves the group without split, tiles, packed plan or one-hot (no
+// reduction; the group's loop passes over every element anyway); `note` the group's.
+CpuStatementPlan planFused(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t first,
+                           std::size_t last, const Strides& strides, const Target& t,
+                           const std::string& note);
 
 // Statement k's facts for its plan: its box `ranges` (row-local in a row block of row index
 // `rowVar`), the call's strides, its epilogue; its schedule, residue phases and core computed
