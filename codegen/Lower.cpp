@@ -1,5 +1,7 @@
-// Lowering, the straight line: each statement by its schedule, then the post-passes, then
-// verification (the Lowerer's families live under lower/, gpu/ and passes/).
+// Lowering, the straight line: the program's plans, then each statement by its plan
+// (lower/CpuStatement.cpp: schedule/CpuStatementPlan.h on the CPU, schedule/GpuStatementPlan.h on
+// the GPU), then the post-passes (passes/), then verification. The Lowerer's families live under
+// lower/, gpu/ and passes/.
 #include "codegen/Lower.h"
 
 #include "codegen/lower/Lowerer.h"
@@ -30,37 +32,18 @@ void debugLower(const std::string& step, const std::vector<ir::Func>& funcs, std
 } // namespace
 
 auto Lowerer::run() -> LoweredProgram {
+  // The program's row runs and element-wise groups, then each statement by its plan (a row run,
+  // a group, a packed GEMM with its epilogue: the statements it lowered).
   const ProgramPlan program = cpuschedule::planProgram(p_, b_, ctx_.buffers.strides, target_);
-  const RowPlan& rows = program.rows;
-  const FusionPlan& fusion = program.fusion;
   for (std::size_t k = 0; k < p_.stmts.size(); ++k) {
     stmt_ = k;
     const std::size_t before = out_.funcs.size();
-    if (rows.runOf[k] >= 0) {
-      const RowRun& run = rows.runs[static_cast<std::size_t>(rows.runOf[k])];
-      rowBlocks(rows, static_cast<std::size_t>(rows.runOf[k]), fusion);
-      debugLower("statements " + std::to_string(k + 1) + "-" + std::to_string(run.last + 1) +
-                     " (" + out_.notes.back() + ")",
-                 out_.funcs, before);
-      k = run.last;
-      continue;
-    }
-    if (fusion.fused(k)) {
-      fusedStatements(k, fusion.last[k], fusion.notes[k]);
-      for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
-      k = fusion.last[k];
-    } else {
-      // Its note, then (an element-wise statement) its group's; a packed GEMM's epilogue
-      // writes the note of each statement it takes.
-      const std::size_t note = out_.notes.size();
-      const std::size_t last = statement(k, cpuschedule::epilogueOf(program, p_, b_, k, target_));
-      if (!fusion.notes[k].empty()) out_.notes[note] += "; " + fusion.notes[k];
-      k = last;
-    }
-    // (A row run that yielded to an epilogue says nothing.)
-    if (!rows.notes[k].empty() && rows.runOf[k] < 0) out_.notes.back() += "; " + rows.notes[k];
-    debugLower("statement " + std::to_string(k + 1) + " (" + out_.notes.back() + ")", out_.funcs,
-               before);
+    const std::size_t last = programStatement(program, k);
+    debugLower((program.rows.runOf[k] >= 0 ? "statements " + std::to_string(k + 1) + "-"
+                                           : std::string("statement ")) +
+                   std::to_string(last + 1) + " (" + out_.notes.back() + ")",
+               out_.funcs, before);
+    k = last;
   }
   out_.checked = checked_;
   return std::move(out_);

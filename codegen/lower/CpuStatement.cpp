@@ -9,6 +9,32 @@
 
 namespace einjit::codegen::lowering {
 
+std::size_t Lowerer::programStatement(const ProgramPlan& program, std::size_t k) {
+  const RowPlan& rows = program.rows;
+  const FusionPlan& fusion = program.fusion;
+  if (rows.runOf[k] >= 0) {
+    const auto run = static_cast<std::size_t>(rows.runOf[k]);
+    rowBlocks(rows, run, fusion);
+    return rows.runs[run].last;
+  }
+  std::size_t last = k;
+  if (fusion.fused(k)) {
+    fusedStatements(k, fusion.last[k], fusion.notes[k]);
+    for (std::size_t j = k + 1; j <= fusion.last[k]; ++j) out_.notes.push_back(fusion.notes[j]);
+    last = fusion.last[k];
+  } else {
+    // Its note, then (an element-wise statement) its group's; a packed GEMM's epilogue
+    // writes the note of each statement it takes.
+    const std::size_t note = out_.notes.size();
+    last = statement(k, cpuschedule::epilogueOf(program, p_, b_, k, target_));
+    if (!fusion.notes[k].empty()) out_.notes[note] += "; " + fusion.notes[k];
+  }
+  // (A row run that yielded to an epilogue says nothing.)
+  if (!rows.notes[last].empty() && rows.runOf[last] < 0)
+    out_.notes.back() += "; " + rows.notes[last];
+  return last;
+}
+
 std::size_t Lowerer::statement(std::size_t k, const EpiloguePlan& epilogue) {
   const Ranges ranges = statementRanges(b_.stmts[k]);
   if (!target_.gpu)

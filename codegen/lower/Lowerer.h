@@ -153,6 +153,10 @@ private:
   // A statement's box: each index's range (its hull where it depends on other indices).
   static Ranges rangesOf(const BoundStatement& bs);
 
+  // Statement k in the program (lower/CpuStatement.cpp): the row run it starts (rowBlocks), the
+  // element-wise group it starts (fusedStatements), or the statement by its plan (statement),
+  // then the row plan's note on why it is in no run. Returns the last statement it lowered.
+  std::size_t programStatement(const ProgramPlan& program, std::size_t k);
   // Statement k by its plan (lower/CpuStatement.cpp): on the CPU, its facts
   // (cpuschedule::cpuStatementInput), its plan (cpuschedule::planCpuStatement,
   // schedule/CpuStatementPlan.h), then lowerStatement; on the GPU, a split reduction or
