@@ -4,7 +4,7 @@
 // takes. planGemmPhases decides every phase before any is emitted: all take the packed path, or
 // none does.
 #include "codegen/Target.h"
-#include "codegen/schedule/CpuStatementPlan.h"
+#include "codegen/schedule/CpuPlanInput.h"
 
 #include <vector>
 

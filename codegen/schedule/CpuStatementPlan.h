@@ -12,6 +12,7 @@
 #include "codegen/Schedule.h"
 #include "codegen/Target.h"
 #include "codegen/schedule/AccessBounds.h"
+#include "codegen/schedule/CpuPlanInput.h"
 #include "codegen/schedule/DependentRanges.h"
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/GemmPlan.h"
@@ -35,15 +36,6 @@ struct ProgramPlan {
   FusionPlan fusion;
 };
 
-// One residue phase of a strided gradient on the packed path: the phase as a statement of its
-// own (q in u's slot, m in h's: schedule/DependentRanges.h, PhaseSub), its binding, and its
-// packed contraction's plan.
-struct CpuGemmPhase {
-  dsl::Statement st;
-  dsl::BoundStatement bs;
-  GemmPlan gemm;
-};
-
 // A core/border split (docs/GRADIENTS.md, G6): the core's box and binding (coreBox) and its
 // schedule (a register or dot-product tile), and the border strips' schedule (the statement's,
 // without tiles: the strips keep the dependent bounds).
@@ -52,22 +44,6 @@ struct CpuCoreBorderPlan {
   dsl::BoundStatement bs;
   StatementSchedule schedule;
   StatementSchedule border;
-};
-
-// One CPU statement's facts, computed once before its family is planned.
-struct CpuStatementInput {
-  const dsl::Program* program = nullptr;
-  const dsl::BoundProgram* binding = nullptr;
-  std::size_t stmt = 0;
-  Box ranges;              // its box (dependent ranges' hulls; the row index local in row blocks)
-  int rowVar = -1;         // the row index of the row block it is lowered in, or -1
-  Strides strides;         // the call's strides
-  StatementSchedule sched; // its schedule (scheduleStatement)
-  EpiloguePlan epilogue;   // the statements its packed contraction may run in its tile stores
-  // Where the families before them do not take the statement: its residue phases
-  // (residuePhases; empty: none) and its rectangular core (coreRanges).
-  std::vector<PhaseSub> phases;
-  std::optional<Box> core;
 };
 
 struct CpuStatementPlan {
