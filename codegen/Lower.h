@@ -27,6 +27,7 @@
 // and combine the partials in chunk order in a second function.
 #include "codegen/IR.h"
 #include "codegen/Schedule.h"
+#include "codegen/schedule/CpuStatementPlan.h"
 #include "codegen/schedule/GpuStatementPlan.h"
 
 namespace einjit::codegen {
@@ -65,6 +66,13 @@ using Aligned16 = std::vector<bool>;
 GpuStatementPlan planGpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
                                   const Strides& strides, const Target& target, std::size_t k,
                                   const Aligned16& aligned = {});
+
+// Statement k's CPU plan for `target` (a CPU target), decided as lower() decides it but without
+// lowering anything: the family (Rows or Fused where the program's row runs or element-wise
+// groups take the statement), the schedule, the packed plan and its epilogue, the residue
+// phases, the core/border split (schedule/CpuStatementPlan.h).
+CpuStatementPlan planCpuStatement(const dsl::Program& p, const dsl::BoundProgram& b,
+                                  const Strides& strides, const Target& target, std::size_t k);
 
 // Buffer i of every function is tensor id i of the program, then scratch buffer i is buffer
 // tensors.size() + i.

@@ -1,26 +1,17 @@
 // Core/border splits: a rectangular core where every dependent bound is interior
-// (schedule/DependentRanges.h, coreRanges), and strips around it.
+// (schedule/DependentRanges.h, coreRanges), and strips around it, as the statement's plan says
+// (the CPU's: schedule/CpuStatementPlan.h; the GPU's: schedule/GpuCoreBorder.h).
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
 
-bool Lowerer::coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs,
-                        const Ranges& ranges, const std::string& base) {
-  Ranges core;
-  if (!coreRanges(st, bs, ranges, core)) return false;
-  dsl::BoundProgram b2 = b_;
-  auto& cs = b2.stmts[k];
-  cs = coreBox(bs, core);
-  StatementSchedule coreSched = scheduleStatement(p_, b2, k, ctx_.buffers.strides, target_);
-  if (coreSched.tileJ < 0 && coreSched.dotVar < 0) return false;
-  out_.notes.back() = coreBorderNote(coreSched);
-  emitBox(st, cs, coreSched, core, base + "_core");
-  StatementSchedule generic = scheduleStatement(p_, b_, k, ctx_.buffers.strides, target_);
-  generic.tileI = generic.tileJ = generic.dotVar = -1;
-  forEachBorder(st, ranges, core, base, [&](const Ranges& part, const std::string& name) {
-    emitGeneric(st, bs, generic, part, name);
+void Lowerer::coreSplit(const Statement& st, const BoundStatement& bs,
+                        const CpuCoreBorderPlan& plan, const Ranges& ranges,
+                        const std::string& base) {
+  emitBox(st, plan.bs, plan.schedule, plan.core, base + "_core");
+  forEachBorder(st, ranges, plan.core, base, [&](const Ranges& part, const std::string& name) {
+    emitGeneric(st, bs, plan.border, part, name);
   });
-  return true;
 }
 
 GpuTileSchedule Lowerer::emitCoreSplit(const Statement& st, const BoundStatement& bs,

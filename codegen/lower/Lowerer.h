@@ -14,6 +14,7 @@
 #include "codegen/schedule/Fusion.h"
 #include "codegen/schedule/RowBlocks.h"
 #include "codegen/schedule/AccessBounds.h"
+#include "codegen/schedule/CpuStatementPlan.h"
 #include "codegen/schedule/DependentRanges.h"
 #include "codegen/schedule/GpuAccess.h"
 #include "codegen/schedule/GpuPlanInput.h"
@@ -152,17 +153,27 @@ private:
   // A statement's box: each index's range (its hull where it depends on other indices).
   static Ranges rangesOf(const BoundStatement& bs);
 
-  // Statement k by its schedule; with `epilogue` > k, the element-wise statements k+1..epilogue
-  // in its packed GEMM's tile stores when it takes that path. Returns the last statement it
-  // lowered (k, or `epilogue`).
-  std::size_t statement(std::size_t k, std::size_t epilogue = 0);
+  // Statement k in the program (lower/CpuStatement.cpp): the row run it starts (rowBlocks), the
+  // element-wise group it starts (fusedStatements), or the statement by its plan (statement),
+  // then the row plan's note on why it is in no run. Returns the last statement it lowered.
+  std::size_t programStatement(const ProgramPlan& program, std::size_t k);
+  // Statement k by its plan (lower/CpuStatement.cpp): on the CPU, its facts
+  // (cpuschedule::cpuStatementInput), its plan (cpuschedule::planCpuStatement,
+  // schedule/CpuStatementPlan.h), then lowerStatement; on the GPU, a split reduction or
+  // gpuStatement. With epilogue.last > k, the element-wise statements k+1..epilogue.last in its
+  // packed GEMM's tile stores when it takes that path. Returns the last statement it lowered.
+  std::size_t statement(std::size_t k, const EpiloguePlan& epilogue = {});
+  // A CPU statement's plan carried out, deciding nothing: its note (the plan's printer), the
+  // zero fill of an output it does not cover, the family's emitter. Returns plan.last().
+  std::size_t lowerStatement(const CpuStatementPlan& plan);
   // Statement k on the GPU (gpu/GpuStatement.cpp): its facts (gpuschedule::gpuStatementInput),
   // its plan (gpuschedule::planGpuStatement, schedule/GpuStatementPlan.h), then the plan carried
   // out; `sched` gets the tile's value (GpuTileSchedule) where a tile family runs it.
   void gpuStatement(std::size_t k, StatementSchedule& sched, const Ranges& ranges,
                     const std::string& base);
   // Statements first..last, element-wise and fused (schedule/Fusion.h): one loop nest (CPU) or
-  // one GPU thread per element, the schedule of the first, each element's updates in order.
+  // one GPU thread per element, the schedule of the first (cpuschedule::planFused), each
+  // element's updates in order.
   void fusedStatements(std::size_t first, std::size_t last, const std::string& note);
   // A statement's box, the row index local to its row block when it is in one.
   Ranges statementRanges(const BoundStatement& bs) const;
@@ -251,8 +262,10 @@ private:
     }
   }
 
-  bool coreSplit(std::size_t k, const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                 const std::string& base);
+  // G6 on the CPU: the core (plan.core) by emitBox under the core's schedule, the border strips
+  // generic (cpuschedule::planCpuStatement decides).
+  void coreSplit(const Statement& st, const BoundStatement& bs, const CpuCoreBorderPlan& plan,
+                 const Ranges& ranges, const std::string& base);
 
   // G6 on the GPU: the core (box ranges) as a contraction tile, the border strips one thread
   // per output element. gpuschedule::planCoreSplit decides (schedule/GpuCoreBorder.h),
@@ -467,13 +480,6 @@ private:
   // Residue phases of a strided gradient as tiles (schedule/GpuPhases.h): emitPhases carries
   // the plan's phases out, one tile each.
   GpuTileSchedule emitPhases(const GpuStatementPlan& plan);
-  // The residue phases of a statement's strided dependent reductions (schedule/DependentRanges.h),
-  // for the CPU's packed path (emitGemmPhases).
-  static std::vector<PhaseSub> residuePhases(const Statement& st, const BoundStatement& bs,
-                                             const Ranges& ranges) {
-    return codegen::residuePhases(st, bs, ranges);
-  }
-
   // A '+' contraction whose right-hand side is a product L * R, R holding every factor that
   // uses the output index with unit stride: each block of 256 threads computes a BM x BN tile
   // of (I = output indices only L uses) x (J = output indices only R uses) for one value of the
@@ -545,10 +551,9 @@ private:
 
   // The packed GEMM path (lower/CpuGemm.cpp, schedule/GemmPlan.h): A and B packed into
   // scratch slivers, the blocked micro-kernel over the whole MR x NR tiles, the edges by emitBox.
-  // A strided gradient as residue phases, each on the packed path (CpuGemmPhases.cpp); false
-  // (nothing emitted) where a phase would not take it.
-  bool emitGemmPhases(const Statement& st, const BoundStatement& bs, const Ranges& ranges,
-                      const std::string& base);
+  // A strided gradient as residue phases, each on the packed path (CpuGemmPhases.cpp), as
+  // schedule/CpuPhases.h planned them.
+  void emitGemmPhases(const std::vector<CpuGemmPhase>& phases, const std::string& base);
   // One task of a packed GEMM's product (it reads gemm.task and, for its scratch, gemm.g).
   using GemmTasks = lowering::GemmTasks;
   // emitGemmPhases' phases, each lowered (parts, and the functions and scratch buffers from

@@ -40,6 +40,12 @@ double meanShare(const dsl::BoundStatement& bs, const Box& r, std::size_t v,
 // The largest divisor of a floor or ceiling division in bound b.
 std::int64_t divisorOf(const dsl::ConcreteBound& b);
 
+// Residue phases at most, on either device (the product of g over the split indices): each phase
+// is code of its own (a tile's launch on the GPU; packing functions and a product part on the
+// CPU, unless their code merges), so their count bounds the code a statement compiles into. 16
+// takes a stride of up to 4 along two indices, the strided convolutions' gradients.
+inline constexpr std::int64_t kMaxPhases = 16;
+
 // The residue phases of a statement's strided dependent reductions: each reduction index whose
 // bounds divide by g >= 2 and read one output index u of at least 4g values (with rho unset);
 // nothing where any dependent range is of another kind.

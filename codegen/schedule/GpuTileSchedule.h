@@ -27,8 +27,6 @@ inline constexpr std::int64_t kSplitReduction = 512;
 inline constexpr std::int64_t kLongReduction = 16;
 // Multiply-adds below which a statement (or the whole of its residue phases) gets no tile.
 inline constexpr double kMinTileWork = 65536;
-// Residue phases at most (their product over the split indices).
-inline constexpr std::int64_t kMaxPhases = 16;
 
 // Whether a '+' contraction of these extents (I x J tiles over a reduction K) is worth a tile:
 // a reduction of 8 at least and, unless it is a residue phase (weighed as a whole by

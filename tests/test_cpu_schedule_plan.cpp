@@ -1,0 +1,201 @@
+// The CPU statement plan's family, without lowering (part of test_schedule):
+// codegen::planCpuStatement decides the whole plan (schedule/CpuStatementPlan.h) from the
+// statement's facts before anything is emitted. Per row: a program, its argument shapes, the
+// statement asked about, its family and the plan's note (describe), and what the family's own
+// plan holds (the packed plan's epilogue, the residue phases, the core's box, the row run); then
+// lowering the same call must carry out that plan: its note for the statement is the plan's.
+#include "codegen/Lower.h"
+#include "codegen/schedule/CpuStatementPlan.h"
+#include "dsl/Binding.h"
+#include "dsl/Program.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using einjit::DType;
+using namespace einjit::codegen;
+namespace dsl = einjit::dsl;
+
+namespace {
+
+using Family = CpuStatementPlan::Family;
+
+std::vector<std::int64_t> rowMajor(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+struct PlanRow {
+  const char* program;
+  std::vector<std::vector<std::int64_t>> shapes; // per argument, in order of first appearance
+  DType dtype;
+  std::size_t stmt; // the statement asked about
+  Family family;
+  const char* note; // describe(plan)
+  // Per family: Gemm, the epilogue's last statement; Phases, their count; CoreBorder, the core's
+  // range of the first output index; Rows, the run's first statement.
+  std::int64_t detail = 0;
+  std::int64_t detailHi = 0;
+};
+
+const char* kStrided = "dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:56, v in 0:56, "
+                       "h in max(0, cdiv(u-2, 2)):min(27, fdiv(u, 2)+1), w in max(0, "
+                       "cdiv(v-2, 2)):min(27, fdiv(v, 2)+1)";
+
+const PlanRow kRows[] = {
+    // The packed contraction, a matrix product large enough for it.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{512, 512}, {512, 512}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 128 NC 256; A packed "
+     "whole, B packed whole; 8 tasks in 8 parallel groups",
+     0},
+    // ... with the element-wise statement after it in its tile stores (an epilogue).
+    {"t[i,j] := w[k,i] * x[k,j]\ny[i,j] := t[i,j] + b[i]",
+     {{784, 1024}, {784, 4096}, {1024}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M i, N j, K k, batch -; micro-kernel 14x32, MC 518 KC 112 NC 1024; A packed "
+     "whole, B packed whole; 8 tasks in 8 parallel groups; epilogue: statement 2 in its tile "
+     "stores",
+     1},
+    // A stride-2 input gradient: four residue phases, each a packed contraction.
+    {kStrided,
+     {{8, 64, 27, 27}, {64, 64, 3, 3}},
+     DType::f32,
+     0,
+     Family::Phases,
+     "4 residue phases, each a packed GEMM: M c, N v, K o,h,w, batch n,u; micro-kernel 28x16, MC "
+     "84 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
+     "groups",
+     4},
+    // A stride-1 input gradient's band: a core where every range is its hull, tiled.
+    {"dx[u] := dy[u - k] * w[k] where u in 0:100, k in max(u - 97, 0):min(u + 1, 3)",
+     {{98}, {3}},
+     DType::f64,
+     0,
+     Family::CoreBorder,
+     "core/border split; core: register tile 1x16 over - x u",
+     2,
+     98},
+    // A row statement after another: row blocks.
+    {"(max) m[i] := x[i, j]\ne[i, j] := exp(x[i, j] - m[i])",
+     {{64, 1000}},
+     DType::f32,
+     1,
+     Family::Rows,
+     "row blocks of statements 1-2 (8 rows of i, 8 task groups)",
+     0},
+    // The (max) gradient's one-hot sum.
+    {"dx[i, j] += j == f[i] ? dm[i] : 0",
+     {{64, 100}, {64}, {64}},
+     DType::f32,
+     0,
+     Family::OneHot,
+     "generic: output indices in left-hand order, reductions inside; one-hot along j: evaluated "
+     "only "
+     "where j equals the value it is compared with"},
+    // Few outputs, a long reduction: split.
+    {"s := x[i] * y[i]",
+     {{1 << 20}, {1 << 20}},
+     DType::f32,
+     0,
+     Family::Split,
+     "split reduction: 64 chunks of 16384 iterations of (i), in parallel, partials combined in "
+     "chunk order"},
+    // Element-wise statements over one iteration space, in place (which ends a row run): one
+    // loop.
+    {"m[i] = m[i] * 0.9 + g[i]\nv[i] = v[i] * 0.99 + g[i] * g[i]",
+     {{1000}, {1000}, {1000}},
+     DType::f32,
+     0,
+     Family::Fused,
+     "generic: output indices in left-hand order, reductions inside; fused with statement 2 "
+     "(element-wise, one loop: each element's statements in order)"},
+    {"m[i] = m[i] * 0.9 + g[i]\nv[i] = v[i] * 0.99 + g[i] * g[i]",
+     {{1000}, {1000}, {1000}},
+     DType::f32,
+     1,
+     Family::Fused,
+     "fused into statement 1's loop"},
+    // A small product: the loop nest of its register tile.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{64, 64}, {64, 64}},
+     DType::f32,
+     0,
+     Family::Loops,
+     "register tile 8x32 over i x k; parallel over k"},
+    // Nothing to cover.
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{0, 4}, {4, 4}},
+     DType::f32,
+     0,
+     Family::Empty,
+     "no element is covered"},
+};
+
+Target cpuTarget() { // as tests/GeneratedDump.h's first CPU target
+  Target t;
+  t.vectorBytes = 64;
+  t.threads = 2;
+  t.gatherCost = 13;
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("CPU statement plan: each family, without lowering, as lowering carries it out") {
+  for (const PlanRow& row : kRows) {
+    CAPTURE(row.program);
+    const dsl::Program p = dsl::check(row.program);
+    REQUIRE(p.arguments.size() == row.shapes.size());
+    std::vector<dsl::ArgSpec> args;
+    for (const auto& s : row.shapes) args.push_back({row.dtype, s});
+    const dsl::BoundProgram b = dsl::bind(p, args, {}, row.dtype);
+    Strides strides(p.tensors.size());
+    for (std::size_t t = 0; t < p.tensors.size(); ++t) strides[t] = rowMajor(b.tensors[t].shape);
+    const Target t = cpuTarget();
+    const CpuStatementPlan plan = planCpuStatement(p, b, strides, t, row.stmt);
+    const std::string note = describe(plan);
+    CAPTURE(note);
+    CHECK(plan.family == row.family);
+    CHECK(note == row.note);
+    switch (row.family) {
+    case Family::Gemm:
+      REQUIRE(plan.sched.gemm);
+      CHECK(plan.last() == static_cast<std::size_t>(row.detail));
+      break;
+    case Family::Phases:
+      CHECK(plan.phases.size() == static_cast<std::size_t>(row.detail));
+      for (const CpuGemmPhase& ph : plan.phases) // u's slot holds q: half of u's 56 values
+        CHECK(ph.bs.hi[2] - ph.bs.lo[2] == 28);
+      break;
+    case Family::CoreBorder:
+      REQUIRE(plan.core);
+      CHECK(plan.core->core[0] == std::pair<std::int64_t, std::int64_t>{row.detail, row.detailHi});
+      CHECK(plan.core->schedule.tileJ >= 0);
+      CHECK(plan.core->border.tileJ < 0);
+      break;
+    case Family::Rows: CHECK(plan.rowRun >= 0); break;
+    case Family::OneHot: REQUIRE(plan.sched.oneHot); break;
+    case Family::Split: CHECK(plan.sched.splitChunks > 1); break;
+    default: break;
+    }
+    // Lowering carries this plan out: the statement's note is the plan's (the residue phases'
+    // code merged into one copy, where it did; the group's and the run's notes after it; a
+    // statement in a row run: its own schedule's note in the block, then the run's).
+    const LoweredProgram lowered = lower(p, b, strides, t);
+    const std::string loweredNote = lowered.notes.at(row.stmt);
+    CAPTURE(loweredNote);
+    if (row.family == Family::Rows)
+      CHECK(loweredNote.substr(loweredNote.size() - note.size()) == note);
+    else
+      CHECK(loweredNote.rfind(note, 0) == 0);
+  }
+}
