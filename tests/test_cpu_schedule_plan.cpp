@@ -71,8 +71,8 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Phases,
-     "4 residue phases, each a packed GEMM: M c, N v, K o,h,w, batch n,u; micro-kernel 28x16, MC "
-     "84 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
+     "4 residue phases, each a packed GEMM: M c, N v, K o,h,w, batch n,u; micro-kernel 22x16, MC "
+     "66 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
      "groups",
      4},
     // A stride-1 input gradient's band: a core where every range is its hull, tiled.
