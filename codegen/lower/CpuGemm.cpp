@@ -475,9 +475,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
   // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
+  // ... or, for a last sliver of one or two columns (a stride-2 input gradient's phases of 17
+  // or 33 columns), the columns kernel (A's lanes as the vector, below): a product of plain
+  // slivers, MR within a vector.
+  const bool columnTail = N % NR != 0 && N % NR <= 2 && MR <= g.width && g.product &&
+                          g.kSets == 1 && operands->tile.empty() && !g.bInPlace;
   // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
   // one with masked loads (its lanes past N are neither read nor stored).
-  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked) {
+  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked, std::int64_t columns = 0) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
       body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
@@ -619,6 +624,53 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
                          ForKind::Rolled, body);
     };
+    if (columns > 0) {
+      // The last B sliver's few columns (N = 17 with NR = 16: one) with A's MR lanes as the
+      // vector (MR <= a vector's lanes; the lanes past MR masked): each term one FMA of a
+      // sliver's A lanes by a broadcast B element, G slivers of the MC block at a time (their
+      // chains interleaved: the FMA latency hidden). The half-width kernel spent MR FMAs per
+      // term on one column, on MR chains that waited on the FMA latency; each element's sum
+      // runs over the same terms in the same order.
+      const std::string cg = "gemm.cg", cu = "gemm.cu", cacc = "cacc", cedge = "cedge";
+      const std::int64_t G = std::max<std::int64_t>(1, std::min<std::int64_t>(blockSl[0], 8 / columns));
+      const std::int64_t lanes = g.width;
+      const Expr first = ir::add(var(ic), ir::mul(var(cg), imm(G)));
+      const Expr end = minOf(ir::add(var(ic), imm(blockSl[0])), var(as1));
+      const Expr ccell = ir::add(
+          ir::mul(ir::add(ir::mul(var(cu), imm(columns)), var(jj)), imm(lanes)), var(ii));
+      // The group's cells: slot cu's sliver (past the block's end: its last, computed again and
+      // not stored), its columns, A's lanes as one vector.
+      auto cells = [&](Stmt body) {
+        body = ir::forLoop(ii, imm(0), imm(lanes), ForKind::Vectorized, body, g.width);
+        body = ir::forLoop(jj, imm(0), imm(columns), ForKind::Unrolled, body);
+        body = let(sv, minOf(ir::add(first, var(cu)), ir::sub(end, imm(1))), body);
+        return ir::forLoop(cu, imm(0), imm(G), ForKind::Unrolled, body);
+      };
+      const Expr aLanes = ir::maskLoads(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
+                                        less(var(ii), imm(MR)));
+      const Expr bColumn = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
+      Stmt zero = cells(ir::store(cacc, ccell, num(0)));
+      Stmt sum = ir::forLoop(
+          pv, imm(0), kcLen, ForKind::Serial,
+          cells(ir::store(cacc, ccell, ir::add(ir::load(vt_, cacc, ccell), ir::mul(aLanes, bColumn)))));
+      // Stored from a copy (the accumulators stay in registers): the group's slivers inside
+      // the block, their rows inside M.
+      Stmt stored = finish(
+          [&](Stmt body) {
+            body = ir::forLoop(jj, imm(0), imm(columns), ForKind::Unrolled, body);
+            body = ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
+                               ForKind::Rolled, body);
+            body = let(sv, ir::add(first, var(cu)), body);
+            return ir::forLoop(cu, imm(0), minOf(imm(G), ir::sub(end, first)), ForKind::Rolled, body);
+          },
+          ir::load(vt_, cedge, ccell));
+      Stmt copy = cells(ir::store(cedge, ccell, ir::load(vt_, cacc, ccell)));
+      Stmt body = ir::allocate(cacc, vt_, G * columns * lanes,
+                               ir::block({zero, sum, ir::allocate(cedge, vt_, G * columns * lanes,
+                                                                  ir::block({copy, stored}))}));
+      const Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(end, var(ic)), imm(G - 1)), imm(G));
+      return ir::forLoop(cg, imm(0), groups, ForKind::Serial, body);
+    }
     Stmt part = ir::allocate(edge, vt_, MR * nr,
                              ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
     Stmt store = part;
@@ -698,7 +750,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr plain = less(var(tv), imm(t1));
     if (t0 > 0) plain = ir::binary(BinOp::And, ir::binary(BinOp::Ge, var(tv), imm(t0)), plain);
     body = t1 > t0 ? ir::ifThen(plain, body, masked) : masked;
-  } else if (halfTail)
+  } else if (columnTail)
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR, false, false, N - (S[1] - 1) * NR));
+  else if (halfTail)
     body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
