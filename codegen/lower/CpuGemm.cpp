@@ -91,6 +91,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   auto ext = [&](std::size_t v) { return r[v].second - r[v].first; };
   const std::int64_t extent[2] = {ext(sideVar[0]), ext(sideVar[1])};
   const std::int64_t S[2] = {cdiv(extent[0], W[0]), cdiv(extent[1], W[1])}; // slivers
+  // A last B sliver of one or two columns (a stride-2 input gradient's phases of 17 or 33
+  // columns) runs the columns kernel (A's lanes as the vector, below), which reads only those
+  // lanes of it: a product of plain slivers, MR within a vector. Their count, or 0.
+  const std::int64_t tailColumns =
+      extent[1] % W[1] <= 2 && W[0] <= g.width && g.product && g.kSets == 1 &&
+              operands->tile.empty() && !g.bInPlace
+          ? extent[1] % W[1]
+          : 0;
   auto group = [](const std::vector<int>& vs) {
     return std::vector<std::size_t>(vs.begin(), vs.end());
   };
@@ -372,6 +380,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
         body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
+      if (x == 1 && tailColumns > 0) {
+        // The columns kernel reads only the last sliver's first tailColumns lanes: those, an
+        // element each, and nothing else of it (its zeros and its branches on the run's shape
+        // cost as much as a whole sliver's copy).
+        Stmt columns = inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, element()));
+        body = ir::ifThen(less(var(ps), imm(S[1] - 1)), body, columns);
+      }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
@@ -483,11 +498,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
   // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
-  // ... or, for a last sliver of one or two columns (a stride-2 input gradient's phases of 17
-  // or 33 columns), the columns kernel (A's lanes as the vector, below): a product of plain
-  // slivers, MR within a vector.
-  const bool columnTail = N % NR != 0 && N % NR <= 2 && MR <= g.width && g.product &&
-                          g.kSets == 1 && operands->tile.empty() && !g.bInPlace;
+  // ... or, for a last sliver of one or two columns, the columns kernel (tailColumns).
+  const bool columnTail = tailColumns > 0;
   // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
   // one with masked loads (its lanes past N are neither read nor stored).
   auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked, std::int64_t columns = 0) {
@@ -759,7 +771,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (t0 > 0) plain = ir::binary(BinOp::And, ir::binary(BinOp::Ge, var(tv), imm(t0)), plain);
     body = t1 > t0 ? ir::ifThen(plain, body, masked) : masked;
   } else if (columnTail)
-    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR, false, false, N - (S[1] - 1) * NR));
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR, false, false, tailColumns));
   else if (halfTail)
     body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
