@@ -24,9 +24,9 @@
 // any other tile through a local copy and scalar stores of its elements inside the output.
 // Each element's sum runs over the KC blocks in order and within a block in order, whatever
 // the thread count.
+#include "codegen/lower/CpuGemmColumns.h"
+#include "codegen/lower/CpuGemmTasks.h"
 #include "codegen/lower/Lowerer.h"
-
-#include <limits>
 
 namespace einjit::codegen::lowering {
 
@@ -46,22 +46,6 @@ Expr var(const std::string& v) { return ir::var(v); }
 Stmt let(const std::string& name, Expr value, Stmt body) {
   Expr hi = ir::add(value, imm(1));
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
-}
-
-// The loop of function f over [0, count), the runtime's parallel loop when allowed and there
-// are two iterations or more, each `inner` flops (the grain keeps tasks above minWork).
-Stmt parallelOver(ir::Func& f, const std::string& v, std::int64_t count, double inner,
-                  bool allowed, double minWork, Stmt body) {
-  ForKind kind = ForKind::Serial;
-  if (allowed && count >= 2) {
-    kind = ForKind::Parallel;
-    f.parallel = true;
-    f.parallelLo = 0;
-    f.parallelHi = count;
-    f.grain = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(minWork / std::max(inner, 1.0))));
-  }
-  return ir::forLoop(v, imm(0), imm(count), kind, std::move(body));
 }
 
 // Marks the index variables bound c reads.
@@ -91,14 +75,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   auto ext = [&](std::size_t v) { return r[v].second - r[v].first; };
   const std::int64_t extent[2] = {ext(sideVar[0]), ext(sideVar[1])};
   const std::int64_t S[2] = {cdiv(extent[0], W[0]), cdiv(extent[1], W[1])}; // slivers
-  // A last B sliver of one or two columns (a stride-2 input gradient's phases of 17 or 33
-  // columns) runs the columns kernel (A's lanes as the vector, below), which reads only those
-  // lanes of it: a product of plain slivers, MR within a vector. Their count, or 0.
-  const std::int64_t tailColumns =
-      extent[1] % W[1] <= 2 && W[0] <= g.width && g.product && g.kSets == 1 &&
-              operands->tile.empty() && !g.bInPlace
-          ? extent[1] % W[1]
-          : 0;
+  // A last B sliver of one or two columns runs the columns kernel, which reads only those.
+  const std::int64_t tailColumns = columnsTail(g, extent[1], !operands->tile.empty());
   auto group = [](const std::vector<int>& vs) {
     return std::vector<std::size_t>(vs.begin(), vs.end());
   };
@@ -645,51 +623,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
                          ForKind::Rolled, body);
     };
     if (columns > 0) {
-      // The last B sliver's few columns (N = 17 with NR = 16: one) with A's MR lanes as the
-      // vector (MR <= a vector's lanes; the lanes past MR masked): each term one FMA of a
-      // sliver's A lanes by a broadcast B element, G slivers of the MC block at a time (their
-      // chains interleaved: the FMA latency hidden). The half-width kernel spent MR FMAs per
-      // term on one column, on MR chains that waited on the FMA latency; each element's sum
-      // runs over the same terms in the same order.
-      const std::string cg = "gemm.cg", cu = "gemm.cu", cacc = "cacc", cedge = "cedge";
-      const std::int64_t G = std::max<std::int64_t>(1, std::min<std::int64_t>(blockSl[0], 8 / columns));
-      const std::int64_t lanes = g.width;
-      const Expr first = ir::add(var(ic), ir::mul(var(cg), imm(G)));
-      const Expr end = minOf(ir::add(var(ic), imm(blockSl[0])), var(as1));
-      const Expr ccell = ir::add(
-          ir::mul(ir::add(ir::mul(var(cu), imm(columns)), var(jj)), imm(lanes)), var(ii));
-      // The group's cells: slot cu's sliver (past the block's end: its last, computed again and
-      // not stored), its columns, A's lanes as one vector.
-      auto cells = [&](Stmt body) {
-        body = ir::forLoop(ii, imm(0), imm(lanes), ForKind::Vectorized, body, g.width);
-        body = ir::forLoop(jj, imm(0), imm(columns), ForKind::Unrolled, body);
-        body = let(sv, minOf(ir::add(first, var(cu)), ir::sub(end, imm(1))), body);
-        return ir::forLoop(cu, imm(0), imm(G), ForKind::Unrolled, body);
-      };
-      const Expr aLanes = ir::maskLoads(ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
-                                        less(var(ii), imm(MR)));
-      const Expr bColumn = ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj)));
-      Stmt zero = cells(ir::store(cacc, ccell, num(0)));
-      Stmt sum = ir::forLoop(
-          pv, imm(0), kcLen, ForKind::Serial,
-          cells(ir::store(cacc, ccell, ir::add(ir::load(vt_, cacc, ccell), ir::mul(aLanes, bColumn)))));
-      // Stored from a copy (the accumulators stay in registers): the group's slivers inside
-      // the block, their rows inside M.
-      Stmt stored = finish(
-          [&](Stmt body) {
-            body = ir::forLoop(jj, imm(0), imm(columns), ForKind::Unrolled, body);
-            body = ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
-                               ForKind::Rolled, body);
-            body = let(sv, ir::add(first, var(cu)), body);
-            return ir::forLoop(cu, imm(0), minOf(imm(G), ir::sub(end, first)), ForKind::Rolled, body);
-          },
-          ir::load(vt_, cedge, ccell));
-      Stmt copy = cells(ir::store(cedge, ccell, ir::load(vt_, cacc, ccell)));
-      Stmt body = ir::allocate(cacc, vt_, G * columns * lanes,
-                               ir::block({zero, sum, ir::allocate(cedge, vt_, G * columns * lanes,
-                                                                  ir::block({copy, stored}))}));
-      const Expr groups = ir::binary(BinOp::Div, ir::add(ir::sub(end, var(ic)), imm(G - 1)), imm(G));
-      return ir::forLoop(cg, imm(0), groups, ForKind::Serial, body);
+      ColumnsKernel c{columns, MR, g.width, blockSl[0], M, vt_, sv, ii, jj, pv, ic, as1, kcLen,
+                      ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
+                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish};
+      return columnsKernel(c);
     }
     Stmt part = ir::allocate(edge, vt_, MR * nr,
                              ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
@@ -820,42 +757,6 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     return;
   }
   emitGemmProduct(name, {t});
-}
-
-void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts) {
-  // One loop over tasks runs every part's task in turn (a strided gradient's residue phases,
-  // which write the same lines of the output: written while they are in cache). Task t is the
-  // same batch value in each part when their task structures agree; a part runs the tasks it
-  // has. The task groups are the fewest any part has scratch for.
-  const std::string gv = "gemm.g", tk = "gemm.task";
-  std::int64_t tasks = 0, groups = std::numeric_limits<std::int64_t>::max();
-  double flops = 0;
-  bool parallel = true;
-  for (const GemmTasks& p : parts) {
-    tasks = std::max(tasks, p.tasks);
-    groups = std::min(groups, p.groups);
-    flops += p.flops;
-    parallel = parallel && p.parallel;
-  }
-  std::vector<Stmt> bodies;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const GemmTasks& p = parts[i];
-    // Several parts (residue phases): each part's share of a task is outlined, a function
-    // that the CPU JIT compiles as a module of its own (codegen::separateParts), in parallel.
-    Stmt body = parts.size() == 1 ? p.body
-                                  : ir::forLoop(tk + std::to_string(i), var(tk), ir::add(var(tk), imm(1)),
-                                                ForKind::Outlined, p.body);
-    bodies.push_back(p.tasks == tasks ? body : ir::ifThen(less(var(tk), imm(p.tasks)), body));
-  }
-  const std::int64_t perGroup = cdiv(tasks, groups);
-  Expr firstTask = ir::mul(var(gv), imm(perGroup));
-  Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
-                          ForKind::Serial, ir::block(std::move(bodies)));
-  ir::Func f = newFunc(name);
-  f.explicitCode = true;
-  f.body = parallelOver(f, gv, groups, flops / static_cast<double>(groups), parallel,
-                        target_.minParallelWork, std::move(body));
-  out_.funcs.push_back(std::move(f));
 }
 
 } // namespace einjit::codegen::lowering
