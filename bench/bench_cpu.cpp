@@ -26,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using einjit::DType;
@@ -690,17 +691,25 @@ BENCHMARK(BM_Call_overhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 } // namespace
 
-// OpenBLAS's worker threads spin through a long timeout after each call before they sleep: in
-// the cases that alternate einjit and OpenBLAS in one process (bench_gemm.cpp) they take the
-// core einjit's second thread needs, so einjit's next call measures the contention, not its
-// kernel. OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it is loaded, so the process sets it
-// (2^4 cycles: the workers sleep at once, as oneTBB's do) and starts again. A value the user
-// sets is kept.
+// The peers' worker threads spin after each call before they sleep, and in the cases that
+// alternate einjit and a peer in one process they take the core einjit's second thread needs,
+// so einjit's next call measures the contention, not its kernel: OpenBLAS's through a long
+// timeout (bench_gemm.cpp), oneDNN's and Eigen's (GNU OpenMP) through GOMP's spin count
+// (BM_DemoLayer, whose calls are shorter than the spin; on a loaded machine the two runtimes'
+// spinning threads also wait on each other). Both libraries read their setting once, when they
+// are loaded, so the process sets OPENBLAS_THREAD_TIMEOUT (2^4 cycles: the workers sleep at
+// once, as oneTBB's do) and OMP_WAIT_POLICY=passive and starts again. A value the user sets is
+// kept.
 int main(int argc, char** argv) {
-  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
-    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
-    execv("/proc/self/exe", argv);
-  }
+  bool again = false;
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"OPENBLAS_THREAD_TIMEOUT", "4"},
+        {"OMP_WAIT_POLICY", "passive"}})
+    if (!std::getenv(name)) {
+      setenv(name, value, 1);
+      again = true;
+    }
+  if (again) execv("/proc/self/exe", argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -5,7 +5,11 @@
 // see the same load. Counters are medians over the iterations: each side's milliseconds, each
 // side's (forward + backward) / forward, and oneDNN's time over einjit's for the forward and
 // for forward + backward (above 1: einjit faster). range: threads (oneTBB; oneDNN's OpenMP
-// follows the process's affinity, so run the 1-thread row under `taskset -c 0`).
+// follows the process's affinity, so run the 1-thread row under `taskset -c 0`). The calls are
+// shorter than GNU OpenMP's spin after a parallel region: with its default wait policy
+// oneDNN's worker kept spinning on the core einjit's second thread needed (and on a loaded
+// machine the two runtimes' threads waited on each other), so bench_cpu's main sets
+// OMP_WAIT_POLICY=passive, as it shortens OpenBLAS's timeout (bench/RESULTS.md, session 27).
 #include "einjit/einjit.h"
 #include "bench/Timing.h"
 

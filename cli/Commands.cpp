@@ -174,6 +174,40 @@ std::vector<std::pair<std::string, Tensor>> results(const dsl::Program& prog, co
   }
   return all;
 }
+
+// The demo's forward and backward times, each round a forward call then a backward call (after
+// one warm-up call of each): the medians of the rounds' times and of their
+// (forward + backward) / forward. At least `minRounds` rounds, more while they fit in 0.3 s
+// (with minRounds > 1).
+struct DemoTimes {
+  double forwardMs = 0, backMs = 0, ratio = 0;
+  int rounds = 0;
+};
+template <class F, class B>
+DemoTimes alternatedTimes(F&& forward, B&& backward, int minRounds) {
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](auto&& f) {
+    const auto t0 = Clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  forward();
+  backward();
+  std::vector<double> f, b, r;
+  const auto start = Clock::now();
+  while (static_cast<int>(f.size()) < minRounds ||
+         (minRounds > 1 && f.size() < 1000 &&
+          std::chrono::duration<double>(Clock::now() - start).count() < 0.3)) {
+    f.push_back(ms(forward));
+    b.push_back(ms(backward));
+    r.push_back((f.back() + b.back()) / f.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(f), median(b), median(r), static_cast<int>(f.size())};
+}
 } // namespace
 
 int run(const Words& words, std::ostream& out, std::ostream&) {
@@ -305,11 +339,15 @@ int demo(const Words&, std::ostream& out, std::ostream&) {
   Comparison gCmp;
   for (std::size_t i = 0; i < g.size(); ++i) gCmp.add(compare(g[i], gr[i]));
   const double gErr = gCmp.relativeError;
-  const double backMs = 1e3 * medianSeconds([&] { back.call(gin); }, reps);
+  // The ratio from forward and backward calls alternated in rounds, the median of the rounds'
+  // ratios: two medians taken minutes apart (seven calls each) swung 3.4-5.0 on a shared
+  // machine, where a round's two calls see the same load.
+  const DemoTimes t = alternatedTimes([&] { conv(x, w); }, [&] { back.call(gin); }, reps);
   std::snprintf(buf, sizeof buf,
                 "backward (dx, dk) on the %s: %.3f ms, (forward + backward) / forward = %.2f\n"
+                "  (forward %.3f ms; medians of %d rounds of a forward and a backward call)\n"
                 "  max relative difference from the float64 interpreter: %.3g\n",
-                device, backMs, (jitMs + backMs) / jitMs, gErr);
+                device, t.backMs, t.ratio, t.forwardMs, t.rounds, gErr);
   out << buf;
   ok = ok && gCmp.failure(toleranceFor(DType::f32)).empty();
   GradCheckResult gc = einjit::gradcheck(src, {{"x", {1, 2, 7, 8}}, {"k", {3, 2, 3, 3}}});

@@ -66,8 +66,11 @@ std::vector<GemmRow> rows() {
   };
   // 1000 = 166 x 6 + 4 = 62 x 16 + 8; 257 = 42 x 6 + 5 = 16 x 16 + 1 and one past a KC block
   // of 256; 17 = 2 x 6 + 5 = 16 + 1; 120 x 256 x 64: whole tiles, one whole KC block, no edge.
+  // A last sliver of one or two columns (257, 17, 34 = 2 x 16 + 2) runs the columns kernel
+  // (f32): 1000 x 300 x 34 over several MC blocks and two KC blocks.
   const Size sizes[] = {{1000, 17, 257, true}, {257, 1000, 17, true}, {17, 257, 1000, true},
-                        {120, 256, 64, true},  {3, 257, 1000, false}, {257, 1000, 1, false}};
+                        {120, 256, 64, true},  {3, 257, 1000, false}, {257, 1000, 1, false},
+                        {1000, 300, 34, true}};
   std::vector<GemmRow> out;
   for (const Form& f : forms)
     for (const Size& s : sizes) {
@@ -91,6 +94,11 @@ std::vector<GemmRow> rows() {
                  true});
   out.push_back({"t[n,o] := x[n,i] * w[o,i]\ny[n,o] := t[n,o] + b[o]",
                  {{"x", {200, 70}}, {"w", {90, 70}}, {"b", {90}}},
+                 true});
+  // The epilogue after the columns kernel's tiles (17 = 16 + 1 columns; two KC blocks; on 2
+  // threads MC blocks of 13 slivers: groups of 8 and 5).
+  out.push_back({"t[n,o] := x[n,i] * w[o,i]\ny[n,o] := t[n,o] + b[o]",
+                 {{"x", {600, 300}}, {"w", {17, 300}}, {"b", {17}}},
                  true});
   return out;
 }

@@ -24,9 +24,9 @@
 // any other tile through a local copy and scalar stores of its elements inside the output.
 // Each element's sum runs over the KC blocks in order and within a block in order, whatever
 // the thread count.
+#include "codegen/lower/CpuGemmColumns.h"
+#include "codegen/lower/CpuGemmTasks.h"
 #include "codegen/lower/Lowerer.h"
-
-#include <limits>
 
 namespace einjit::codegen::lowering {
 
@@ -46,22 +46,6 @@ Expr var(const std::string& v) { return ir::var(v); }
 Stmt let(const std::string& name, Expr value, Stmt body) {
   Expr hi = ir::add(value, imm(1));
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
-}
-
-// The loop of function f over [0, count), the runtime's parallel loop when allowed and there
-// are two iterations or more, each `inner` flops (the grain keeps tasks above minWork).
-Stmt parallelOver(ir::Func& f, const std::string& v, std::int64_t count, double inner,
-                  bool allowed, double minWork, Stmt body) {
-  ForKind kind = ForKind::Serial;
-  if (allowed && count >= 2) {
-    kind = ForKind::Parallel;
-    f.parallel = true;
-    f.parallelLo = 0;
-    f.parallelHi = count;
-    f.grain = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(minWork / std::max(inner, 1.0))));
-  }
-  return ir::forLoop(v, imm(0), imm(count), kind, std::move(body));
 }
 
 // Marks the index variables bound c reads.
@@ -91,6 +75,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   auto ext = [&](std::size_t v) { return r[v].second - r[v].first; };
   const std::int64_t extent[2] = {ext(sideVar[0]), ext(sideVar[1])};
   const std::int64_t S[2] = {cdiv(extent[0], W[0]), cdiv(extent[1], W[1])}; // slivers
+  // A last B sliver of one or two columns runs the columns kernel, which reads only those.
+  const std::int64_t tailColumns = columnsTail(g, extent[1], !operands->tile.empty());
   auto group = [](const std::vector<int>& vs) {
     return std::vector<std::size_t>(vs.begin(), vs.end());
   };
@@ -386,6 +372,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         Expr runOk = conj(conj(termAt(base), termAt(last)), conj(safeAt(base), safeAt(last)));
         body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
+      if (x == 1 && tailColumns > 0) {
+        // The columns kernel reads only the last sliver's first tailColumns lanes: those, an
+        // element each, and nothing else of it (its zeros and its branches on the run's shape
+        // cost as much as a whole sliver's copy).
+        Stmt columns = inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, element()));
+        body = ir::ifThen(less(var(ps), imm(S[1] - 1)), body, columns);
+      }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
       Expr first = ir::add(sLo, ir::mul(var(gs), imm(grp)));
       body = ir::forLoop(ps, first, minOf(ir::add(first, imm(grp)), sHi), ForKind::Rolled, body);
@@ -407,10 +400,18 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Stmt body;
     if (!masks.empty() || padded)
       body = lanes(element(), ForKind::Rolled);
-    else if (edgeLanes)
-      body = ir::ifThen(less(var(ps), imm(extent[x] / w)), plain,
-                        kLoops(block, edgeSliver([](Stmt b) { return b; })));
-    else
+    else if (edgeLanes) {
+      // The last sliver, the only one past the extent: its lanes inside are known here, so its
+      // copies and zeros are unrolled as the other slivers' copies are (as loops over a count
+      // computed from the sliver, the 4 channels of the README demo's weight gradient cost as
+      // much as the 12 of the other two slivers).
+      const std::int64_t inside = extent[x] % w;
+      Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false));
+      Stmt zero = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), num(0));
+      Stmt last = kLoops(block, ir::block({ir::forLoop(ls, imm(0), imm(inside), ForKind::Unrolled, put),
+                                           ir::forLoop(ls, imm(inside), imm(w), ForKind::Unrolled, zero)}));
+      body = ir::ifThen(less(var(ps), imm(extent[x] / w)), plain, last);
+    } else
       body = plain;
     return ir::forLoop(ps, sLo, sHi, block ? ForKind::Outlined : ForKind::Rolled, body);
   };
@@ -489,9 +490,11 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
   // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
   const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
+  // ... or, for a last sliver of one or two columns, the columns kernel (tailColumns).
+  const bool columnTail = tailColumns > 0;
   // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
   // one with masked loads (its lanes past N are neither read nor stored).
-  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked) {
+  auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked, std::int64_t columns = 0) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
       body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
@@ -633,6 +636,12 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return ir::forLoop(ii, imm(0), minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))),
                          ForKind::Rolled, body);
     };
+    if (columns > 0) {
+      ColumnsKernel c{columns, MR, g.width, blockSl[0], M, vt_, sv, ii, jj, pv, ic, as1, kcLen,
+                      ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
+                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish};
+      return columnsKernel(c);
+    }
     Stmt part = ir::allocate(edge, vt_, MR * nr,
                              ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
     Stmt store = part;
@@ -712,7 +721,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr plain = less(var(tv), imm(t1));
     if (t0 > 0) plain = ir::binary(BinOp::And, ir::binary(BinOp::Ge, var(tv), imm(t0)), plain);
     body = t1 > t0 ? ir::ifThen(plain, body, masked) : masked;
-  } else if (halfTail)
+  } else if (columnTail)
+    body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR, false, false, tailColumns));
+  else if (halfTail)
     body = ir::ifThen(less(var(tv), imm(S[1] - 1)), body, kernelOf(NR / 2, false, false));
   body = ir::forLoop(tv, var(jc), minOf(ir::add(var(jc), imm(blockSl[1])), var(bs1)),
                      ForKind::Serial, body);
@@ -760,42 +771,6 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     return;
   }
   emitGemmProduct(name, {t});
-}
-
-void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts) {
-  // One loop over tasks runs every part's task in turn (a strided gradient's residue phases,
-  // which write the same lines of the output: written while they are in cache). Task t is the
-  // same batch value in each part when their task structures agree; a part runs the tasks it
-  // has. The task groups are the fewest any part has scratch for.
-  const std::string gv = "gemm.g", tk = "gemm.task";
-  std::int64_t tasks = 0, groups = std::numeric_limits<std::int64_t>::max();
-  double flops = 0;
-  bool parallel = true;
-  for (const GemmTasks& p : parts) {
-    tasks = std::max(tasks, p.tasks);
-    groups = std::min(groups, p.groups);
-    flops += p.flops;
-    parallel = parallel && p.parallel;
-  }
-  std::vector<Stmt> bodies;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const GemmTasks& p = parts[i];
-    // Several parts (residue phases): each part's share of a task is outlined, a function
-    // that the CPU JIT compiles as a module of its own (codegen::separateParts), in parallel.
-    Stmt body = parts.size() == 1 ? p.body
-                                  : ir::forLoop(tk + std::to_string(i), var(tk), ir::add(var(tk), imm(1)),
-                                                ForKind::Outlined, p.body);
-    bodies.push_back(p.tasks == tasks ? body : ir::ifThen(less(var(tk), imm(p.tasks)), body));
-  }
-  const std::int64_t perGroup = cdiv(tasks, groups);
-  Expr firstTask = ir::mul(var(gv), imm(perGroup));
-  Stmt body = ir::forLoop(tk, firstTask, minOf(ir::add(firstTask, imm(perGroup)), imm(tasks)),
-                          ForKind::Serial, ir::block(std::move(bodies)));
-  ir::Func f = newFunc(name);
-  f.explicitCode = true;
-  f.body = parallelOver(f, gv, groups, flops / static_cast<double>(groups), parallel,
-                        target_.minParallelWork, std::move(body));
-  out_.funcs.push_back(std::move(f));
 }
 
 } // namespace einjit::codegen::lowering
