@@ -5,6 +5,7 @@
 // machine: tests/test_golden.cpp compares it with golden files, and tools/dump-generated.sh
 // diffs it between commits.
 #include "InterpreterTable.h"
+#include "RowMajorBinding.h"
 
 #include "codegen/Lower.h"
 #include "dsl/Binding.h"
@@ -36,11 +37,7 @@ struct Case {
   bool cpu = true, gpu = true;
 };
 
-inline std::vector<std::int64_t> rowMajor(const Shape& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
+using einjit::test::rowMajor;
 
 inline codegen::Target cpuTarget(int vectorBytes, int threads, double gatherCost) {
   codegen::Target t;

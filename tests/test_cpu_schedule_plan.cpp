@@ -4,10 +4,10 @@
 // statement asked about, its family and the plan's note (describe), and what the family's own
 // plan holds (the packed plan's epilogue, the residue phases, the core's box, the row run); then
 // lowering the same call must carry out that plan: its note for the statement is the plan's.
+#include "RowMajorBinding.h"
+
 #include "codegen/Lower.h"
 #include "codegen/schedule/CpuStatementPlan.h"
-#include "dsl/Binding.h"
-#include "dsl/Program.h"
 
 #include <doctest/doctest.h>
 
@@ -21,12 +21,6 @@ namespace dsl = einjit::dsl;
 namespace {
 
 using Family = CpuStatementPlan::Family;
-
-std::vector<std::int64_t> rowMajor(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
 
 struct PlanRow {
   const char* program;
@@ -153,13 +147,12 @@ Target cpuTarget() { // as tests/GeneratedDump.h's first CPU target
 TEST_CASE("CPU statement plan: each family, without lowering, as lowering carries it out") {
   for (const PlanRow& row : kRows) {
     CAPTURE(row.program);
-    const dsl::Program p = dsl::check(row.program);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(row.program, row.shapes, row.dtype);
+    const dsl::Program& p = r.program;
+    const dsl::BoundProgram& b = r.bound;
+    const Strides& strides = r.strides;
     REQUIRE(p.arguments.size() == row.shapes.size());
-    std::vector<dsl::ArgSpec> args;
-    for (const auto& s : row.shapes) args.push_back({row.dtype, s});
-    const dsl::BoundProgram b = dsl::bind(p, args, {}, row.dtype);
-    Strides strides(p.tensors.size());
-    for (std::size_t t = 0; t < p.tensors.size(); ++t) strides[t] = rowMajor(b.tensors[t].shape);
     const Target t = cpuTarget();
     const CpuStatementPlan plan = planCpuStatement(p, b, strides, t, row.stmt);
     const std::string note = describe(plan);

@@ -2,9 +2,9 @@
 // for each statement, as `einjit explain` prints it. Pins every CPU schedule decision without
 // running anything; the JIT-vs-interpreter tables check that each schedule computes the right
 // values.
+#include "RowMajorBinding.h"
+
 #include "codegen/Schedule.h"
-#include "dsl/Binding.h"
-#include "dsl/Program.h"
 
 #include <doctest/doctest.h>
 
@@ -29,11 +29,6 @@ struct ScheduleRow {
   int transposed = -1;
 };
 
-std::vector<std::int64_t> rowMajor(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
 
 const ScheduleRow kRows[] = {
     // Every form with a unit-stride output index read contiguously: the register tile.
@@ -439,13 +434,11 @@ TEST_CASE("schedule table: each statement's schedule for its shapes, layouts and
     CAPTURE(row.program);
     CAPTURE(row.vectorBytes);
     CAPTURE(row.gatherCost);
-    const dsl::Program p = dsl::check(row.program);
+    einjit::test::RowMajorBinding r = einjit::test::bindRowMajor(row.program, row.shapes, row.dtype);
+    const dsl::Program& p = r.program;
+    const dsl::BoundProgram& b = r.bound;
+    Strides& strides = r.strides;
     REQUIRE(p.arguments.size() == row.shapes.size());
-    std::vector<dsl::ArgSpec> args;
-    for (const auto& s : row.shapes) args.push_back({row.dtype, s});
-    const dsl::BoundProgram b = dsl::bind(p, args, {}, row.dtype);
-    Strides strides(p.tensors.size());
-    for (std::size_t t = 0; t < p.tensors.size(); ++t) strides[t] = rowMajor(b.tensors[t].shape);
     if (row.transposed >= 0) {
       const auto id =
           static_cast<std::size_t>(p.arguments[static_cast<std::size_t>(row.transposed)]);
