@@ -65,6 +65,15 @@ ir::Func func(const char* name, ir::Stmt body, bool explicitCode = false) {
   return f;
 }
 
+// Runs function `f` of the compiled code on buffers x and y (the order func() declares them);
+// returns its status.
+template <class Code>
+std::int32_t runOn(const Code& code, std::size_t f, std::vector<float>& x, std::vector<float>& y) {
+  void* bufs[] = {x.data(), y.data()};
+  std::int32_t status = 0;
+  code->fns[f](bufs, nullptr, 0, 0, &status);
+  return status;
+}
 } // namespace
 
 TEST_CASE("jit_compile: images pack objects and reject every malformed layout") {
@@ -432,10 +441,7 @@ TEST_CASE("jit_compile: variants that differ in constants merge into one loop") 
   auto code = einjit::runtime::jitCompile({func("variants", body)}, false);
   std::vector<float> x(24), y(32, -1.0f);
   for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(5 * i) - 11.0f;
-  void* bufs[] = {x.data(), y.data()};
-  std::int32_t status = 0;
-  code->fns[0](bufs, nullptr, 0, 0, &status);
-  CHECK(status == 0);
+  CHECK(runOn(code, 0, x, y) == 0);
   std::vector<float> want(32, -1.0f);
   for (int i = 0; i < 4; ++i) want[static_cast<std::size_t>(i)] = 2 * x[static_cast<std::size_t>(i)];
   for (int i = 1; i < 5; ++i)
@@ -582,10 +588,7 @@ TEST_CASE("jit_compile: outlined loops compile apart, as modules of their own") 
 
   std::vector<float> x(24), y(16, -1.0f);
   for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(3 * i) - 7.0f;
-  void* bufs[] = {x.data(), y.data()};
-  std::int32_t status = 0;
-  code->fns[0](bufs, nullptr, 0, 0, &status);
-  CHECK(status == 0);
+  CHECK(runOn(code, 0, x, y) == 0);
   // Row r: t[j] = x[8r + j] + r + 1 (part 2 overwrites part 1's copies).
   for (int row = 0; row < 2; ++row)
     for (int col = 0; col < 8; ++col) {
@@ -647,10 +650,7 @@ TEST_CASE("jit_compile: a function's register-tile loops compile apart, each kno
   CHECK(text.find(einjit::codegen::kTilePartAttr) != std::string::npos);
   std::vector<float> x(64), y(64, -1.0f);
   for (int i = 0; i < 64; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(5 * i) - 100.0f;
-  void* bufs[] = {x.data(), y.data()};
-  std::int32_t status = 0;
-  code->fns[0](bufs, nullptr, 0, 0, &status);
-  CHECK(status == 0);
+  CHECK(runOn(code, 0, x, y) == 0);
   for (int col = 0; col < 4; ++col)
     for (int e = 0; e < 16; ++e) {
       const auto at = static_cast<std::size_t>(16 * col + e);
@@ -677,10 +677,7 @@ TEST_CASE("jit_compile: a loop around an explicit vector loop is not unrolled") 
   CHECK(code->llvmIR.find("llvm.loop.unroll.disable") != std::string::npos);
   std::vector<float> x(1024), y(1024, -1.0f);
   for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k % 97) - 40.5f;
-  void* bufs[] = {x.data(), y.data()};
-  std::int32_t status = 0;
-  code->fns[0](bufs, nullptr, 0, 0, &status);
-  CHECK(status == 0);
+  CHECK(runOn(code, 0, x, y) == 0);
   for (std::size_t k = 0; k < x.size(); ++k) {
     CAPTURE(k);
     CHECK(y[k] == 2 * x[k]);
