@@ -9,7 +9,7 @@
 // shorter than GNU OpenMP's spin after a parallel region: with its default wait policy
 // oneDNN's worker kept spinning on the core einjit's second thread needed (and on a loaded
 // machine the two runtimes' threads waited on each other), so bench_cpu's main sets
-// OMP_WAIT_POLICY=passive, as it shortens OpenBLAS's timeout (bench/RESULTS.md, session 27).
+// OMP_WAIT_POLICY=passive, as it shortens OpenBLAS's timeout (the measurements: bench/RESULTS.md).
 #include "einjit/einjit.h"
 #include "bench/Timing.h"
 
