@@ -118,8 +118,7 @@ CpuStatementInput cpuStatementInput(const Program& p, const BoundProgram& b, std
     const Statement& st = p.stmts[k];
     const BoundStatement& bs = b.stmts[k];
     in.phases = residuePhases(st, bs, ranges);
-    Box core;
-    if (coreRanges(st, bs, ranges, core)) in.core = std::move(core);
+    in.core = coreRanges(st, bs, ranges);
   }
   return in;
 }

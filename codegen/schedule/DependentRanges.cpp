@@ -146,24 +146,24 @@ bool monotoneCore(const BoundStatement& bs, std::pair<std::int64_t, std::int64_t
 
 } // namespace
 
-bool coreRanges(const Statement& st, const BoundStatement& bs, const Box& ranges, Box& core) {
+std::optional<Box> coreRanges(const Statement& st, const BoundStatement& bs, const Box& ranges) {
   const std::size_t nOut = static_cast<std::size_t>(st.numOutputVars()), n = st.vars.size();
   std::vector<std::vector<std::size_t>> readers(nOut); // dependent vars whose bounds read o
   bool any = false;
   for (std::size_t v = 0; v < n; ++v) {
     if (!bs.dependent[v]) continue;
-    if (v < nOut) return false;
+    if (v < nOut) return std::nullopt;
     const std::vector<std::size_t> read = boundReads(st, v);
-    if (read.size() != 1 || read[0] >= nOut) return false;
+    if (read.size() != 1 || read[0] >= nOut) return std::nullopt;
     readers[read[0]].push_back(v);
     any = true;
   }
-  if (!any) return false;
-  core = ranges;
+  if (!any) return std::nullopt;
+  Box core = ranges;
   for (std::size_t o = 0; o < nOut; ++o) {
     if (readers[o].empty()) continue;
     if (monotoneCore(bs, ranges[o], o, readers[o], n, core[o])) {
-      if (core[o].second <= core[o].first) return false;
+      if (core[o].second <= core[o].first) return std::nullopt;
       continue;
     }
     // Otherwise the longest run of points where every bound is interior.
@@ -185,10 +185,10 @@ bool coreRanges(const Statement& st, const BoundStatement& bs, const Box& ranges
         runLen = 0;
       }
     }
-    if (bestLen == 0) return false;
+    if (bestLen == 0) return std::nullopt;
     core[o] = {bestLo, bestLo + bestLen};
   }
-  return true;
+  return core;
 }
 
 BoundStatement coreBox(const BoundStatement& bs, const Box& core) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -54,11 +55,11 @@ std::vector<PhaseSub> residuePhases(const dsl::Statement& st, const dsl::BoundSt
 
 // The core of a core/border split (docs/GRADIENTS.md, G6): per output index that dependent
 // reduction ranges read, the longest run of its values where every such range takes its full
-// (box) extent; a bound monotone in the index is searched by bisection. False when the
+// (box) extent; a bound monotone in the index is searched by bisection. None when the
 // statement has other dependences (a bound that reads several indices, a reduction index or a
 // dependent output index) or no core.
-bool coreRanges(const dsl::Statement& st, const dsl::BoundStatement& bs, const Box& ranges,
-                Box& core);
+std::optional<Box> coreRanges(const dsl::Statement& st, const dsl::BoundStatement& bs,
+                              const Box& ranges);
 
 // The statement's binding over box `core`, every range its box's (none dependent).
 dsl::BoundStatement coreBox(const dsl::BoundStatement& bs, const Box& core);

@@ -60,8 +60,7 @@ GpuStatementInput gpuStatementInput(const Program& p, const BoundProgram& b, std
   if (in.independent && !in.split) {
     in.relayout = relayoutPlan(p, b, st, bs, in.buffers.strides, coversOutput(b, st, bs, sched));
     in.phases = residuePhases(st, bs, ranges);
-    Box core;
-    if (coreRanges(st, bs, ranges, core)) in.core = std::move(core);
+    in.core = coreRanges(st, bs, ranges);
   }
   return in;
 }
