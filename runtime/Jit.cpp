@@ -357,9 +357,12 @@ struct Engine {
   struct Emitted {
     std::unique_ptr<llvm::LLVMContext> ctx;
     std::unique_ptr<llvm::Module> m;
-    std::string llvmErrors; // the context's diagnostics (errors only)
+    std::string llvmErrors; // the context's diagnostics (errors only), at a fixed address
     StageClock clock;
     double cost = 0; // the expected compile time, in arbitrary units
+    Emitted() = default;
+    Emitted(const Emitted&) = delete; // the context points into it
+    Emitted& operator=(const Emitted&) = delete;
   };
 
   // Runs work(0..n-1) on oneTBB's threads in the order given: each thread takes the next
@@ -415,7 +418,7 @@ struct Engine {
     inOrder(n, [&](std::size_t i) {
       try {
         Timeline::Span span("emit " + unitName(units[i]));
-        emitted[i] = emitModule(units[i], prefix);
+        emitModule(units[i], prefix, emitted[i]);
       } catch (...) {
         failures[i] = std::current_exception();
       }
@@ -458,9 +461,10 @@ struct Engine {
     return names;
   }
 
-  // A unit's LLVM IR, verified. Safe to run on several threads at once (a context each).
-  Emitted emitModule(const Unit& unit, const std::string& prefix) {
-    Emitted e;
+  // A unit's LLVM IR, verified, into `e` (in place: the context keeps the address of
+  // e.llvmErrors). Safe to run on several threads at once (a context each).
+  void emitModule(const Unit& unit, const std::string& prefix, Emitted& e) {
+    e.clock.resume();
     e.ctx = std::make_unique<llvm::LLVMContext>();
     // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
     // user's business; errors are kept and reported.
@@ -493,7 +497,6 @@ struct Engine {
     // explicit-code pipeline's per instruction, and unoptimized code a small part.
     const auto instructions = static_cast<double>(m.getInstructionCount());
     e.cost = !unit.optimize ? instructions / 4 : fullO3 || !explicitCode(m) ? 2 * instructions : instructions;
-    return e;
   }
 
   // One emitted module through the middle end (O3, or kExplicitPipeline for explicit code; none
