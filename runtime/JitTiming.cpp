@@ -79,7 +79,12 @@ void reportTimeline(const std::string& what, double end, std::vector<Event> even
     largest = std::max(largest, e.cpu);
     if (std::find(threads.begin(), threads.end(), e.thread) == threads.end()) threads.push_back(e.thread);
   }
-  if (last < first) first = last = 0;
+  if (threads.empty()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  wall %.1f: no module compiled (the code was cached)\n", end);
+    std::fputs((text + line).c_str(), stderr);
+    return;
+  }
   char line[400];
   const double window = last - first;
   std::snprintf(line, sizeof line,

@@ -240,6 +240,18 @@ TEST_CASE("EINJIT_DEBUG_JIT prints a cold compile's timeline, the largest module
     CHECK(se.first <= se.second);
     if (name != largest) CHECK(span[largest].first <= se.second);
   }
+  // Code from the disk cache: a timeline without modules.
+  const std::string dir = "/tmp/einjit-cli-timeline-" + std::to_string(::getpid());
+  const std::string small = "explain 'y[i] := x[i] * 3.5 - x[i]' --shape x=40";
+  Result first = runCli(small, "EINJIT_CACHE_DIR=" + dir + " EINJIT_DEBUG_JIT=1 ");
+  CHECK(first.status == 0);
+  CHECK(has(first.out, "  module "));
+  Result cached = runCli(small, "EINJIT_CACHE_DIR=" + dir + " EINJIT_DEBUG_JIT=1 ");
+  CHECK(cached.status == 0);
+  CHECK(has(cached.out, "# code: disk cache"));
+  CHECK(has(cached.out, "no module compiled (the code was cached)"));
+  CHECK(!has(cached.out, "  module "));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
