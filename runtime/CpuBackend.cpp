@@ -4,6 +4,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Caches.h"
+#include "runtime/JitTiming.h"
 
 #include "einjit/Tensor.h"
 
@@ -26,6 +27,8 @@ using namespace einjit::dsl;
 std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgram& b,
                                               codegen::Strides strides, bool keepIR,
                                               bool keepIntermediates) {
+  Timeline::Compile timeline("a kernel's preparation");
+  Timeline::Span lowering("schedule and lower");
   auto prep = std::make_shared<PreparedCpu>();
   codegen::Target target = hostTarget();
   target.rowScratch = !keepIntermediates;
@@ -43,6 +46,7 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
       prep->lowered = codegen::lower(p, b, strides, target);
     }
   }
+  lowering.end();
   prep->code = jitCompile(prep->lowered.funcs, keepIR);
   return prep;
 }

@@ -352,6 +352,44 @@ struct Engine {
     std::size_t part = kWhole; // of the one function (codegen::emitLLVMPart), or all of it
   };
 
+  // A unit's module as emitted, waiting for the middle end and code generation (possibly on
+  // another thread: a context is used by one thread at a time, not tied to one).
+  struct Emitted {
+    std::unique_ptr<llvm::LLVMContext> ctx;
+    std::unique_ptr<llvm::Module> m;
+    std::string llvmErrors; // the context's diagnostics (errors only), at a fixed address
+    StageClock clock;
+    double cost = 0; // the expected compile time, in arbitrary units
+    Emitted() = default;
+    Emitted(const Emitted&) = delete; // the context points into it
+    Emitted& operator=(const Emitted&) = delete;
+  };
+
+  // Runs work(0..n-1) on oneTBB's threads in the order given: each thread takes the next
+  // index when it is free, so the costliest modules, put first, start first (a parallel_for
+  // over the indices hands out halves of the range instead: with the packing functions first in
+  // the program, a GEMM's micro-kernel module started after them, on the critical path).
+  template <class Work>
+  static void inOrder(std::size_t n, const Work& work) {
+#if EINJIT_HAVE_TBB
+    std::atomic<std::size_t> next{0};
+    const auto slots = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(
+                                                   1, tbb::this_task_arena::max_concurrency())));
+    // Isolated: this thread holds the cache's lock, so while it waits it must not take an
+    // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
+    tbb::this_task_arena::isolate([&] {
+      tbb::parallel_for(
+          std::size_t{0}, slots,
+          [&](std::size_t) {
+            for (std::size_t i; (i = next.fetch_add(1)) < n;) work(i);
+          },
+          tbb::simple_partitioner{});
+    });
+#else
+    for (std::size_t i = 0; i < n; ++i) work(i);
+#endif
+  }
+
   std::string buildImage(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
                          std::string* irText) {
     std::vector<Unit> units;
@@ -365,48 +403,72 @@ struct Engine {
       for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, parts ? k : kWhole});
     }
     if (!unoptimized.empty()) units.push_back({std::move(unoptimized), false, kWhole});
-    std::vector<std::string> objects(units.size()), texts(units.size());
-    std::vector<std::exception_ptr> failures(units.size());
-    // The parallel loop's join already orders each unit's work before what follows; these
+    const std::size_t n = units.size();
+    std::vector<Emitted> emitted(n);
+    std::vector<std::string> objects(n), texts(n);
+    std::vector<std::exception_ptr> failures(n);
+    // The parallel loops' joins already order each unit's work before what follows; these
     // flags state that order in instrumented code too, since oneTBB's own handshake is not
     // visible to ThreadSanitizer (a task's reads of the shared IR would otherwise be reported
     // against the caller freeing it later).
-    std::vector<std::atomic<bool>> finished(units.size());
-    auto one = [&](std::size_t i) {
+    std::vector<std::atomic<bool>> finished(n);
+    // First every module's LLVM IR (about a millisecond each), which tells what each costs;
+    // then the middle end and code generation, the costliest modules first, so that the
+    // longest one does not start last.
+    inOrder(n, [&](std::size_t i) {
       try {
-        objects[i] = buildObject(units[i], prefix, irText ? &texts[i] : nullptr);
+        Timeline::Span span("emit " + unitName(units[i]));
+        emitModule(units[i], prefix, emitted[i]);
       } catch (...) {
         failures[i] = std::current_exception();
       }
       finished[i].store(true, std::memory_order_release);
-    };
-#if EINJIT_HAVE_TBB
-    // Isolated: this thread holds the cache's lock, so while it waits it must not take an
-    // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
-    tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, units.size(), one); });
-#else
-    for (std::size_t i = 0; i < units.size(); ++i) one(i);
-#endif
+    });
+    for (std::atomic<bool>& f : finished) (void)f.exchange(false, std::memory_order_acq_rel);
+    for (const std::exception_ptr& e : failures)
+      if (e) std::rethrow_exception(e);
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      return emitted[x].cost > emitted[y].cost;
+    });
+    inOrder(n, [&](std::size_t k) {
+      const std::size_t i = order[k];
+      try {
+        Timeline::Span span(unitName(units[i]), true);
+        objects[i] = compileModule(units[i], emitted[i], prefix, irText ? &texts[i] : nullptr);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+      // The module, then its context, freed on the thread that used them.
+      emitted[i].m.reset();
+      emitted[i].ctx.reset();
+      finished[i].store(true, std::memory_order_release);
+    });
     for (const std::atomic<bool>& f : finished) (void)f.load(std::memory_order_acquire);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
     if (irText)
       for (const std::string& t : texts) *irText += t;
+    Timeline::Span span("pack the objects");
     return packObjects(objects);
   }
 
-  // One module: LLVM IR, the middle end (O3, or kExplicitPipeline for explicit code; none
-  // unless `optimize`), an object file. Safe to run on several threads at once (a context and
-  // a target machine each).
-  std::string buildObject(const Unit& unit, const std::string& prefix, std::string* irText) {
-    const std::vector<codegen::ir::Func>& funcs = unit.funcs;
-    const bool optimize = unit.optimize;
-    StageClock clock;
-    llvm::LLVMContext ctx;
+  static std::string unitName(const Unit& unit) {
+    std::string names;
+    for (const codegen::ir::Func& f : unit.funcs) names += (names.empty() ? "" : " ") + f.name;
+    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    return names;
+  }
+
+  // A unit's LLVM IR, verified, into `e` (in place: the context keeps the address of
+  // e.llvmErrors). Safe to run on several threads at once (a context each).
+  void emitModule(const Unit& unit, const std::string& prefix, Emitted& e) {
+    e.clock.resume();
+    e.ctx = std::make_unique<llvm::LLVMContext>();
     // Optimization remarks and warnings (a hinted loop that was not vectorized) are not the
     // user's business; errors are kept and reported.
-    std::string llvmErrors;
-    ctx.setDiagnosticHandlerCallBack(
+    e.ctx->setDiagnosticHandlerCallBack(
         [](const llvm::DiagnosticInfo* di, void* sink) {
           if (di->getSeverity() != llvm::DS_Error) return;
           llvm::raw_string_ostream os(*static_cast<std::string*>(sink));
@@ -414,25 +476,41 @@ struct Engine {
           di->print(printer);
           os << "\n";
         },
-        &llvmErrors);
-    llvm::Module m("einjit", ctx);
-    llvm::TargetMachine* tm = &targetMachine(optimize ? llvm::CodeGenOptLevel::Aggressive
-                                                      : llvm::CodeGenOptLevel::None);
-    m.setDataLayout(tm->createDataLayout());
-    m.setTargetTriple(tm->getTargetTriple().str());
-    clock.lap("target machine");
+        &e.llvmErrors);
+    e.m = std::make_unique<llvm::Module>("einjit", *e.ctx);
+    llvm::Module& m = *e.m;
+    const llvm::TargetMachine& tm = targetMachine(unit.optimize ? llvm::CodeGenOptLevel::Aggressive
+                                                                : llvm::CodeGenOptLevel::None);
+    m.setDataLayout(tm.createDataLayout());
+    m.setTargetTriple(tm.getTargetTriple().str());
+    e.clock.lap("target machine");
     if (unit.part == kWhole)
-      codegen::emitLLVM(funcs, prefix, m);
+      codegen::emitLLVM(unit.funcs, prefix, m);
     else
-      codegen::emitLLVMPart(funcs.front(), prefix, unit.part, m);
+      codegen::emitLLVMPart(unit.funcs.front(), prefix, unit.part, m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
-    clock.lap("emit", instructionCount(m));
-    std::string names;
-    for (const codegen::ir::Func& f : funcs) names += (names.empty() ? "" : " ") + f.name;
-    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    e.clock.lap("emit", instructionCount(m));
+    // A module's compile time follows its instructions; O3's passes cost about twice the
+    // explicit-code pipeline's per instruction, and unoptimized code a small part.
+    const auto instructions = static_cast<double>(m.getInstructionCount());
+    e.cost = !unit.optimize ? instructions / 4 : fullO3 || !explicitCode(m) ? 2 * instructions : instructions;
+  }
+
+  // One emitted module through the middle end (O3, or kExplicitPipeline for explicit code; none
+  // unless the unit is optimized) and code generation to an object file. Safe to run on
+  // several threads at once (a context and a target machine each).
+  std::string compileModule(const Unit& unit, Emitted& e, const std::string& prefix,
+                            std::string* irText) {
+    const bool optimize = unit.optimize;
+    StageClock& clock = e.clock;
+    clock.resume();
+    llvm::Module& m = *e.m;
+    llvm::TargetMachine* tm = &targetMachine(optimize ? llvm::CodeGenOptLevel::Aggressive
+                                                      : llvm::CodeGenOptLevel::None);
+    const std::string names = unitName(unit);
     dumpModule(m, prefix + names);
     const bool explicitModule = optimize && optimizeModule(m, *tm, clock);
     dumpModule(m, prefix + names + ".opt");
@@ -453,7 +531,7 @@ struct Engine {
     clock.lap("codegen setup");
     pm.run(m);
     clock.lap("codegen");
-    if (!llvmErrors.empty()) throw InternalError("LLVM reported errors: " + llvmErrors);
+    if (!e.llvmErrors.empty()) throw InternalError("LLVM reported errors: " + e.llvmErrors);
     clock.report(names + ", " + std::to_string(buf.size()) + "-byte object" +
                  (optimize ? "" : ", unoptimized"));
     return std::string(buf.begin(), buf.end());
@@ -500,6 +578,7 @@ struct Engine {
   // Loads an object into a JITDylib of its own and finds the functions.
   void load(CompiledCode& code, const std::vector<codegen::ir::Func>& funcs,
             const std::string& prefix, const std::string& image) {
+    Timeline::Span span("JITDylib, add the objects");
     auto jdOr = jit->createJITDylib("einjit" + std::to_string(modules++));
     if (!jdOr) throw Error("LLVM JIT: creating a JITDylib: " + errorText(jdOr.takeError()));
     llvm::orc::JITDylib& jd = *jdOr;
@@ -513,6 +592,9 @@ struct Engine {
     for (std::string_view obj : objects)
       if (auto err = jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(obj, prefix)))
         throw Error("LLVM JIT: loading compiled code: " + errorText(std::move(err)));
+    span.end();
+    // The first lookup links and loads every object of the JITDylib.
+    Timeline::Span linking("link, load and look up");
     std::vector<KernelFn> fns;
     std::map<std::string, std::uint64_t> addrs;
     for (const auto& f : funcs) {
@@ -538,7 +620,10 @@ struct Engine {
 
   std::shared_ptr<const CompiledCode> compile(const std::vector<codegen::ir::Func>& funcs,
                                               bool keepIR) {
+    Timeline::Compile timeline("the JIT's compile");
+    Timeline::Span keySpan("key (the functions printed)");
     const std::string key = keyOf(funcs);
+    keySpan.end();
     std::vector<CodeCache::Value> dropped; // released after the lock
     auto lock = cache.lock();
     if (!keepIR)

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,6 +186,72 @@ TEST_CASE("EINJIT_JIT_CPU and EINJIT_CPU_CACHE_BYTES make another CPU kind's cod
                        "': it must be three sizes in bytes, L1,L2,L3, each at least 4096\n");
   }
   std::filesystem::remove_all("/tmp/einjit-cli-cpu-" + std::to_string(::getpid()));
+}
+
+// EINJIT_DEBUG_JIT=1: each module's stages, then the cold compile's timeline (runtime/JitTiming.h):
+// every module once, on a thread, between a start and an end; the modules compile costliest
+// first, so the largest (the micro-kernel's, by its LLVM instructions as emitted) starts before
+// any other module ends.
+TEST_CASE("EINJIT_DEBUG_JIT prints a cold compile's timeline, the largest module started first") {
+#if !EINJIT_HAVE_LLVM
+  MESSAGE("skipped: this build has no LLVM JIT, so nothing is compiled for the CPU");
+  return;
+#endif
+  // The benchmark's GEMM, whose packing functions come first in the program (compiled in the
+  // program's order, its micro-kernel module started after a packing module had ended).
+  Result r = runCli("explain 'C[i,k] := A[i,j] * B[k,j]' --shape A=1024x1024 --shape B=1024x1024",
+                    "EINJIT_CACHE_DIR=off EINJIT_DEBUG_JIT=1 ");
+  REQUIRE(r.status == 0);
+  CHECK(has(r.out, "# code: compiled"));
+  CHECK(has(r.out, "einjit jit timeline: "));
+  CHECK(has(r.out, "schedule and lower"));
+  CHECK(has(r.out, "link, load and look up"));
+  CHECK(has(r.out, "  wall "));
+  std::map<std::string, long> emitted;                   // module -> LLVM instructions emitted
+  std::map<std::string, std::pair<double, double>> span; // module -> start, end
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string stage = "einjit jit: ", object = "-byte object";
+    if (line.rfind(stage, 0) == 0 && has(line, object)) {
+      const std::string rest = line.substr(stage.size());
+      const std::string name = rest.substr(0, rest.find(", "));
+      const std::size_t at = rest.find(" emit ");
+      REQUIRE(at != std::string::npos);
+      const std::size_t open = rest.find('(', at);
+      emitted[name] = std::stol(rest.substr(open + 1));
+      continue;
+    }
+    const std::size_t m = line.find("  module ");
+    if (m == std::string::npos) continue;
+    std::istringstream fields(line);
+    double start = 0, end = 0;
+    fields >> start >> end;
+    const std::string name = line.substr(m + 9);
+    CHECK(span.count(name) == 0);
+    span[name] = {start, end};
+  }
+  REQUIRE(emitted.size() >= 3); // the micro-kernel function and the packings
+  CHECK(span.size() == emitted.size());
+  std::string largest;
+  for (const auto& [name, n] : emitted)
+    if (largest.empty() || n > emitted[largest]) largest = name;
+  REQUIRE(span.count(largest) == 1);
+  for (const auto& [name, se] : span) {
+    CHECK(se.first <= se.second);
+    if (name != largest) CHECK(span[largest].first <= se.second);
+  }
+  // Code from the disk cache: a timeline without modules.
+  const std::string dir = "/tmp/einjit-cli-timeline-" + std::to_string(::getpid());
+  const std::string small = "explain 'y[i] := x[i] * 3.5 - x[i]' --shape x=40";
+  Result first = runCli(small, "EINJIT_CACHE_DIR=" + dir + " EINJIT_DEBUG_JIT=1 ");
+  CHECK(first.status == 0);
+  CHECK(has(first.out, "  module "));
+  Result cached = runCli(small, "EINJIT_CACHE_DIR=" + dir + " EINJIT_DEBUG_JIT=1 ");
+  CHECK(cached.status == 0);
+  CHECK(has(cached.out, "# code: disk cache"));
+  CHECK(has(cached.out, "no module compiled (the code was cached)"));
+  CHECK(!has(cached.out, "  module "));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a second process finds the compiled kernel in the on-disk cache") {
