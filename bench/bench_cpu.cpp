@@ -521,6 +521,9 @@ void BM_DistanceAlt(benchmark::State& state) {
   const auto threads = static_cast<int>(state.range(0));
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             static_cast<std::size_t>(threads));
+  // OpenBLAS's thread count is process-wide: restored at the end for the benchmarks after this
+  // one (with --benchmark_enable_random_interleaving, any of them).
+  const int blasThreads = openblas_get_num_threads();
   openblas_set_num_threads(threads);
   auto fwd = einjit::compile(kDistance);
   auto back = fwd.gradient();
@@ -569,6 +572,7 @@ void BM_DistanceAlt(benchmark::State& state) {
   state.counters["grads/forward"] = median(gradRatio);
   state.counters["cpu_grads/forward"] = median(cpuGradRatio);
   state.SetLabel("distance 784->1024 x4096, " + std::to_string(threads) + " thread(s)");
+  openblas_set_num_threads(blasThreads);
 }
 
 BENCHMARK(BM_Linear_einjit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
