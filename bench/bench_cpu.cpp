@@ -510,6 +510,7 @@ double processCpuMs() {
   auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3; };
   return ms(u.ru_utime) + ms(u.ru_stime);
 }
+
 // The distance layer's three calls alternated per iteration in one process: einjit's forward,
 // einjit's forward + gradients (w and x) and the OpenBLAS composition, so that the machine's
 // drift falls on all three (the separate BM_Distance_* rows swing between runs). range(0):
