@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <tbb/global_control.h>
 
 #include <immintrin.h>
 #include <sys/resource.h>
@@ -475,34 +476,111 @@ void BM_Linear_OpenBLAS(benchmark::State& state) {
 }
 
 // The distance layer through BLAS: |w_i|^2 + |x_j|^2 - 2 w_i . x_j (one GEMM and two norms).
+void distanceBlas(const Tensor& w, const Tensor& x) {
+  Tensor y = Tensor::empty({kOut, kBatchL});
+  const float *pw = w.data<float>(), *px = x.data<float>();
+  std::vector<float> nw(kOut, 0.0f), nx(kBatchL, 0.0f);
+  for (std::int64_t k = 0; k < kIn; ++k) {
+    for (std::int64_t i = 0; i < kOut; ++i)
+      nw[static_cast<std::size_t>(i)] += pw[k * kOut + i] * pw[k * kOut + i];
+    for (std::int64_t j = 0; j < kBatchL; ++j)
+      nx[static_cast<std::size_t>(j)] += px[k * kBatchL + j] * px[k * kBatchL + j];
+  }
+  float* py = y.data<float>();
+  for (std::int64_t i = 0; i < kOut; ++i)
+    for (std::int64_t j = 0; j < kBatchL; ++j)
+      py[i * kBatchL + j] = nw[static_cast<std::size_t>(i)] + nx[static_cast<std::size_t>(j)];
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kOut, kBatchL, kIn, -2.0f, pw, kOut, px,
+              kBatchL, 1.0f, py, kBatchL);
+  benchmark::DoNotOptimize(py);
+}
+
 void BM_Distance_OpenBLAS(benchmark::State& state) {
   Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2);
-  for (auto _ : state) {
-    Tensor y = Tensor::empty({kOut, kBatchL});
-    std::vector<float> nw(kOut, 0.0f), nx(kBatchL, 0.0f);
-    for (std::int64_t k = 0; k < kIn; ++k) {
-      for (std::int64_t i = 0; i < kOut; ++i)
-        nw[static_cast<std::size_t>(i)] +=
-            w.data<float>()[k * kOut + i] * w.data<float>()[k * kOut + i];
-      for (std::int64_t j = 0; j < kBatchL; ++j)
-        nx[static_cast<std::size_t>(j)] +=
-            x.data<float>()[k * kBatchL + j] * x.data<float>()[k * kBatchL + j];
-    }
-    float* py = y.data<float>();
-    for (std::int64_t i = 0; i < kOut; ++i)
-      for (std::int64_t j = 0; j < kBatchL; ++j)
-        py[i * kBatchL + j] = nw[static_cast<std::size_t>(i)] + nx[static_cast<std::size_t>(j)];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kOut, kBatchL, kIn, -2.0f, w.data<float>(),
-                kOut, x.data<float>(), kBatchL, 1.0f, py, kBatchL);
-    benchmark::DoNotOptimize(py);
-  }
+  for (auto _ : state) distanceBlas(w, x);
   setFlops(state, 2.0 * kIn * kOut * kBatchL);
   state.SetLabel("forward");
 }
+
+// CPU time of the whole process (user + system, all threads): the functions of a program
+// compile on several threads.
+double processCpuMs() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
+// The distance layer's three calls alternated per iteration in one process: einjit's forward,
+// einjit's forward + gradients (w and x) and the OpenBLAS composition, so that the machine's
+// drift falls on all three (the separate BM_Distance_* rows swing between runs). range(0):
+// threads (oneTBB and OpenBLAS alike). Counters: each call's median wall ms and CPU ms (all
+// threads: under load the CPU time is the steadier measure) and the medians of the
+// per-iteration ratios: `peer/forward` (above 1: einjit's forward faster) and
+// `grads/forward`, einjit's (forward + gradients) / forward (issue 24: at most 3.5).
+void BM_DistanceAlt(benchmark::State& state) {
+  const auto threads = static_cast<int>(state.range(0));
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            static_cast<std::size_t>(threads));
+  // OpenBLAS's thread count is process-wide: restored at the end for the benchmarks after this
+  // one (with --benchmark_enable_random_interleaving, any of them).
+  const int blasThreads = openblas_get_num_threads();
+  openblas_set_num_threads(threads);
+  auto fwd = einjit::compile(kDistance);
+  auto back = fwd.gradient();
+  Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2), dy = rnd({kOut, kBatchL}, 4);
+  std::map<std::string, Tensor> in{{"w", w}, {"x", x}}, all{{"w", w}, {"x", x}, {"dy", dy}};
+  std::map<std::string, Tensor> used;
+  for (const auto& n : back.tensorArguments()) used[n] = all.at(n);
+  const std::function<void()> forward = [&] {
+    benchmark::DoNotOptimize(fwd.call(in)[std::size_t{0}].data());
+  };
+  const std::function<void()> both = [&] {
+    forward();
+    benchmark::DoNotOptimize(back.call(used)[std::size_t{0}].data());
+  };
+  const std::function<void()> peer = [&] { distanceBlas(w, x); };
+  both(); // the first calls compile (BM_Compile_* time that)
+  peer();
+  std::vector<double> tf, tg, tp, cf, cg, cp, peerRatio, gradRatio, cpuGradRatio;
+  for (auto _ : state) {
+    const double c0 = processCpuMs();
+    const double f = einjit::bench::seconds(forward);
+    const double c1 = processCpuMs();
+    const double g = einjit::bench::seconds(both);
+    const double c2 = processCpuMs();
+    const double p = einjit::bench::seconds(peer);
+    const double c3 = processCpuMs();
+    state.SetIterationTime(f + g + p);
+    tf.push_back(f * 1e3);
+    tg.push_back(g * 1e3);
+    tp.push_back(p * 1e3);
+    cf.push_back(c1 - c0);
+    cg.push_back(c2 - c1);
+    cp.push_back(c3 - c2);
+    peerRatio.push_back(p / f);
+    gradRatio.push_back(g / f);
+    cpuGradRatio.push_back((c2 - c1) / (c1 - c0));
+  }
+  using einjit::bench::median;
+  state.counters["forward_ms"] = median(tf);
+  state.counters["grads_ms"] = median(tg);
+  state.counters["peer_ms"] = median(tp);
+  state.counters["forward_cpu_ms"] = median(cf);
+  state.counters["grads_cpu_ms"] = median(cg);
+  state.counters["peer_cpu_ms"] = median(cp);
+  state.counters["peer/forward"] = median(peerRatio);
+  state.counters["grads/forward"] = median(gradRatio);
+  state.counters["cpu_grads/forward"] = median(cpuGradRatio);
+  state.SetLabel("distance 784->1024 x4096, " + std::to_string(threads) + " thread(s)");
+  openblas_set_num_threads(blasThreads);
+}
+
 BENCHMARK(BM_Linear_einjit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Linear_OpenBLAS)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Distance_einjit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Distance_OpenBLAS)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DistanceAlt)->Arg(2)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 // --- compile latency and call overhead ------------------------------------------------------
 
@@ -544,14 +622,6 @@ void BM_Call_overhead(benchmark::State& state) {
   Tensor x = rnd({4}, 1);
   k(x);
   for (auto _ : state) benchmark::DoNotOptimize(k(x)[std::size_t{0}].data());
-}
-// CPU time of the whole process (user + system, all threads): the functions of a program
-// compile on several threads.
-double processCpuMs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3; };
-  return ms(u.ru_utime) + ms(u.ru_stime);
 }
 // Cold compile time against the shape: a new program each iteration (a different constant),
 // disk cache off; compiled through explain (parse, check, bind, lower, LLVM O3, object, load)

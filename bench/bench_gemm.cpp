@@ -41,6 +41,9 @@ void alternate(benchmark::State& state, double flops, int threads,
                const std::function<void()>& ours, const std::function<void()>& peer) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             static_cast<std::size_t>(threads));
+  // OpenBLAS's thread count is process-wide: restored below for the benchmarks after this one
+  // (bench_cpu's own OpenBLAS rows take it from OPENBLAS_NUM_THREADS).
+  const int blasThreads = openblas_get_num_threads();
   openblas_set_num_threads(threads);
   ours();
   peer();
@@ -65,6 +68,7 @@ void alternate(benchmark::State& state, double flops, int threads,
   state.counters["einjit_cpu_ms"] = median(ca);
   state.counters["peer_cpu_ms"] = median(cb);
   state.counters["cpu_ratio"] = median(cratio);
+  openblas_set_num_threads(blasThreads);
 }
 
 struct Form {
