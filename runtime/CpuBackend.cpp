@@ -4,10 +4,12 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Caches.h"
+#include "runtime/CpuTaskTimes.h"
 
 #include "einjit/Tensor.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -83,6 +85,27 @@ ScratchBlock& threadScratch() {
   return block;
 }
 
+// One function run as executeCpu runs it, its time per thread printed (CpuTaskTimes.h).
+void timedRun(const codegen::ir::Func& f, KernelFn fn, void** bufs, const double* prm,
+              std::int32_t* status) {
+  CpuTaskTimes times(f.name);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto one = [&](std::int64_t lo, std::int64_t hi) {
+    const double c0 = CpuTaskTimes::threadCpu();
+    fn(bufs, prm, lo, hi, status);
+    times.add(hi - lo, CpuTaskTimes::threadCpu() - c0);
+  };
+#if EINJIT_HAVE_TBB
+  if (f.parallel)
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
+                                                       static_cast<std::size_t>(f.grain)),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { one(r.begin(), r.end()); });
+  else
+#endif
+    one(f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo);
+  times.print(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
 } // namespace
 
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
@@ -116,6 +139,10 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
     for (std::size_t i = from; i < to; ++i) {
       const codegen::ir::Func& f = prep.lowered.funcs[i];
       KernelFn fn = prep.code->fns[i];
+      if (cpuTaskTimesOn()) {
+        timedRun(f, fn, bufs, prm, &status);
+        continue;
+      }
 #if EINJIT_HAVE_TBB
       if (f.parallel) {
         // Each output element (or split reduction chunk) is computed by exactly one task, so
