@@ -1,18 +1,23 @@
 // Two threads against one (issue 24: "two threads >= 1.8x one thread on every case above 10^8
-// flops"), in one process: each iteration calls the case's compiled einjit kernel in a oneTBB
-// arena of one thread and in one of two, then the peer (OpenBLAS or oneDNN, its thread count
-// set per call) on one thread and on two, back to back, so that the machine's drift falls on
-// all four. Counters (medians over the iterations): each side's milliseconds per thread count,
-// `speedup` (einjit's one-thread time over its two-thread time, per iteration), `peer_speedup`
-// (the same for the peer: the machine's reference, a shared host's second core is not always
-// a whole core), and `cpu_growth` (einjit's CPU time on two threads over one: the work the
-// second thread adds, packing repeated or waiting). The kernel is the one the process compiles
-// (the plan for the host's thread count) and runs on one thread and on two; a process limited
-// to one CPU (`taskset -c 0`) plans for one thread (bench/RESULTS.md, "CPU: two threads against
-// one, session 28", compares those too). Cases: bench_cpu's convolutions, GEMM forms, permuted
-// contraction and layers, the README demo's layer.
+// flops"), in one process. Each case's kernel is compiled twice, planned for one thread and for
+// two (runtime::setCpuPlanThreads: the plans split the work into tasks by the thread count),
+// and each iteration calls, back to back, the one-thread plan in a oneTBB arena of one thread,
+// the two-thread plan in an arena of two and in an arena of one, then the peer (OpenBLAS or
+// oneDNN, its thread count set per call) on one thread and on two, so that the machine's drift
+// falls on all of them. Counters (medians over the iterations of per-iteration figures):
+// `speedup`, the one-thread plan's time on one thread over the two-thread plan's on two (the
+// issue's figure); `plan_cost`, the two-thread plan's time on one thread over the one-thread
+// plan's (the work its task split adds: packing whole, operands streamed per task; a ratio of
+// two one-thread calls, so it reads the same on a loaded machine); `plan_scaling`, the
+// two-thread plan's time on one thread over its time on two; `peer_speedup`, the peer's one
+// over two threads (the machine's reference: a shared host's second core is not always a
+// whole core); `cpu_growth`, the process CPU time of the two-thread call over the one-thread
+// call; and each side's milliseconds. Cases: bench_cpu's convolutions, GEMM forms, permuted
+// contraction and layers, and the README demo's layer (bench/RESULTS.md, "CPU: two threads
+// against one, session 28").
 #include "bench/Timing.h"
 #include "einjit/einjit.h"
+#include "runtime/CpuBackend.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -51,14 +56,17 @@ double processCpu() {
 struct ThreadCase {
   std::string name;
   double flops = 0;
-  std::function<void()> ours;       // one call, on the threads of the arena it runs in
-  std::function<void(int)> peer;    // one call on this many threads
+  // One call of the kernel planned for this many threads, on the threads of the arena it runs
+  // in.
+  std::function<std::function<void()>(int)> ours;
+  std::function<void(int)> peer; // one call on this many threads
 };
 
-// A compiled kernel (the gradient with respect to `wrt` when not empty) and its arguments by
-// name; the first call (compiling) is made here.
+// A kernel (the gradient with respect to `wrt` when not empty) planned for `threads` threads,
+// and its arguments by name; the first call (planning, compiling) is made here.
 std::function<void()> einjitCall(const std::string& program, const std::vector<std::string>& wrt,
-                                 const std::map<std::string, einjit::Shape>& shapes) {
+                                 const std::map<std::string, einjit::Shape>& shapes, int threads) {
+  einjit::runtime::setCpuPlanThreads(threads);
   auto k = std::make_shared<einjit::Kernel>(einjit::compile(program));
   if (!wrt.empty()) *k = k->gradient(wrt);
   auto args = std::make_shared<std::vector<einjit::Arg>>();
@@ -68,6 +76,7 @@ std::function<void()> einjitCall(const std::string& program, const std::vector<s
     benchmark::DoNotOptimize(k->call(*args)[std::size_t{0}].data());
   };
   once();
+  einjit::runtime::setCpuPlanThreads(0);
   return once;
 }
 
@@ -162,6 +171,13 @@ const char* const kDistance = "y[i,j] := (w[k,i] - x[k,j]) ^ 2";
 // layer (forward, dx, dk).
 constexpr int kCases = 26;
 
+// einjitCall's arguments, bound: the kernel planned for a thread count, made when asked.
+std::function<std::function<void()>(int)> plans(const std::string& program,
+                                                const std::vector<std::string>& wrt,
+                                                const std::map<std::string, einjit::Shape>& shapes) {
+  return [=](int threads) { return einjitCall(program, wrt, shapes, threads); };
+}
+
 ThreadCase makeCase(int row) {
   ThreadCase c;
   if (row < 6) {
@@ -174,7 +190,7 @@ ThreadCase makeCase(int row) {
     c.name = std::string("conv stride ") + std::to_string(stride) +
              (pass == 0 ? " forward" : pass == 1 ? " input gradient" : " weight gradient");
     c.flops = 2.0 * kN * kO * oh * oh * kC * 9;
-    c.ours = einjitCall(program, wrt, {{"x", {kN, kC, kH, kH}}, {"k", {kO, kC, 3, 3}},
+    c.ours = plans(program, wrt, {{"x", {kN, kC, kH, kH}}, {"k", {kO, kC, 3, 3}},
                                        {"dy", {kN, kO, oh, oh}}});
     c.peer = dnnlConv({kN, kC, kH, kH}, {kO, kC, 3, 3}, stride, pass);
   } else if (row < 14) {
@@ -186,14 +202,14 @@ ThreadCase makeCase(int row) {
     static const char* const forms[] = {"NN", "NT", "TN", "TT"};
     c.name = std::string("GEMM ") + forms[form] + " " + std::to_string(n);
     c.flops = 2.0 * n * n * n;
-    c.ours = einjitCall(programs[form], {}, {{"A", {n, n}}, {"B", {n, n}}});
+    c.ours = plans(programs[form], {}, {{"A", {n, n}}, {"B", {n, n}}});
     c.peer = blasGemm(ta, tb, n, n, n);
   } else if (row < 16) {
     const int n = row == 14 ? 512 : 1024;
     constexpr int kB = 4;
     c.name = "permuted C[i,k,b] := A[i,j,b] * B[b,k,j] " + std::to_string(n);
     c.flops = 2.0 * n * n * n * kB;
-    c.ours = einjitCall("C[i,k,b] := A[i,j,b] * B[b,k,j]", {},
+    c.ours = plans("C[i,k,b] := A[i,j,b] * B[b,k,j]", {},
                         {{"A", {n, n, kB}}, {"B", {kB, n, n}}});
     // The GEMMs a library einsum runs (C_b = A_b B_b^T per batch value), without its permute
     // copies: the peer's scaling, not its speed, is the reference here.
@@ -212,7 +228,7 @@ ThreadCase makeCase(int row) {
                                          : which == 2 ? std::vector<std::string>{"x"}
                                                       : std::vector<std::string>{"w", "x", "b"};
     c.flops = (which == 3 ? 2.0 : 1.0) * 2.0 * kIn * kOut * kBatchL;
-    c.ours = einjitCall(kLinear, wrt, shapes);
+    c.ours = plans(kLinear, wrt, shapes);
     // y = w^T x; dw = x dy^T; dx = w dy.
     auto fwd = blasGemm(true, false, kOut, kBatchL, kIn);
     auto dw = blasGemm(false, true, kIn, kOut, kBatchL);
@@ -229,7 +245,7 @@ ThreadCase makeCase(int row) {
     static const char* const names[] = {"forward", "dw", "dx"};
     c.name = std::string("distance 784x1024x4096 ") + names[which];
     c.flops = 2.0 * kIn * kOut * kBatchL;
-    c.ours = einjitCall(kDistance,
+    c.ours = plans(kDistance,
                         which == 0   ? std::vector<std::string>{}
                         : which == 1 ? std::vector<std::string>{"w"}
                                      : std::vector<std::string>{"x"},
@@ -243,7 +259,7 @@ ThreadCase makeCase(int row) {
     const einjit::Shape xs{4, 16, 33, 33}, ks{32, 16, 3, 3};
     c.name = std::string("demo layer ") + (pass == 0 ? "forward" : pass == 1 ? "dx" : "dk");
     c.flops = 2.0 * 4 * 32 * 16 * 16 * 16 * 9;
-    c.ours = einjitCall("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+    c.ours = plans("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
                         pass == 0   ? std::vector<std::string>{}
                         : pass == 1 ? std::vector<std::string>{"x"}
                                     : std::vector<std::string>{"k"},
@@ -255,36 +271,43 @@ ThreadCase makeCase(int row) {
 
 void BM_Threads(benchmark::State& state) {
   ThreadCase c = makeCase(static_cast<int>(state.range(0)));
+  const std::function<void()> plan1 = c.ours(1), plan2 = c.ours(2);
   tbb::task_arena one(1), two(2);
-  auto in = [](tbb::task_arena& a, const std::function<void()>& f) {
-    return [&a, &f] { a.execute(f); };
-  };
-  const std::function<void()> ours1 = in(one, c.ours), ours2 = in(two, c.ours);
+  const std::function<void()> ours1 = [&] { one.execute(plan1); };
+  const std::function<void()> ours2 = [&] { two.execute(plan2); };
+  const std::function<void()> ours2on1 = [&] { one.execute(plan2); };
   const std::function<void()> peer1 = [&] { c.peer(1); }, peer2 = [&] { c.peer(2); };
-  for (const auto* f : {&ours1, &ours2, &peer1, &peer2}) (*f)(); // warm-up: scratch, workers
-  std::vector<double> e1, e2, p1, p2, speed, peerSpeed, growth;
+  for (const auto* f : {&ours1, &ours2, &ours2on1, &peer1, &peer2}) (*f)(); // scratch, workers
+  std::vector<double> e1, e2, e21, p1, p2, speed, cost, scaling, peerSpeed, growth;
   for (auto _ : state) {
     const double c0 = processCpu();
     const double a = seconds(ours1);
     const double c1 = processCpu();
     const double b = seconds(ours2);
     const double c2 = processCpu();
+    const double d = seconds(ours2on1);
     const double pa = seconds(peer1), pb = seconds(peer2);
-    state.SetIterationTime(a + b + pa + pb);
+    state.SetIterationTime(a + b + d + pa + pb);
     e1.push_back(a * 1e3);
     e2.push_back(b * 1e3);
+    e21.push_back(d * 1e3);
     p1.push_back(pa * 1e3);
     p2.push_back(pb * 1e3);
     speed.push_back(a / b);
+    cost.push_back(d / a);
+    scaling.push_back(d / b);
     peerSpeed.push_back(pa / pb);
     growth.push_back((c2 - c1) / (c1 - c0));
   }
   state.counters["einjit_1t_ms"] = median(e1);
   state.counters["einjit_2t_ms"] = median(e2);
+  state.counters["einjit_2t_plan_1t_ms"] = median(e21);
   state.counters["peer_1t_ms"] = median(p1);
   state.counters["peer_2t_ms"] = median(p2);
   state.counters["einjit_2t_GFLOPs"] = c.flops / median(e2) * 1e-6;
   state.counters["speedup"] = median(speed);
+  state.counters["plan_cost"] = median(cost);
+  state.counters["plan_scaling"] = median(scaling);
   state.counters["peer_speedup"] = median(peerSpeed);
   state.counters["cpu_growth"] = median(growth);
   state.SetLabel(c.name);

@@ -25,11 +25,18 @@ namespace einjit::runtime {
 
 using namespace einjit::dsl;
 
+namespace {
+std::atomic<int> planThreads{0};
+} // namespace
+
+void setCpuPlanThreads(int threads) { planThreads.store(threads); }
+
 std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgram& b,
                                               codegen::Strides strides, bool keepIR,
                                               bool keepIntermediates) {
   auto prep = std::make_shared<PreparedCpu>();
   codegen::Target target = hostTarget();
+  if (const int n = planThreads.load(); n > 0) target.threads = n;
   target.rowScratch = !keepIntermediates;
   prep->lowered = codegen::lower(p, b, strides, target);
   if (prep->lowered.lateChecks()) {
@@ -93,7 +100,7 @@ void timedRun(const codegen::ir::Func& f, KernelFn fn, void** bufs, const double
   auto one = [&](std::int64_t lo, std::int64_t hi) {
     const double c0 = CpuTaskTimes::threadCpu();
     fn(bufs, prm, lo, hi, status);
-    times.add(hi - lo, CpuTaskTimes::threadCpu() - c0);
+    times.add(lo, hi, CpuTaskTimes::threadCpu() - c0);
   };
 #if EINJIT_HAVE_TBB
   if (f.parallel)

@@ -24,7 +24,7 @@ double CpuTaskTimes::threadCpu() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-void CpuTaskTimes::add(std::int64_t iterations, double cpu) {
+void CpuTaskTimes::add(std::int64_t lo, std::int64_t hi, double cpu) {
 #if EINJIT_HAVE_TBB
   const int id = tbb::this_task_arena::current_thread_index();
 #else
@@ -35,19 +35,27 @@ void CpuTaskTimes::add(std::int64_t iterations, double cpu) {
   for (Thread& x : threads_)
     if (x.id == id) t = &x;
   if (!t) t = &threads_.emplace_back(Thread{id});
-  t->iterations += iterations;
-  t->ranges += 1;
-  t->cpu += cpu;
+  t->ranges.push_back({lo, hi, cpu});
 }
 
 void CpuTaskTimes::print(double wallSeconds) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string line = "einjit task times: " + function_ + ": wall " +
                      std::to_string(wallSeconds * 1e3) + " ms";
-  for (const Thread& t : threads_)
-    line += "; thread " + std::to_string(t.id) + ": " + std::to_string(t.iterations) +
-            " iterations in " + std::to_string(t.ranges) + " ranges, CPU " +
-            std::to_string(t.cpu * 1e3) + " ms";
+  for (const Thread& t : threads_) {
+    double cpu = 0;
+    std::int64_t iterations = 0;
+    std::string ranges;
+    for (const Range& r : t.ranges) {
+      cpu += r.cpu;
+      iterations += r.hi - r.lo;
+      ranges += " [" + std::to_string(r.lo) + "," + std::to_string(r.hi) + ") " +
+                std::to_string(r.cpu * 1e3);
+    }
+    line += "; thread " + std::to_string(t.id) + ": " + std::to_string(iterations) +
+            " iterations in " + std::to_string(t.ranges.size()) + " ranges, CPU " +
+            std::to_string(cpu * 1e3) + " ms:" + ranges;
+  }
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
