@@ -593,18 +593,18 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     }
     if (users == 1) g.whole[static_cast<std::size_t>(s)] = false;
   }
-  // Task groups (the parallel loop's iterations, each with its scratch): at most 4 per thread;
-  // where there are more tasks, the most groups that hold equally many tasks and are a
-  // multiple of the threads (10 tasks in 5 groups of 2 left one thread 3 groups: 1.67x at
-  // most; in 2 groups of 5, 1 each), else groups of equal counts but the last.
+  // Task groups (the parallel loop's iterations, each with its scratch): at most 4 per thread,
+  // equally many tasks in each but the last. Where that makes a count of groups that is no
+  // multiple of the threads, the most groups that are and hold equally many tasks (10 tasks
+  // in 5 groups of 2 left one thread 3 groups: 1.67x at most; in 2 groups of 5, one each).
   g.groups = t.threads > 1 ? std::min<std::int64_t>(g.tasks, 4 * t.threads) : 1;
-  if (g.tasks > g.groups)
+  g.groups = cdiv(g.tasks, cdiv(g.tasks, g.groups)); // none empty
+  if (g.tasks > g.groups && g.groups % t.threads != 0)
     for (std::int64_t c = g.groups; c >= t.threads; --c)
       if (c % t.threads == 0 && g.tasks % c == 0) {
         g.groups = c;
         break;
       }
-  g.groups = cdiv(g.tasks, cdiv(g.tasks, g.groups)); // none empty
   g.parallel = g.groups >= 2;
   g.vectorStore = outStride(g.n) == 1;
 
