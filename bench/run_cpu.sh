@@ -2,7 +2,8 @@
 # Runs the CPU benchmarks twice (OpenBLAS's default kernel, then OPENBLAS_CORETYPE=SkylakeX
 # where the CPU has AVX-512)
 # and prints the markdown tables for bench/RESULTS.md; then the packed-GEMM cases (einjit and
-# OpenBLAS alternating in one process, bench/bench_gemm.cpp) with the FMA peak, and their table.
+# OpenBLAS alternating in one process, bench/bench_gemm.cpp) with the FMA peak, and their table;
+# then two threads against one (bench/bench_threads.cpp) and its table.
 #   bench/run_cpu.sh [BUILD_DIR] [extra Google Benchmark flags...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,7 +11,7 @@ build="${1:-$root/build}"; shift || true
 out="$build/bench-results"
 mkdir -p "$out"
 "$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-  --benchmark_filter=-BM_Gemm \
+  --benchmark_filter='-BM_Gemm|BM_Threads' \
   --benchmark_out="$out/default.json" --benchmark_out_format=json "$@" >/dev/null
 # OpenBLAS's SkylakeX kernel needs AVX-512: on a CPU without it (Zen 3) the run would stop on
 # an illegal instruction, so its column is left empty there.
@@ -26,3 +27,7 @@ python3 "$root/bench/summarize.py" "$out/default.json" "${skylakex[@]}"
   --benchmark_filter='FmaPeak|BM_Gemm' \
   --benchmark_out="$out/gemm.json" --benchmark_out_format=json "$@" >/dev/null
 python3 "$root/bench/summarize_gemm.py" "$out/gemm.json"
+"$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_filter='BM_Threads' \
+  --benchmark_out="$out/threads.json" --benchmark_out_format=json "$@" >/dev/null
+python3 "$root/bench/summarize_threads.py" "$out/threads.json"

@@ -4,11 +4,13 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Caches.h"
+#include "runtime/CpuTaskTimes.h"
 #include "runtime/JitTiming.h"
 
 #include "einjit/Tensor.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -24,6 +26,12 @@ namespace einjit::runtime {
 
 using namespace einjit::dsl;
 
+namespace {
+std::atomic<int> planThreads{0};
+} // namespace
+
+void setCpuPlanThreads(int threads) { planThreads.store(threads); }
+
 std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgram& b,
                                               codegen::Strides strides, bool keepIR,
                                               bool keepIntermediates) {
@@ -31,6 +39,7 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
   Timeline::Span lowering("schedule and lower");
   auto prep = std::make_shared<PreparedCpu>();
   codegen::Target target = hostTarget();
+  if (const int n = planThreads.load(); n > 0) target.threads = n;
   target.rowScratch = !keepIntermediates;
   prep->lowered = codegen::lower(p, b, strides, target);
   if (prep->lowered.lateChecks()) {
@@ -87,6 +96,27 @@ ScratchBlock& threadScratch() {
   return block;
 }
 
+// One function run as executeCpu runs it, its time per thread printed (CpuTaskTimes.h).
+void timedRun(const codegen::ir::Func& f, KernelFn fn, void** bufs, const double* prm,
+              std::int32_t* status) {
+  CpuTaskTimes times(f.name);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto one = [&](std::int64_t lo, std::int64_t hi) {
+    const double c0 = CpuTaskTimes::threadCpu();
+    fn(bufs, prm, lo, hi, status);
+    times.add(lo, hi, CpuTaskTimes::threadCpu() - c0);
+  };
+#if EINJIT_HAVE_TBB
+  if (f.parallel)
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
+                                                       static_cast<std::size_t>(f.grain)),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { one(r.begin(), r.end()); });
+  else
+#endif
+    one(f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo);
+  times.print(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
 } // namespace
 
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
@@ -120,6 +150,10 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
     for (std::size_t i = from; i < to; ++i) {
       const codegen::ir::Func& f = prep.lowered.funcs[i];
       KernelFn fn = prep.code->fns[i];
+      if (cpuTaskTimesOn()) {
+        timedRun(f, fn, bufs, prm, &status);
+        continue;
+      }
 #if EINJIT_HAVE_TBB
       if (f.parallel) {
         // Each output element (or split reduction chunk) is computed by exactly one task, so

@@ -35,4 +35,11 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
 
 using PreparedCache = Memo<PreparedCpu>;
 
+// The thread count the CPU plans are made for (codegen::Target::threads, which decides how a
+// statement's work is split into tasks); 0, the default: the host's (oneTBB's default
+// concurrency). A kernel keeps the plan of its first call per binding, so a benchmark that
+// compares the plans for one and two threads in one process (bench/bench_threads.cpp) sets it
+// before each kernel's first call.
+void setCpuPlanThreads(int threads);
+
 } // namespace einjit::runtime

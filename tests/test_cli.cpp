@@ -152,6 +152,43 @@ TEST_CASE("EINJIT_CPU_VECTOR_BYTES schedules for another vector width; a bad one
   CHECK(bad.out == "EINJIT_CPU_VECTOR_BYTES is '48': it must be 16, 32 or 64\n");
 }
 
+// EINJIT_CPU_TASK_TIMES: each function of a call on a line of its own, with each thread's
+// ranges of iterations; the product's ranges cover its task groups once.
+TEST_CASE("EINJIT_CPU_TASK_TIMES prints each function's ranges per thread") {
+#if !EINJIT_HAVE_LLVM
+  MESSAGE("skipped: this build has no LLVM JIT");
+  return;
+#endif
+  const std::string gemm = "'C[i,k] := A[i,j] * B[j,k]' --shape A=200x300 --shape B=300x70";
+  Result plan = runCli("explain " + gemm);
+  REQUIRE(plan.status == 0);
+  const std::size_t at = plan.out.find(" parallel groups");
+  if (at == std::string::npos) {
+    MESSAGE("skipped: the plan has no parallel groups (one thread)");
+    return;
+  }
+  const std::size_t in = plan.out.rfind(" in ", at);
+  const long groups = std::stol(plan.out.substr(in + 4, at - in - 4));
+  Result r = runCli("run " + gemm, "EINJIT_CPU_TASK_TIMES=1 ");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "einjit task times: s0_packA: wall "));
+  const std::size_t line = r.out.find("einjit task times: s0: wall ");
+  REQUIRE(line != std::string::npos);
+  const std::string product = r.out.substr(line, r.out.find('\n', line) - line);
+  std::vector<bool> seen(static_cast<std::size_t>(groups), false);
+  for (std::size_t p = product.find(" ["); p != std::string::npos; p = product.find(" [", p + 1)) {
+    const std::size_t comma = product.find(',', p), close = product.find(')', p);
+    const long lo = std::stol(product.substr(p + 2, comma - p - 2));
+    const long hi = std::stol(product.substr(comma + 1, close - comma - 1));
+    for (long g = lo; g < hi; ++g) {
+      REQUIRE(g < groups);
+      CHECK(!seen[static_cast<std::size_t>(g)]);
+      seen[static_cast<std::size_t>(g)] = true;
+    }
+  }
+  for (bool s : seen) CHECK(s);
+}
+
 // EINJIT_JIT_CPU and EINJIT_CPU_CACHE_BYTES: another CPU kind's code and blocking, to read
 // (explain, EINJIT_DEBUG_JIT_IR) what it runs; the code is compiled, never run here (it may use
 // instructions this host lacks). Unknown names and malformed sizes are errors, not ignored.

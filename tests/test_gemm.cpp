@@ -332,6 +332,14 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 1},
        {1, 2}},
+      // The weight gradient's taps inside its KC blocks, one task per thread: 2 equal chunks of
+      // N (32 channels) with all nine taps each (GemmPlan's split for equal chunks), where 2
+      // groups of taps made 4 tasks.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 32, 14, 20}}, {"k", {16, 32, 3, 3}}},
+       2,
+       {0, 2},
+       {1, 2}},
       // Wide enough for 64-byte f32 tiles too: 38 output columns, 36 channels.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 36, 12, 40}}, {"k", {20, 36, 3, 3}}},

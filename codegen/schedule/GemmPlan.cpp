@@ -526,9 +526,19 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     const double perThread = g.batchInside ? 2.0 : 4.0;
     const double want = std::min(perThread * t.threads, std::max(1.0, flops / kTaskFlops));
     // ... and a multiple of the thread count where a few tasks per thread would leave one
-    // thread a task more than the others.
+    // thread a task more than the others. With the batch inside, one task per thread where the
+    // tasks are equal (as many slivers in every chunk, as many batch values in every group):
+    // each task's packed block of the whole-packed operand then serves all its batch values
+    // and all its N slivers, where 2 tasks per thread streamed that operand once more per
+    // task for the same work (the stride-1 weight gradient's packed dy, 6 MB: 4 times
+    // against 2).
+    auto equal = [&] {
+      return sl[0] % chunks(sl[0], mTasks) == 0 && sl[1] % chunks(sl[1], nTasks) == 0 &&
+             batchTotal % bGroups == 0;
+    };
     auto more = [&] {
       const std::int64_t tasks = outer * bGroups * chunks(sl[0], mTasks) * chunks(sl[1], nTasks);
+      if (g.batchInside && tasks % t.threads == 0 && equal()) return false;
       return static_cast<double>(tasks) < want ||
              (tasks % t.threads != 0 && tasks < 8 * t.threads &&
               static_cast<double>(tasks) * kTaskFlops * 2 < flops);
@@ -583,8 +593,18 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     }
     if (users == 1) g.whole[static_cast<std::size_t>(s)] = false;
   }
+  // Task groups (the parallel loop's iterations, each with its scratch): at most 4 per thread,
+  // equally many tasks in each but the last. Where that makes a count of groups that is no
+  // multiple of the threads, the most groups that are and hold equally many tasks (10 tasks
+  // in 5 groups of 2 left one thread 3 groups: 1.67x at most; in 2 groups of 5, one each).
   g.groups = t.threads > 1 ? std::min<std::int64_t>(g.tasks, 4 * t.threads) : 1;
   g.groups = cdiv(g.tasks, cdiv(g.tasks, g.groups)); // none empty
+  if (g.tasks > g.groups && g.groups % t.threads != 0)
+    for (std::int64_t c = g.groups; c >= t.threads; --c)
+      if (c % t.threads == 0 && g.tasks % c == 0) {
+        g.groups = c;
+        break;
+      }
   g.parallel = g.groups >= 2;
   g.vectorStore = outStride(g.n) == 1;
 
