@@ -91,14 +91,19 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::int64_t blockSl[2] = {g.mc / g.mr, g.nc / g.nr}; // slivers per MC / NC block
   std::string buf[2] = {name + ".packA", name + ".packB"};
   std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
+  // The columns kernel loads a whole vector at each position of an A sliver of MR < W lanes:
+  // the lanes past MR read the next position (computed, never stored), and past the last one
+  // this padding.
+  const std::int64_t aPadding = tailColumns > 0 ? std::max<std::int64_t>(g.width - g.mr, 0) : 0;
   for (int x = 0; x < 2; ++x) {
     if (x == 1 && g.bInPlace) continue; // nothing of B is packed
+    const std::int64_t pad = x == 0 ? aPadding : 0;
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
-          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc});
+          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc + pad});
     else {
       panel[x] = blockSl[x] * W[x] * g.kc;
-      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x]});
+      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x] + pad});
     }
   }
   // The names the product's loops bind.
@@ -375,8 +380,27 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       if (x == 1 && tailColumns > 0) {
         // The columns kernel reads only the last sliver's first tailColumns lanes: those, an
         // element each, and nothing else of it (its zeros and its branches on the run's shape
-        // cost as much as a whole sliver's copy).
-        Stmt columns = inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, element()));
+        // cost as much as a whole sliver's copy). Where the run's terms are solved as lanes
+        // [L, H), the choice is made once per run, as for the other slivers: all of the
+        // columns terms (plain copies), none (zeros), else each lane tested. Tested per element
+        // (a condition and checked reads for every position), the one column of the stride-2
+        // input gradient's 17-column phases cost a quarter of its phase's packing.
+        auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
+        const Expr tc = imm(tailColumns);
+        Stmt columns = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, element()));
+        if (terms && safe) {
+          const std::string lv = "gemm.lo", hv = "gemm.hi";
+          const Expr L = var(lv), H = var(hv);
+          auto le = [](Expr a, Expr b) { return ir::binary(BinOp::Le, std::move(a), std::move(b)); };
+          Stmt copy = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, put(readAt(at, true))));
+          Stmt zeros = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, put(num(0))));
+          Expr all = conj(conj(le(L, imm(0)), le(tc, H)),
+                          conj(safe->cond, conj(le(safe->lo, imm(0)), le(tc, safe->hi))));
+          Expr none = ir::binary(BinOp::Or, le(H, imm(0)), le(tc, L));
+          Stmt run = ir::ifThen(all, copy, ir::ifThen(none, zeros, columns));
+          if (terms->cond) run = ir::ifThen(terms->cond, run, zeros);
+          columns = let(lv, terms->lo, let(hv, terms->hi, run));
+        }
         body = ir::ifThen(less(var(ps), imm(S[1] - 1)), body, columns);
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
@@ -640,6 +664,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       ColumnsKernel c{columns, MR, g.width, blockSl[0], M, vt_, sv, ii, jj, pv, ic, as1, kcLen,
                       ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
                       ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish};
+      c.fmaChains = target_.fmaChains;
       return columnsKernel(c);
     }
     Stmt part = ir::allocate(edge, vt_, MR * nr,

@@ -34,6 +34,7 @@ struct ColumnsKernel {
   // `sum` in the loops that bind ii, jj and sv.
   std::function<ir::Stmt(const std::function<ir::Stmt(ir::Stmt)>& cells, const ir::Expr& sum)>
       finish;
+  std::int64_t fmaChains = 8; // accumulator chains the FMA pipes keep in flight (Target)
 };
 
 // The loop over the MC block's slivers, G at a time.
