@@ -124,8 +124,21 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr slot = ir::add(ir::mul(ir::add(ir::mul(bX, imm(g.kBlocks)), blk), imm(S[x])), sl);
     return ir::add(ir::mul(ir::add(ir::mul(slot, imm(g.kc)), p), imm(W[x])), l);
   };
+  // A packed per block with its lanes far apart (a weight gradient's channels) but contiguous
+  // or nearly along its innermost reduction index (x's columns, 1 or 2 elements apart), every
+  // subscript plain and proven inside: each lane's run along the KC block is contiguous in the
+  // panel (sliver, lane, position), so that the packing reads and writes whole vectors along
+  // that index. Position-major, each position's MR lanes came from MR cache lines far apart,
+  // a scalar load and store each (a quarter of the README demo's weight gradient). The
+  // micro-kernel's MR broadcasts per step read MR runs instead of one.
+  bool laneMajorA = false; // decided with the product's ranges (below)
   auto panelAt = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
     const std::string& first = x == 0 ? ic : jc;
+    if (x == 0 && laneMajorA)
+      return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
+                             ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(W[x])), l),
+                                     imm(g.kc))),
+                     p);
     return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
                            ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p),
                                    imm(W[x]))),
@@ -419,6 +432,24 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     auto lanes = [&](Stmt put, ForKind kind) {
       return kLoops(block, ir::forLoop(ls, imm(0), imm(w), kind, std::move(put)));
     };
+    if (x == 0 && block && laneMajorA) {
+      // Lane-major (laneMajorA): each lane's run, its innermost reduction index in vectors.
+      auto run = [&](Expr value) {
+        const std::size_t vin = kInner.back();
+        Stmt b = ir::forLoop(st.vars[vin].name, imm(r[vin].first), imm(r[vin].second),
+                             ForKind::Vectorized,
+                             ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), value), g.width);
+        for (std::size_t q = kInner.size() - 1; q-- > 0;)
+          b = ir::forLoop(st.vars[kInner[q]].name, imm(r[kInner[q]].first),
+                          imm(r[kInner[q]].second), ForKind::Rolled, b);
+        return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Rolled, b);
+      };
+      Expr inside = edgeLanes ? minOf(imm(w), ir::sub(imm(hi), base)) : imm(w);
+      Stmt body = ir::forLoop(ls, imm(0), inside, ForKind::Rolled, run(readAt(at, false)));
+      if (edgeLanes)
+        body = ir::block({body, ir::forLoop(ls, inside, imm(w), ForKind::Rolled, run(num(0)))});
+      return ir::forLoop(ps, sLo, sHi, ForKind::Outlined, body);
+    }
     Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                        ForKind::Unrolled);
     Stmt body;
@@ -471,6 +502,24 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
 
   // The product.
   setRanges(st, r);
+  // Whether A's panel is lane-major (above): its subscripts proven over these ranges.
+  laneMajorA = [&] {
+    if (g.whole[0] || tailColumns > 0 || !g.product || g.bInPlace || kInner.empty() ||
+        !g.masks[0].empty())
+      return false;
+    const CExpr& op = *ops[0];
+    const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
+    const std::size_t vin = kInner.back();
+    std::int64_t lane = 0, along = 0;
+    for (std::size_t d = 0; d < op.subs.size(); ++d) {
+      const Subscript& sub = op.subs[d];
+      if (sub.mode != IndexMode::Plain || sub.gather || !subscriptInBounds(op, d)) return false;
+      lane += sub.coef[sideVar[0]] * os[d];
+      along += sub.coef[vin] * os[d];
+    }
+    return (lane < 1 || lane > kNearLanes) && along >= 1 && along <= kNearLanes &&
+           ext(vin) % g.width == 0;
+  }();
   const std::int64_t perTask = g.mTasks * g.nTasks;
   // The batch value: the task's, or (batch inside) a loop's inside each KC block, over the
   // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
