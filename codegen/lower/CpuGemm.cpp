@@ -10,7 +10,8 @@
 //   lane l at ((bX * S + s) * K + p) * W + l;
 //   packed per block (by each task, inside the product): the slivers of the current MC (NC)
 //   block along the current KC block, at group * size + ((s - first) * KC + p') * W + l, p'
-//   the position inside the block, in the scratch of the task's group.
+//   the position inside the block, in the scratch of the task's group; A's lanes far apart,
+//   each lane's run at group * size + ((s - first) * W + l) * KC + p' (CpuGemmPanels.h).
 // Lanes past the operand's extent, and reduction positions outside a dependent range, hold 0.
 //
 // The product runs a parallel loop over groups of tasks; a task is one value of the batch
@@ -25,6 +26,7 @@
 // Each element's sum runs over the KC blocks in order and within a block in order, whatever
 // the thread count.
 #include "codegen/lower/CpuGemmColumns.h"
+#include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/CpuGemmTasks.h"
 #include "codegen/lower/Lowerer.h"
 
@@ -58,9 +60,6 @@ void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
 constexpr std::int64_t kGroupElements = 64;
-// Lanes this many elements apart or fewer are packed the way contiguous ones are (a sliver's
-// lanes span a few cache lines); farther apart, each lane's run along the reduction in turn.
-constexpr std::int64_t kNearLanes = 4;
 
 } // namespace
 
@@ -91,19 +90,16 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::int64_t blockSl[2] = {g.mc / g.mr, g.nc / g.nr}; // slivers per MC / NC block
   std::string buf[2] = {name + ".packA", name + ".packB"};
   std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
-  // The columns kernel loads a whole vector at each position of an A sliver of MR < W lanes:
-  // the lanes past MR read the next position (computed, never stored), and past the last one
-  // this padding.
-  const std::int64_t aPadding = tailColumns > 0 ? std::max<std::int64_t>(g.width - g.mr, 0) : 0;
+  // Past its last position, the lanes past MR of the columns kernel's A loads (columnsKernel).
+  const std::int64_t pad[2] = {tailColumns > 0 ? std::max<std::int64_t>(g.width - g.mr, 0) : 0, 0};
   for (int x = 0; x < 2; ++x) {
     if (x == 1 && g.bInPlace) continue; // nothing of B is packed
-    const std::int64_t pad = x == 0 ? aPadding : 0;
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
-          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc + pad});
+          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc + pad[x]});
     else {
       panel[x] = blockSl[x] * W[x] * g.kc;
-      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x] + pad});
+      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x] + pad[x]});
     }
   }
   // The names the product's loops bind.
@@ -124,14 +120,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr slot = ir::add(ir::mul(ir::add(ir::mul(bX, imm(g.kBlocks)), blk), imm(S[x])), sl);
     return ir::add(ir::mul(ir::add(ir::mul(slot, imm(g.kc)), p), imm(W[x])), l);
   };
-  // A packed per block with its lanes far apart (a weight gradient's channels) but contiguous
-  // or nearly along its innermost reduction index (x's columns, 1 or 2 elements apart), every
-  // subscript plain and proven inside: each lane's run along the KC block is contiguous in the
-  // panel (sliver, lane, position), so that the packing reads and writes whole vectors along
-  // that index. Position-major, each position's MR lanes came from MR cache lines far apart,
-  // a scalar load and store each (a quarter of the README demo's weight gradient). The
-  // micro-kernel's MR broadcasts per step read MR runs instead of one.
-  bool laneMajorA = false; // decided with the product's ranges (below)
+  bool laneMajorA = false; // A's panel lane-major (laneMajorPanel): with the product's ranges
   auto panelAt = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
     const std::string& first = x == 0 ? ic : jc;
     if (x == 0 && laneMajorA)
@@ -391,29 +380,15 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
       if (x == 1 && tailColumns > 0) {
-        // The columns kernel reads only the last sliver's first tailColumns lanes: those, an
-        // element each, and nothing else of it (its zeros and its branches on the run's shape
-        // cost as much as a whole sliver's copy). Where the run's terms are solved as lanes
-        // [L, H), the choice is made once per run, as for the other slivers: all of the
-        // columns terms (plain copies), none (zeros), else each lane tested. Tested per element
-        // (a condition and checked reads for every position), the one column of the stride-2
-        // input gradient's 17-column phases cost a quarter of its phase's packing.
+        // The columns kernel reads only the last sliver's first tailColumns lanes: those alone
+        // (all of it cost as much as a whole sliver), decided once per run (columnsPacking).
+        auto lanes = [&](Stmt one) {
+          return inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, one));
+        };
         auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
-        const Expr tc = imm(tailColumns);
-        Stmt columns = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, element()));
-        if (terms && safe) {
-          const std::string lv = "gemm.lo", hv = "gemm.hi";
-          const Expr L = var(lv), H = var(hv);
-          auto le = [](Expr a, Expr b) { return ir::binary(BinOp::Le, std::move(a), std::move(b)); };
-          Stmt copy = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, put(readAt(at, true))));
-          Stmt zeros = inner(ir::forLoop(ls, imm(0), tc, ForKind::Unrolled, put(num(0))));
-          Expr all = conj(conj(le(L, imm(0)), le(tc, H)),
-                          conj(safe->cond, conj(le(safe->lo, imm(0)), le(tc, safe->hi))));
-          Expr none = ir::binary(BinOp::Or, le(H, imm(0)), le(tc, L));
-          Stmt run = ir::ifThen(all, copy, ir::ifThen(none, zeros, columns));
-          if (terms->cond) run = ir::ifThen(terms->cond, run, zeros);
-          columns = let(lv, terms->lo, let(hv, terms->hi, run));
-        }
+        Stmt columns = columnsPacking(tailColumns, terms ? &*terms : nullptr,
+                                      safe ? &*safe : nullptr, lanes(put(readAt(at, true))),
+                                      lanes(put(num(0))), lanes(element()));
         body = ir::ifThen(less(var(ps), imm(S[1] - 1)), body, columns);
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
@@ -433,22 +408,13 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       return kLoops(block, ir::forLoop(ls, imm(0), imm(w), kind, std::move(put)));
     };
     if (x == 0 && block && laneMajorA) {
-      // Lane-major (laneMajorA): each lane's run, its innermost reduction index in vectors.
-      auto run = [&](Expr value) {
-        const std::size_t vin = kInner.back();
-        Stmt b = ir::forLoop(st.vars[vin].name, imm(r[vin].first), imm(r[vin].second),
-                             ForKind::Vectorized,
-                             ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), value), g.width);
-        for (std::size_t q = kInner.size() - 1; q-- > 0;)
-          b = ir::forLoop(st.vars[kInner[q]].name, imm(r[kInner[q]].first),
-                          imm(r[kInner[q]].second), ForKind::Rolled, b);
-        return ir::forLoop(st.vars[kq].name, var(q0), var(q1), ForKind::Rolled, b);
-      };
+      std::vector<PanelLoop> run{{st.vars[kq].name, var(q0), var(q1)}};
+      for (std::size_t v : kInner)
+        run.push_back({st.vars[v].name, imm(r[v].first), imm(r[v].second)});
+      auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
       Expr inside = edgeLanes ? minOf(imm(w), ir::sub(imm(hi), base)) : imm(w);
-      Stmt body = ir::forLoop(ls, imm(0), inside, ForKind::Rolled, run(readAt(at, false)));
-      if (edgeLanes)
-        body = ir::block({body, ir::forLoop(ls, inside, imm(w), ForKind::Rolled, run(num(0)))});
-      return ir::forLoop(ps, sLo, sHi, ForKind::Outlined, body);
+      return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, readAt(at, false),
+                              num(0));
     }
     Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                        ForKind::Unrolled);
@@ -502,24 +468,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
 
   // The product.
   setRanges(st, r);
-  // Whether A's panel is lane-major (above): its subscripts proven over these ranges.
-  laneMajorA = [&] {
-    if (g.whole[0] || tailColumns > 0 || !g.product || g.bInPlace || kInner.empty() ||
-        !g.masks[0].empty())
-      return false;
-    const CExpr& op = *ops[0];
-    const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
-    const std::size_t vin = kInner.back();
-    std::int64_t lane = 0, along = 0;
-    for (std::size_t d = 0; d < op.subs.size(); ++d) {
-      const Subscript& sub = op.subs[d];
-      if (sub.mode != IndexMode::Plain || sub.gather || !subscriptInBounds(op, d)) return false;
-      lane += sub.coef[sideVar[0]] * os[d];
-      along += sub.coef[vin] * os[d];
-    }
-    return (lane < 1 || lane > kNearLanes) && along >= 1 && along <= kNearLanes &&
-           ext(vin) % g.width == 0;
-  }();
+  laneMajorA = !kInner.empty() && laneMajorPanel(g, *ops[0], sideVar[0], kInner.back(),
+                                                  ext(kInner.back()), tailColumns > 0);
   const std::int64_t perTask = g.mTasks * g.nTasks;
   // The batch value: the task's, or (batch inside) a loop's inside each KC block, over the
   // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
@@ -712,8 +662,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (columns > 0) {
       ColumnsKernel c{columns, MR, g.width, blockSl[0], M, vt_, sv, ii, jj, pv, ic, as1, kcLen,
                       ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
-                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish};
-      c.fmaChains = target_.fmaChains;
+                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish,
+                      target_.fmaChains};
       return columnsKernel(c);
     }
     Stmt part = ir::allocate(edge, vt_, MR * nr,

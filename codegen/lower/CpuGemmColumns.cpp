@@ -29,6 +29,27 @@ std::int64_t columnsTail(const GemmPlan& g, std::int64_t nExtent, bool tileReads
              : 0;
 }
 
+// Per run, as for the other slivers: tested per element (a condition and checked reads at
+// every position), the one column of the stride-2 input gradient's 17-column phases cost a
+// quarter of its phase's packing.
+Stmt columnsPacking(std::int64_t columns, const Lanes* terms, const Lanes* safe, Stmt copy,
+                    Stmt zeros, Stmt each) {
+  using namespace ir;
+  if (!terms || !safe) return each;
+  auto le = [](Expr a, Expr b) { return binary(BinOp::Le, std::move(a), std::move(b)); };
+  auto conj = [](Expr a, Expr b) { return !a ? b : !b ? a : binary(BinOp::And, a, b); };
+  const std::string lv = "gemm.lo", hv = "gemm.hi";
+  const Expr L = var(lv), H = var(hv), tc = intImm(columns);
+  Expr all = conj(conj(le(L, intImm(0)), le(tc, H)),
+                  conj(safe->cond, conj(le(safe->lo, intImm(0)), le(tc, safe->hi))));
+  Stmt run = ifThen(all, copy, ifThen(binary(BinOp::Or, le(H, intImm(0)), le(tc, L)), zeros, each));
+  if (terms->cond) run = ifThen(terms->cond, run, zeros);
+  auto let = [](const std::string& v, const Expr& value, Stmt body) {
+    return forLoop(v, value, value + 1, ForKind::Serial, std::move(body));
+  };
+  return let(lv, terms->lo, let(hv, terms->hi, run));
+}
+
 Stmt columnsKernel(const ColumnsKernel& c) {
   using namespace ir;
   const std::string cg = "gemm.cg", cu = "gemm.cu", acc = "cacc", copy = "cedge";
