@@ -62,8 +62,8 @@ Stmt columnsKernel(const ColumnsKernel& c) {
   const Expr first = var(c.ic) + var(cg) * G;
   const Expr end = min(var(c.ic) + c.blockSlivers, var(c.as1));
   // Accumulator sets: chains G x columns x S of at least the FMA chains, at most 4 sets.
-  const std::int64_t S = std::clamp<std::int64_t>(
-      (c.fmaChains + G * c.columns - 1) / (G * c.columns), 1, 4);
+  const std::int64_t S =
+      std::clamp<std::int64_t>((c.fmaChains + G * c.columns - 1) / (G * c.columns), 1, 4);
   const Expr cell = (var(cu) * c.columns + var(c.jj)) * lanes + var(c.ii);
   auto setName = [&](std::int64_t u) { return u == 0 ? acc : acc + std::to_string(u); };
   // The group's cells: slot cu's sliver (past the block's end: its last, computed again and not
@@ -82,14 +82,14 @@ Stmt columnsKernel(const ColumnsKernel& c) {
     return cells(store(setName(u), cell, load(c.type, setName(u), cell) + aLanes * c.b));
   };
   std::vector<Stmt> zeros;
-  for (std::int64_t u = 0; u < S; ++u) zeros.push_back(cells(store(setName(u), cell, floatImm(c.type, 0))));
+  for (std::int64_t u = 0; u < S; ++u)
+    zeros.push_back(cells(store(setName(u), cell, floatImm(c.type, 0))));
   Stmt zero = block(std::move(zeros));
   Stmt sum = forLoop(c.pv, intImm(0), c.kcLen, ForKind::Serial, addTerm(0));
   if (S > 1) {
     const std::string pu = "gemm.cpu";
     std::vector<Stmt> round, steps;
-    for (std::int64_t u = 0; u < S; ++u)
-      round.push_back(let(c.pv, var(pu) * S + u, addTerm(u)));
+    for (std::int64_t u = 0; u < S; ++u) round.push_back(let(c.pv, var(pu) * S + u, addTerm(u)));
     const Expr rounds = binary(BinOp::Div, c.kcLen, intImm(S));
     steps.push_back(forLoop(pu, intImm(0), rounds, ForKind::Serial, block(std::move(round))));
     steps.push_back(forLoop(c.pv, rounds * S, c.kcLen, ForKind::Serial, addTerm(0)));
@@ -112,7 +112,8 @@ Stmt columnsKernel(const ColumnsKernel& c) {
   Stmt out = allocate(copy, c.type, G * c.columns * lanes,
                       block({cells(store(copy, cell, load(c.type, acc, cell))), stored}));
   Stmt body = block({zero, sum, out});
-  for (std::int64_t u = S; u-- > 0;) body = allocate(setName(u), c.type, G * c.columns * lanes, body);
+  for (std::int64_t u = S; u-- > 0;)
+    body = allocate(setName(u), c.type, G * c.columns * lanes, body);
   return forLoop(cg, intImm(0), (end - var(c.ic) + (G - 1)) / G, ForKind::Serial, body);
 }
 

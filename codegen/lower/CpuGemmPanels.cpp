@@ -18,8 +18,7 @@ namespace einjit::codegen::lowering {
 bool Lowerer::laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lane,
                              std::size_t innermost, std::int64_t innermostExtent,
                              bool columnsKernel) const {
-  if (g.whole[0] || columnsKernel || !g.product || g.bInPlace || !g.masks[0].empty())
-    return false;
+  if (g.whole[0] || columnsKernel || !g.product || g.bInPlace || !g.masks[0].empty()) return false;
   const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
   std::int64_t apart = 0, along = 0;
   for (std::size_t d = 0; d < op.subs.size(); ++d) {
