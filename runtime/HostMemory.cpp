@@ -20,9 +20,12 @@ namespace einjit::runtime {
 
 namespace {
 
-constexpr std::size_t kAlignment = 64;       // a cache line, and any vector load emitted
-constexpr std::size_t kPage = 4096;          // sizes are rounded to pages before matching
-constexpr std::size_t kKeepMin = 1 << 20;    // smaller blocks: the C library reuses them
+constexpr std::size_t kAlignment = 64; // a cache line, and any vector load emitted
+constexpr std::size_t kPage = 4096;    // sizes are rounded to pages before matching
+// Smaller blocks: the C library reuses them. Its threshold for mapping a block of its own (and
+// for giving the top of the heap back) starts at 128 KiB: a 64-256 KiB output (the README
+// demo's y and dx) was mapped or trimmed and faulted in again at every call.
+constexpr std::size_t kKeepMin = 64 << 10;
 constexpr std::size_t kKeepMax = 256u << 20; // bytes kept in all
 
 struct Block {

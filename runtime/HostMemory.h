@@ -1,5 +1,5 @@
 #pragma once
-// Host memory of tensors: 64-byte aligned blocks. A freed large block (1 MiB or more) is kept
+// Host memory of tensors: 64-byte aligned blocks. A freed large block (64 KiB or more) is kept
 // for the next request of the same (page-rounded) size, up to 256 MiB in all, the least
 // recently freed given back first. A program's call allocates its outputs and intermediates
 // afresh, and the C library returns large freed blocks to the kernel, so without reuse every

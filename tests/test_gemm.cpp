@@ -266,6 +266,21 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {0, 0},
        {1, 2}},
+      // The weight gradient's x packed lane-major (each channel's run along the KC block, its
+      // 16 output columns in vectors): 13 channels, a last sliver of one channel and zeros.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 13, 10, 18}}, {"k", {20, 13, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 0}},
+      // Phases 18 and 17 columns wide, 7 and 6 rows: the columns kernel on a last sliver of
+      // two columns and of one, with the taps that reach an image's first and last columns
+      // missing (the packing's choice per run: all of the columns, none, or lane by lane).
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 13, 35}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {0, 0},
+       {1, 2}},
       // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
       // own row body (the columns unrolled), the channels' last (4 rows) by the general code.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",

@@ -10,7 +10,8 @@
 //   lane l at ((bX * S + s) * K + p) * W + l;
 //   packed per block (by each task, inside the product): the slivers of the current MC (NC)
 //   block along the current KC block, at group * size + ((s - first) * KC + p') * W + l, p'
-//   the position inside the block, in the scratch of the task's group.
+//   the position inside the block, in the scratch of the task's group; A's lanes far apart,
+//   each lane's run at group * size + ((s - first) * W + l) * KC + p' (CpuGemmPanels.h).
 // Lanes past the operand's extent, and reduction positions outside a dependent range, hold 0.
 //
 // The product runs a parallel loop over groups of tasks; a task is one value of the batch
@@ -25,6 +26,7 @@
 // Each element's sum runs over the KC blocks in order and within a block in order, whatever
 // the thread count.
 #include "codegen/lower/CpuGemmColumns.h"
+#include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/CpuGemmTasks.h"
 #include "codegen/lower/Lowerer.h"
 
@@ -58,9 +60,6 @@ void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.
 constexpr std::int64_t kGroupElements = 64;
-// Lanes this many elements apart or fewer are packed the way contiguous ones are (a sliver's
-// lanes span a few cache lines); farther apart, each lane's run along the reduction in turn.
-constexpr std::int64_t kNearLanes = 4;
 
 } // namespace
 
@@ -91,14 +90,16 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   const std::int64_t blockSl[2] = {g.mc / g.mr, g.nc / g.nr}; // slivers per MC / NC block
   std::string buf[2] = {name + ".packA", name + ".packB"};
   std::int64_t panel[2] = {0, 0}; // scratch elements per task group of a per-block packing
+  // Past its last position, the lanes past MR of the columns kernel's A loads (columnsKernel).
+  const std::int64_t pad[2] = {tailColumns > 0 ? std::max<std::int64_t>(g.width - g.mr, 0) : 0, 0};
   for (int x = 0; x < 2; ++x) {
     if (x == 1 && g.bInPlace) continue; // nothing of B is packed
     if (g.whole[static_cast<std::size_t>(x)])
       out_.scratch.push_back(
-          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc});
+          {buf[x], vt_, extentOfGroup(reads[x], r) * g.kBlocks * S[x] * W[x] * g.kc + pad[x]});
     else {
       panel[x] = blockSl[x] * W[x] * g.kc;
-      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x]});
+      out_.scratch.push_back({buf[x], vt_, g.groups * panel[x] + pad[x]});
     }
   }
   // The names the product's loops bind.
@@ -119,8 +120,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     Expr slot = ir::add(ir::mul(ir::add(ir::mul(bX, imm(g.kBlocks)), blk), imm(S[x])), sl);
     return ir::add(ir::mul(ir::add(ir::mul(slot, imm(g.kc)), p), imm(W[x])), l);
   };
+  bool laneMajorA = false; // A's panel lane-major (laneMajorPanel): with the product's ranges
   auto panelAt = [&](int x, const Expr& sl, const Expr& p, const Expr& l) {
     const std::string& first = x == 0 ? ic : jc;
+    if (x == 0 && laneMajorA)
+      return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
+                             ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(W[x])), l),
+                                     imm(g.kc))),
+                     p);
     return ir::add(ir::add(ir::mul(var(gv), imm(panel[x])),
                            ir::mul(ir::add(ir::mul(ir::sub(sl, var(first)), imm(g.kc)), p),
                                    imm(W[x]))),
@@ -373,10 +380,15 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         body = runOk ? ir::ifThen(runOk, inner(fast), inner(slow)) : inner(fast);
       }
       if (x == 1 && tailColumns > 0) {
-        // The columns kernel reads only the last sliver's first tailColumns lanes: those, an
-        // element each, and nothing else of it (its zeros and its branches on the run's shape
-        // cost as much as a whole sliver's copy).
-        Stmt columns = inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, element()));
+        // The columns kernel reads only the last sliver's first tailColumns lanes: those alone
+        // (all of it cost as much as a whole sliver), decided once per run (columnsPacking).
+        auto lanes = [&](Stmt one) {
+          return inner(ir::forLoop(ls, imm(0), imm(tailColumns), ForKind::Unrolled, one));
+        };
+        auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
+        Stmt columns = columnsPacking(tailColumns, terms ? &*terms : nullptr,
+                                      safe ? &*safe : nullptr, lanes(put(readAt(at, true))),
+                                      lanes(put(num(0))), lanes(element()));
         body = ir::ifThen(less(var(ps), imm(S[1] - 1)), body, columns);
       }
       const std::int64_t grp = std::max<std::int64_t>(1, kGroupElements / w);
@@ -395,6 +407,15 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     auto lanes = [&](Stmt put, ForKind kind) {
       return kLoops(block, ir::forLoop(ls, imm(0), imm(w), kind, std::move(put)));
     };
+    if (x == 0 && block && laneMajorA) {
+      std::vector<PanelLoop> run{{st.vars[kq].name, var(q0), var(q1)}};
+      for (std::size_t v : kInner)
+        run.push_back({st.vars[v].name, imm(r[v].first), imm(r[v].second)});
+      auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
+      Expr inside = edgeLanes ? minOf(imm(w), ir::sub(imm(hi), base)) : imm(w);
+      return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, readAt(at, false),
+                              num(0));
+    }
     Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                        ForKind::Unrolled);
     Stmt body;
@@ -447,6 +468,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
 
   // The product.
   setRanges(st, r);
+  laneMajorA = !kInner.empty() && laneMajorPanel(g, *ops[0], sideVar[0], kInner.back(),
+                                                  ext(kInner.back()), tailColumns > 0);
   const std::int64_t perTask = g.mTasks * g.nTasks;
   // The batch value: the task's, or (batch inside) a loop's inside each KC block, over the
   // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
@@ -639,7 +662,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     if (columns > 0) {
       ColumnsKernel c{columns, MR, g.width, blockSl[0], M, vt_, sv, ii, jj, pv, ic, as1, kcLen,
                       ir::load(vt_, buf[0], packed(0, var(sv), var(pv), var(ii))),
-                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish};
+                      ir::load(vt_, buf[1], packed(1, var(tv), var(pv), var(jj))), finish,
+                      target_.fmaChains};
       return columnsKernel(c);
     }
     Stmt part = ir::allocate(edge, vt_, MR * nr,

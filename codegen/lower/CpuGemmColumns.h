@@ -2,6 +2,7 @@
 // The columns kernel of the CPU's packed GEMM path (lower/CpuGemm.cpp, docs/CPU_SCHEDULES.md):
 // the last B sliver, where it holds one or two columns, with A's MR lanes as the vector.
 #include "codegen/IR.h"
+#include "codegen/lower/LowerTypes.h"
 
 #include <cstdint>
 #include <functional>
@@ -34,7 +35,15 @@ struct ColumnsKernel {
   // `sum` in the loops that bind ii, jj and sv.
   std::function<ir::Stmt(const std::function<ir::Stmt(ir::Stmt)>& cells, const ir::Expr& sum)>
       finish;
+  std::int64_t fmaChains = 8; // accumulator chains the FMA pipes keep in flight (Target)
 };
+
+// The packing of the columns kernel's sliver for one run, its first `columns` lanes copied
+// (`copy`), zeroed (`zeros`) or each tested (`each`): copy where the run's terms (lanes
+// [terms.lo, terms.hi) where terms.cond) and its lanes inside the tensor (safe) hold all of
+// them, zeros where its terms hold none, else each; without solved lanes (null), each.
+ir::Stmt columnsPacking(std::int64_t columns, const Lanes* terms, const Lanes* safe, ir::Stmt copy,
+                        ir::Stmt zeros, ir::Stmt each);
 
 // The loop over the MC block's slivers, G at a time.
 ir::Stmt columnsKernel(const ColumnsKernel& c);

@@ -565,6 +565,13 @@ private:
                 const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
   // The product function: a parallel loop over groups of tasks, each task running every part.
   void emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts);
+  // Lanes this many elements apart or fewer are packed the way contiguous ones are (a sliver's
+  // lanes span a few cache lines); farther apart, each lane's run along the reduction in turn.
+  static constexpr std::int64_t kNearLanes = 4;
+  // Whether operand A (op, its lanes along index `lane`) is packed lane-major per block
+  // (CpuGemmPanels.cpp): each lane's run along the KC block, `innermost` in vectors.
+  bool laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lane, std::size_t innermost,
+                      std::int64_t innermostExtent, bool columnsKernel) const;
 
   // The lanes l in [0, w) of a packing run, where index `side` is base + l, that satisfy some
   // conditions: [lo, hi) and `cond`, the part no lane changes (null: true). Nullopt where a

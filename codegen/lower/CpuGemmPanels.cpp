@@ -1,0 +1,55 @@
+// The layout of an operand's packed panel on the CPU's packed GEMM path (lower/CpuGemm.cpp,
+// docs/CPU_SCHEDULES.md, "Lanes far apart").
+#include "codegen/lower/CpuGemmPanels.h"
+
+#include "codegen/IROperator.h"
+#include "codegen/lower/Lowerer.h"
+
+namespace einjit::codegen::lowering {
+
+// A packed per block with its lanes far apart (a weight gradient's channels) but contiguous or
+// nearly along its innermost reduction index (x's columns, 1 or 2 elements apart), every
+// subscript plain and proven inside over the current ranges: each lane's run along the KC
+// block is contiguous in the panel (sliver, lane, position), so that the packing reads and
+// writes whole vectors along that index. Position-major, each position's MR lanes came from
+// MR cache lines far apart, a scalar load and store each (a quarter of the README demo's
+// weight gradient). The micro-kernel's MR broadcasts per step then read MR runs instead of one.
+// Not with the columns kernel (it loads A's lanes of a position as one vector).
+bool Lowerer::laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lane,
+                             std::size_t innermost, std::int64_t innermostExtent,
+                             bool columnsKernel) const {
+  if (g.whole[0] || columnsKernel || !g.product || g.bInPlace || !g.masks[0].empty()) return false;
+  const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(op.tensor)];
+  std::int64_t apart = 0, along = 0;
+  for (std::size_t d = 0; d < op.subs.size(); ++d) {
+    const Subscript& sub = op.subs[d];
+    if (sub.mode != IndexMode::Plain || sub.gather || !subscriptInBounds(op, d)) return false;
+    apart += sub.coef[lane] * os[d];
+    along += sub.coef[innermost] * os[d];
+  }
+  return (apart < 1 || apart > kNearLanes) && along >= 1 && along <= kNearLanes &&
+         innermostExtent % g.width == 0;
+}
+
+ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const ir::Expr& sHi,
+                          const std::string& lane, const ir::Expr& inside, std::int64_t w,
+                          const std::vector<PanelLoop>& loops, int width,
+                          const std::function<ir::Stmt(ir::Expr)>& put, const ir::Expr& read,
+                          const ir::Expr& zero) {
+  using namespace ir;
+  auto run = [&](const Expr& value) {
+    Stmt b = put(value);
+    for (std::size_t q = loops.size(); q-- > 0;)
+      b = forLoop(loops[q].var, loops[q].lo, loops[q].hi,
+                  q + 1 == loops.size() ? ForKind::Vectorized : ForKind::Rolled, b,
+                  q + 1 == loops.size() ? width : 1);
+    return b;
+  };
+  Stmt body = forLoop(lane, intImm(0), inside, ForKind::Rolled, run(read));
+  std::int64_t all = 0;
+  if (!isConst(inside, &all) || all != w)
+    body = block({body, forLoop(lane, inside, intImm(w), ForKind::Rolled, run(zero))});
+  return forLoop(sliver, sLo, sHi, ForKind::Outlined, body);
+}
+
+} // namespace einjit::codegen::lowering
