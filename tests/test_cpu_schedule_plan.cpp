@@ -69,6 +69,17 @@ const PlanRow kRows[] = {
      "66 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
      "groups",
      4},
+    // ... with 16 input channels: M shorter than the tallest tile is one 16-row tile (as the
+    // README demo's input gradient), where no tile at all left it to the generic loops.
+    {kStrided,
+     {{8, 64, 27, 27}, {64, 16, 3, 3}},
+     DType::f32,
+     0,
+     Family::Phases,
+     "4 residue phases, each a packed GEMM: M c, N v, K o,h,w, batch n,u; micro-kernel 16x16, MC "
+     "16 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
+     "groups",
+     4},
     // A stride-1 input gradient's band: a core where every range is its hull, tiled.
     {"dx[u] := dy[u - k] * w[k] where u in 0:100, k in max(u - 97, 0):min(u + 1, 3)",
      {{98}, {3}},

@@ -224,85 +224,86 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
     std::size_t gradPacked; // gradient statements that take the packed path (32-byte vectors)
     Packs f32Wide, f64Wide; // forward and gradient statements packed with 64-byte vectors
   };
-  // With 64-byte vectors (NR = 32 f32 lanes, MR = 14) most of these images are too narrow for
-  // an f32 tile: the last rows are wide enough to take the packed path there too.
+  // With 64-byte vectors every row takes the packed path as well: where two vectors of columns
+  // (NR = 32 f32 lanes) are too wide for the image, one vector and a tile of up to 28 rows (as
+  // short as M where the channels are fewer) are.
   const std::vector<ConvRow> table = {
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // The README demo: the weight gradient's taps inside its KC blocks in 2 groups (3 chunks
       // of M for 2 threads: 6 tasks, each a chunk and a group of taps).
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {4, 16, 33, 33}}, {"k", {32, 16, 3, 3}}},
        2,
-       {1, 1},
+       {1, 2},
        {1, 2}},
       // Odd channel counts: edge slivers on both sides of every GEMM (the weight gradient's
       // taps inside its KC blocks, its lanes, the channels, far apart).
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {3, 13, 17, 19}}, {"k", {23, 13, 3, 3}}},
        2,
-       {0, 0},
-       {1, 0}},
+       {1, 2},
+       {1, 2}},
       // More input than output channels: the weight gradient's x is operand B (lanes the
       // channels), packed per block for each tap, 24 = 16 + 8 channels (an edge sliver).
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 24, 16, 19}}, {"k", {8, 24, 3, 3}}},
        2,
-       {0, 0},
-       {0, 1}},
+       {1, 2},
+       {1, 2}},
       // The strided input gradients run as residue phases (4, 9), each packed.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // Even sizes: every phase has the same extents, so the phases run one merged copy of
       // their code (passes::mergeVariants), the tap ranges, strides and offsets variables.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 40, 42}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // The weight gradient's x packed lane-major (each channel's run along the KC block, its
       // 16 output columns in vectors): 13 channels, a last sliver of one channel and zeros.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 13, 10, 18}}, {"k", {20, 13, 3, 3}}},
        2,
-       {0, 0},
-       {1, 0}},
+       {1, 2},
+       {1, 2}},
       // Phases 18 and 17 columns wide, 7 and 6 rows: the columns kernel on a last sliver of
       // two columns and of one, with the taps that reach an image's first and last columns
       // missing (the packing's choice per run: all of the columns, none, or lane by lane).
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 13, 35}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
       // own row body (the columns unrolled), the channels' last (4 rows) by the general code.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]",
        {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}},
        2,
-       {0, 0},
-       {1, 0}},
+       {1, 2},
+       {1, 2}},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
        "0:size(x,3)",
        {{"x", {2, 16, 20, 21}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       {"y[n,o,h,w] := x[n,c,h+2a,w+2b] * k[o,c,a,b]",
        {{"x", {2, 16, 22, 23}}, {"k", {24, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // The forward reads x in place (GemmPlan::bInPlace): 32 columns, no partial sliver (f32);
       // 27 = 16 + 11, a partial last sliver wider than half (masked loads in a full-width
@@ -310,29 +311,29 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 12, 34}}, {"k", {20, 16, 3, 3}}},
        2,
-       {1, 1},
+       {1, 2},
        {1, 2}},
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 12, 29}}, {"k", {20, 16, 3, 3}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 14, 40}}, {"k", {13, 16, 5, 7}}},
        2,
-       {0, 1},
-       {0, 1}},
+       {1, 2},
+       {1, 2}},
       {"y[n,o,h,w] := x[n,c,h,w] * k[o,c]",
        {{"x", {4, 16, 20, 21}}, {"k", {24, 16}}},
        2,
-       {0, 0},
+       {1, 2},
        {1, 2}},
       // 21 output columns, 32 output channels: with 64-byte vectors the 28 x 16 tile (one
       // vector of columns) takes the stride-2 forward, whose columns two vectors would not fit.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 41, 43}}, {"k", {32, 16, 3, 3}}},
        2,
-       {1, 1},
+       {1, 2},
        {1, 2}},
       // Input gradients whose dy is read in place (56 and 50 columns: most slivers have
       // every tap b; the first and last read with masked loads, the last of 50 half-width),
@@ -340,12 +341,12 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 9, 56}}, {"k", {20, 16, 3, 3}}},
        2,
-       {1, 1},
+       {1, 2},
        {1, 2}},
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 7, 50}}, {"k", {20, 16, 3, 3}}},
        2,
-       {1, 1},
+       {1, 2},
        {1, 2}},
       // The weight gradient's taps inside its KC blocks, one task per thread: 2 equal chunks of
       // N (32 channels) with all nine taps each (GemmPlan's split for equal chunks), where 2
@@ -353,7 +354,7 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 32, 14, 20}}, {"k", {16, 32, 3, 3}}},
        2,
-       {0, 2},
+       {1, 2},
        {1, 2}},
       // Wide enough for 64-byte f32 tiles too: 38 output columns, 36 channels.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
@@ -437,7 +438,7 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
        {{"x", {2, 8, 13, 19}}, {"k", {18, 8, 3, 3}}},
        1,
        1,
-       Packs{0, 0}}, // 19 columns: less than one f32 sliver of 64-byte vectors
+       Packs{1, 0}}, // with 64-byte vectors the forward's 18 channels are one 18-row tile
       // Three tile reads leave room for a few accumulators only: two sets along the reduction
       // (an odd reduction extent, so the block's last term goes to the first set alone).
       {kThreeTiles,

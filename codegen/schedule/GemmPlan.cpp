@@ -94,10 +94,14 @@ std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_
 // a tenth and a quarter of the FMAs on zeros; 13 and 22 rows compute 65 and 66). A shorter
 // tile still keeps more accumulator chains than the FMA pipes need and its broadcasts per FMA
 // the same (two vectors) or within a twentieth (one). A gain under 2% of M keeps the tallest
-// (fewer kernel calls and tile stores). With 16 registers (AVX2) the tile is 6 rows, always.
-std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax) {
+// (fewer kernel calls and tile stores). An M shorter than the tallest tile is one tile of M
+// rows from `minRows` up (the one-vector tile: as many rows as the FMA pipes' chains): the
+// README demo's input gradient (16 channels, residue phases of 16 and 17 columns) otherwise
+// has no packed plan on AVX-512 and runs the generic loops; shorter still, no plan (the
+// register tiles). With 16 registers (AVX2) the tile is 6 rows, always.
+std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax, std::int64_t minRows) {
   auto padded = [&](std::int64_t mr) { return (m + mr - 1) / mr * mr; };
-  if (m < mrMax) return mrMax; // no plan: M shorter than a tile keeps the register tiles
+  if (m < mrMax) return m >= minRows ? m : mrMax;
   std::int64_t best = mrMax;
   for (std::int64_t mr = mrMax - 1; mr * 4 >= mrMax * 3; --mr)
     if (padded(mr) < padded(best)) best = mr;
@@ -396,7 +400,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   g.width = width;
   g.nr = nrWanted;
   g.mr = registers >= 32 && ops->tile.empty()
-             ? static_cast<int>(fittedRows(extent(g.m), mrWanted))
+             ? static_cast<int>(fittedRows(extent(g.m), mrWanted, nrVectors == 1 ? t.fmaChains : mrWanted))
              : mrWanted;
   g.kSets = kSets;
   for (int v = 0; v < nOut; ++v)
