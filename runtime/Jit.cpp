@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -125,7 +126,7 @@ static void writePerfMap(std::string_view obj,
 }
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-9";
+constexpr const char* kCodegenVersion = "einjit-cpu-10";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -344,12 +345,15 @@ struct Engine {
   // register-tile variants) another, all loaded together;
   // the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders, combines)
   // share one, which skips the middle end and gets LLVM's fast code generation (each module
-  // costs a fixed few milliseconds, which such a function's code does not).
+  // costs a fixed few milliseconds, which such a function's code does not). The optimized
+  // modules that only move data (packing functions and parts: explicit code without
+  // floating-point arithmetic) are then emitted again together, into one module (movers).
   static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
   struct Unit {
-    std::vector<codegen::ir::Func> funcs; // one function, or those compiled unoptimized
+    std::vector<codegen::ir::Func> funcs; // one function, those compiled unoptimized, or movers
     bool optimize = true;
-    std::size_t part = kWhole; // of the one function (codegen::emitLLVMPart), or all of it
+    // Per function: its part (codegen::emitLLVMPart), or kWhole for all of it.
+    std::vector<std::size_t> parts;
   };
 
   // A unit's module as emitted, waiting for the middle end and code generation (possibly on
@@ -400,11 +404,14 @@ struct Engine {
         continue;
       }
       const std::size_t parts = codegen::separateParts(f);
-      for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, parts ? k : kWhole});
+      for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, {parts ? k : kWhole}});
     }
-    if (!unoptimized.empty()) units.push_back({std::move(unoptimized), false, kWhole});
+    if (!unoptimized.empty()) {
+      const std::size_t count = unoptimized.size();
+      units.push_back({std::move(unoptimized), false, std::vector<std::size_t>(count, kWhole)});
+    }
     const std::size_t n = units.size();
-    std::vector<Emitted> emitted(n);
+    std::deque<Emitted> emitted(n); // and the movers' modules, appended (mergeMovers)
     std::vector<std::string> objects(n), texts(n);
     std::vector<std::exception_ptr> failures(n);
     // The parallel loops' joins already order each unit's work before what follows; these
@@ -427,12 +434,16 @@ struct Engine {
     for (std::atomic<bool>& f : finished) (void)f.exchange(false, std::memory_order_acq_rel);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::vector<std::size_t> order = mergeMovers(units, emitted, prefix);
+    const std::size_t compiled = order.size();
+    objects.resize(units.size());
+    texts.resize(units.size());
+    failures.resize(units.size());
+    std::vector<std::atomic<bool>> done(units.size());
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
       return emitted[x].cost > emitted[y].cost;
     });
-    inOrder(n, [&](std::size_t k) {
+    inOrder(compiled, [&](std::size_t k) {
       const std::size_t i = order[k];
       try {
         Timeline::Span span(unitName(units[i]), true);
@@ -443,21 +454,80 @@ struct Engine {
       // The module, then its context, freed on the thread that used them.
       emitted[i].m.reset();
       emitted[i].ctx.reset();
-      finished[i].store(true, std::memory_order_release);
+      done[i].store(true, std::memory_order_release);
     });
-    for (const std::atomic<bool>& f : finished) (void)f.load(std::memory_order_acquire);
+    for (const std::atomic<bool>& f : done) (void)f.load(std::memory_order_acquire);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    if (irText)
-      for (const std::string& t : texts) *irText += t;
+    std::sort(order.begin(), order.end()); // the program's order in the image
+    std::vector<std::string> kept;
+    for (std::size_t i : order) {
+      if (irText) *irText += texts[i];
+      kept.push_back(std::move(objects[i]));
+    }
     Timeline::Span span("pack the objects");
-    return packObjects(objects);
+    return packObjects(kept);
+  }
+
+  // The modules that only move data (explicit code without floating-point arithmetic: the
+  // packing functions and parts of a product) are emitted again together, a few into one module
+  // (up to kMoverInstructions as emitted), appended to `units` and `emitted`, and their own
+  // modules dropped: each module costs a fixed share of the middle end and code generation
+  // (their set-up, the per-module passes) that such small functions do not pay for, and each
+  // function's code is the same in one module or several (the explicit-code pipeline and code
+  // generation work per function; these call nothing of their own module). The cap keeps a
+  // program of many statements from putting all its packings on one thread. Returns the
+  // units to compile.
+  static constexpr unsigned kMoverInstructions = 600;
+  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted,
+                                       const std::string& prefix) {
+    const std::size_t n = units.size();
+    std::vector<std::size_t> keep;
+    std::vector<std::vector<std::size_t>> groups;
+    unsigned filled = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const llvm::Module& m = *emitted[i].m;
+      const bool mover = units[i].optimize && !fullO3 && units[i].parts.front() != 0 &&
+                         explicitCode(m) && !computes(m) && !tilePart(m);
+      if (!mover) {
+        keep.push_back(i);
+        continue;
+      }
+      const unsigned size = m.getInstructionCount();
+      if (groups.empty() || filled + size > kMoverInstructions) {
+        groups.emplace_back();
+        filled = 0;
+      }
+      groups.back().push_back(i);
+      filled += size;
+    }
+    for (const std::vector<std::size_t>& group : groups) {
+      if (group.size() == 1) {
+        keep.push_back(group.front());
+        continue;
+      }
+      Unit together{{}, true, {}};
+      for (std::size_t i : group) {
+        together.funcs.push_back(units[i].funcs.front());
+        together.parts.push_back(units[i].parts.front());
+        emitted[i].m.reset(); // emitted on a thread that has finished (the loop's join)
+        emitted[i].ctx.reset();
+      }
+      units.push_back(std::move(together));
+      emitted.emplace_back();
+      Timeline::Span span("emit " + unitName(units.back()));
+      emitModule(units.back(), prefix, emitted.back());
+      keep.push_back(units.size() - 1);
+    }
+    return keep;
   }
 
   static std::string unitName(const Unit& unit) {
     std::string names;
-    for (const codegen::ir::Func& f : unit.funcs) names += (names.empty() ? "" : " ") + f.name;
-    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k) {
+      names += (names.empty() ? "" : " ") + unit.funcs[k].name;
+      if (unit.parts[k] != kWhole) names += " part " + std::to_string(unit.parts[k]);
+    }
     return names;
   }
 
@@ -484,10 +554,14 @@ struct Engine {
     m.setDataLayout(tm.createDataLayout());
     m.setTargetTriple(tm.getTargetTriple().str());
     e.clock.lap("target machine");
-    if (unit.part == kWhole)
-      codegen::emitLLVM(unit.funcs, prefix, m);
-    else
-      codegen::emitLLVMPart(unit.funcs.front(), prefix, unit.part, m);
+    // The whole functions in one call (the unoptimized ones share what they declare), then
+    // each part.
+    std::vector<codegen::ir::Func> whole;
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k)
+      if (unit.parts[k] == kWhole) whole.push_back(unit.funcs[k]);
+    if (!whole.empty()) codegen::emitLLVM(whole, prefix, m);
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k)
+      if (unit.parts[k] != kWhole) codegen::emitLLVMPart(unit.funcs[k], prefix, unit.parts[k], m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
