@@ -6,6 +6,7 @@
 #include "runtime/CompileCache.h"
 #include "runtime/DiskCache.h"
 #include "runtime/JitImage.h"
+#include "runtime/JitPerfMap.h"
 #include "runtime/JitTiming.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -36,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -55,77 +57,8 @@
 
 namespace einjit::runtime {
 
-// With EINJIT_PERF_MAP set, each loaded function's address, size and name go to
-// /tmp/perf-PID.map, where `perf report` finds names for JIT code, and the object to
-// /tmp/perf-PID-SYMBOL.o. `address` finds a global function's loaded address by its name (an
-// object without an entry point, such as an outlined part, is placed by a function of its own).
-static void writePerfMap(std::string_view obj,
-                         const std::function<std::optional<std::uint64_t>(const std::string&)>& address) {
-  static std::mutex mu;
-  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, "einjit"));
-  if (!file) {
-    llvm::consumeError(file.takeError());
-    return;
-  }
-  if (!llvm::isa<llvm::object::ELFObjectFileBase>(file->get())) return;
-  // Every function of the object (the entry points and what they call) at its loaded address:
-  // the text section is loaded as one piece, so an entry point's address fixes the others.
-  std::int64_t delta = 0;
-  bool anchored = false;
-  std::string anchor; // the entry point the object is named after
-  std::vector<std::pair<std::string, llvm::object::SymbolRef>> fns;
-  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
-    auto name = sym.getName();
-    auto type = sym.getType();
-    auto value = sym.getValue();
-    if (!name || !type || !value) {
-      if (!name) llvm::consumeError(name.takeError());
-      if (!type) llvm::consumeError(type.takeError());
-      if (!value) llvm::consumeError(value.takeError());
-      continue;
-    }
-    if (*type != llvm::object::SymbolRef::ST_Function) continue;
-    fns.emplace_back(name->str(), sym);
-    if (anchored) continue;
-    auto flags = sym.getFlags();
-    if (!flags) {
-      llvm::consumeError(flags.takeError());
-      continue;
-    }
-    if (!(*flags & llvm::object::SymbolRef::SF_Global) || (*flags & llvm::object::SymbolRef::SF_Undefined))
-      continue;
-    if (const std::optional<std::uint64_t> at = address(name->str())) {
-      delta = static_cast<std::int64_t>(*at) - static_cast<std::int64_t>(*value);
-      anchored = true;
-      anchor = name->str();
-    }
-  }
-  if (!anchored) return;
-  std::string text;
-  for (const auto& [name, sym] : fns) {
-    const std::uint64_t size = llvm::object::ELFSymbolRef(sym).getSize();
-    const auto at = static_cast<std::uint64_t>(static_cast<std::int64_t>(llvm::cantFail(sym.getValue())) + delta);
-    char line[64];
-    std::snprintf(line, sizeof line, "%llx %llx ", static_cast<unsigned long long>(at),
-                  static_cast<unsigned long long>(size));
-    text += line + name + "\n";
-  }
-  const std::lock_guard<std::mutex> lock(mu);
-  // The object itself beside it, for disassembly (objdump -d) of sampled addresses.
-  const std::string objPath = "/tmp/perf-" + std::to_string(getpid()) + "-" + anchor + ".o";
-  if (std::FILE* f = std::fopen(objPath.c_str(), "wb")) {
-    std::fwrite(obj.data(), 1, obj.size(), f);
-    std::fclose(f);
-  }
-  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
-  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  }
-}
-
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-9";
+constexpr const char* kCodegenVersion = "einjit-cpu-10";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -344,12 +277,15 @@ struct Engine {
   // register-tile variants) another, all loaded together;
   // the functions compiled unoptimized (codegen::unoptimized: edge tiles, borders, combines)
   // share one, which skips the middle end and gets LLVM's fast code generation (each module
-  // costs a fixed few milliseconds, which such a function's code does not).
+  // costs a fixed few milliseconds, which such a function's code does not). The optimized
+  // modules that only move data (packing functions and parts: explicit code without
+  // floating-point arithmetic) are then emitted again together, into one module (movers).
   static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
   struct Unit {
-    std::vector<codegen::ir::Func> funcs; // one function, or those compiled unoptimized
+    std::vector<codegen::ir::Func> funcs; // one function, those compiled unoptimized, or movers
     bool optimize = true;
-    std::size_t part = kWhole; // of the one function (codegen::emitLLVMPart), or all of it
+    // Per function: its part (codegen::emitLLVMPart), or kWhole for all of it.
+    std::vector<std::size_t> parts;
   };
 
   // A unit's module as emitted, waiting for the middle end and code generation (possibly on
@@ -400,11 +336,14 @@ struct Engine {
         continue;
       }
       const std::size_t parts = codegen::separateParts(f);
-      for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, parts ? k : kWhole});
+      for (std::size_t k = 0; k <= parts; ++k) units.push_back({{f}, true, {parts ? k : kWhole}});
     }
-    if (!unoptimized.empty()) units.push_back({std::move(unoptimized), false, kWhole});
+    if (!unoptimized.empty()) {
+      const std::size_t count = unoptimized.size();
+      units.push_back({std::move(unoptimized), false, std::vector<std::size_t>(count, kWhole)});
+    }
     const std::size_t n = units.size();
-    std::vector<Emitted> emitted(n);
+    std::deque<Emitted> emitted(n); // and the movers' modules, appended (mergeMovers)
     std::vector<std::string> objects(n), texts(n);
     std::vector<std::exception_ptr> failures(n);
     // The parallel loops' joins already order each unit's work before what follows; these
@@ -427,12 +366,16 @@ struct Engine {
     for (std::atomic<bool>& f : finished) (void)f.exchange(false, std::memory_order_acq_rel);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::vector<std::size_t> order = mergeMovers(units, emitted, prefix);
+    const std::size_t compiled = order.size();
+    objects.resize(units.size());
+    texts.resize(units.size());
+    failures.resize(units.size());
+    std::vector<std::atomic<bool>> done(units.size());
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
       return emitted[x].cost > emitted[y].cost;
     });
-    inOrder(n, [&](std::size_t k) {
+    inOrder(compiled, [&](std::size_t k) {
       const std::size_t i = order[k];
       try {
         Timeline::Span span(unitName(units[i]), true);
@@ -443,21 +386,80 @@ struct Engine {
       // The module, then its context, freed on the thread that used them.
       emitted[i].m.reset();
       emitted[i].ctx.reset();
-      finished[i].store(true, std::memory_order_release);
+      done[i].store(true, std::memory_order_release);
     });
-    for (const std::atomic<bool>& f : finished) (void)f.load(std::memory_order_acquire);
+    for (const std::atomic<bool>& f : done) (void)f.load(std::memory_order_acquire);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    if (irText)
-      for (const std::string& t : texts) *irText += t;
+    std::sort(order.begin(), order.end()); // the program's order in the image
+    std::vector<std::string> kept;
+    for (std::size_t i : order) {
+      if (irText) *irText += texts[i];
+      kept.push_back(std::move(objects[i]));
+    }
     Timeline::Span span("pack the objects");
-    return packObjects(objects);
+    return packObjects(kept);
+  }
+
+  // The modules that only move data (explicit code without floating-point arithmetic: the
+  // packing functions and parts of a product) are emitted again together, a few into one module
+  // (up to kMoverInstructions as emitted), appended to `units` and `emitted`, and their own
+  // modules dropped: each module costs a fixed share of the middle end and code generation
+  // (their set-up, the per-module passes) that such small functions do not pay for, and each
+  // function's code is the same in one module or several (the explicit-code pipeline and code
+  // generation work per function; these call nothing of their own module). The cap keeps a
+  // program of many statements from putting all its packings on one thread. Returns the
+  // units to compile.
+  static constexpr unsigned kMoverInstructions = 600;
+  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted,
+                                       const std::string& prefix) {
+    const std::size_t n = units.size();
+    std::vector<std::size_t> keep;
+    std::vector<std::vector<std::size_t>> groups;
+    unsigned filled = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const llvm::Module& m = *emitted[i].m;
+      const bool mover = units[i].optimize && !fullO3 && units[i].parts.front() != 0 &&
+                         explicitCode(m) && !computes(m) && !tilePart(m);
+      if (!mover) {
+        keep.push_back(i);
+        continue;
+      }
+      const unsigned size = m.getInstructionCount();
+      if (groups.empty() || filled + size > kMoverInstructions) {
+        groups.emplace_back();
+        filled = 0;
+      }
+      groups.back().push_back(i);
+      filled += size;
+    }
+    for (const std::vector<std::size_t>& group : groups) {
+      if (group.size() == 1) {
+        keep.push_back(group.front());
+        continue;
+      }
+      Unit together{{}, true, {}};
+      for (std::size_t i : group) {
+        together.funcs.push_back(units[i].funcs.front());
+        together.parts.push_back(units[i].parts.front());
+        emitted[i].m.reset(); // emitted on a thread that has finished (the loop's join)
+        emitted[i].ctx.reset();
+      }
+      units.push_back(std::move(together));
+      emitted.emplace_back();
+      Timeline::Span span("emit " + unitName(units.back()));
+      emitModule(units.back(), prefix, emitted.back());
+      keep.push_back(units.size() - 1);
+    }
+    return keep;
   }
 
   static std::string unitName(const Unit& unit) {
     std::string names;
-    for (const codegen::ir::Func& f : unit.funcs) names += (names.empty() ? "" : " ") + f.name;
-    if (unit.part != kWhole) names += " part " + std::to_string(unit.part);
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k) {
+      names += (names.empty() ? "" : " ") + unit.funcs[k].name;
+      if (unit.parts[k] != kWhole) names += " part " + std::to_string(unit.parts[k]);
+    }
     return names;
   }
 
@@ -484,10 +486,14 @@ struct Engine {
     m.setDataLayout(tm.createDataLayout());
     m.setTargetTriple(tm.getTargetTriple().str());
     e.clock.lap("target machine");
-    if (unit.part == kWhole)
-      codegen::emitLLVM(unit.funcs, prefix, m);
-    else
-      codegen::emitLLVMPart(unit.funcs.front(), prefix, unit.part, m);
+    // The whole functions in one call (the unoptimized ones share what they declare), then
+    // each part.
+    std::vector<codegen::ir::Func> whole;
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k)
+      if (unit.parts[k] == kWhole) whole.push_back(unit.funcs[k]);
+    if (!whole.empty()) codegen::emitLLVM(whole, prefix, m);
+    for (std::size_t k = 0; k < unit.funcs.size(); ++k)
+      if (unit.parts[k] != kWhole) codegen::emitLLVMPart(unit.funcs[k], prefix, unit.parts[k], m);
     std::string verifyLog;
     llvm::raw_string_ostream vs(verifyLog);
     if (llvm::verifyModule(m, &vs))
