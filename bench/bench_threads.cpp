@@ -14,7 +14,7 @@
 // whole core); `cpu_growth`, the process CPU time of the two-thread call over the one-thread
 // call; and each side's milliseconds. Cases: bench_cpu's convolutions, GEMM forms, permuted
 // contraction and layers, and the README demo's layer (bench/RESULTS.md, "CPU: two threads
-// against one, session 28").
+// against one").
 #include "bench/Timing.h"
 #include "einjit/einjit.h"
 #include "runtime/CpuBackend.h"

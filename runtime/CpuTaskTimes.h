@@ -3,7 +3,7 @@
 // value): each function's wall time and, for a parallel one, each thread's ranges of iterations
 // with their CPU times, printed to stderr after the function. The balance of a plan's tasks and its
 // serial parts (a packing function before the product) read this way, without a profiler
-// (bench/RESULTS.md, "CPU: two threads against one, session 28"). Off, it costs one branch per
+// (bench/RESULTS.md, "CPU: two threads against one"). Off, it costs one branch per
 // function.
 #include <cstdint>
 #include <mutex>
