@@ -348,9 +348,8 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
-      // The weight gradient's taps inside its KC blocks, one task per thread: 2 equal chunks of
-      // N (32 channels) with all nine taps each (GemmPlan's split for equal chunks), where 2
-      // groups of taps made 4 tasks.
+      // The weight gradient's taps inside its KC blocks: chunks of N (32 channels) and groups
+      // of taps as tasks.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"x", {2, 32, 14, 20}}, {"k", {16, 32, 3, 3}}},
        2,

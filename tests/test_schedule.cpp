@@ -291,8 +291,8 @@ const ScheduleRow kRows[] = {
      "groups"},
     // The weight gradient: the taps (a, b) are windows of x: they run inside each KC block
     // (x's block packed from cache for each tap, dy's packed block serving all nine), a task
-    // per chunk of N: one per thread, the chunks equal (2 slivers each), so that each task's
-    // block of dy serves both its slivers (4 tasks of one sliver streamed dy 4 times).
+    // per chunk of N: 2 per thread (one per thread, each task's block of dy serving both its
+    // slivers, measured slower on two threads).
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 64, 54, 54}, {8, 64, 56, 56}},
      DType::f32,
@@ -300,18 +300,18 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
-     "KC 216 NC 32; A packed whole, B packed per block; 2 tasks in 2 parallel groups"},
-    // The same with 64-byte vectors (N: 2 slivers of 32 channels): a chunk of N per thread, all
-    // nine taps in each task, where 2 groups of taps (5 and 4) made 4 unequal tasks that
-    // streamed dy twice as often.
+     "KC 216 NC 16; A packed whole, B packed per block; 4 tasks in 4 parallel groups"},
+    // The same with 64-byte vectors (N: 2 slivers of 32 channels): 2 chunks of N x 2 groups of
+    // taps (5 and 4).
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 64, 54, 54}, {8, 64, 56, 56}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
-     "KC 108 NC 32; A packed whole, B packed per block; 2 tasks in 2 parallel groups"},
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
+     "13x32, MC 65 KC 108 NC 32; A packed whole, B packed per block; 4 tasks in 4 parallel "
+     "groups"},
     // Unequal chunks (5 slivers of N): 2 tasks per thread and a multiple of the threads, as
     // before, here 5 chunks of N x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
     // groups of 2 (3 groups on one thread, 2 on the other).

@@ -530,19 +530,11 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     const double perThread = g.batchInside ? 2.0 : 4.0;
     const double want = std::min(perThread * t.threads, std::max(1.0, flops / kTaskFlops));
     // ... and a multiple of the thread count where a few tasks per thread would leave one
-    // thread a task more than the others. With the batch inside, one task per thread where the
-    // tasks are equal (as many slivers in every chunk, as many batch values in every group):
-    // each task's packed block of the whole-packed operand then serves all its batch values
-    // and all its N slivers, where 2 tasks per thread streamed that operand once more per
-    // task for the same work (the stride-1 weight gradient's packed dy, 6 MB: 4 times
-    // against 2).
-    auto equal = [&] {
-      return sl[0] % chunks(sl[0], mTasks) == 0 && sl[1] % chunks(sl[1], nTasks) == 0 &&
-             batchTotal % bGroups == 0;
-    };
+    // thread a task more than the others. (One task per thread for a weight gradient, each
+    // task's block of the whole-packed operand serving all its taps, measured slower on two
+    // threads than two tasks per thread: bench/RESULTS.md, "two threads against one".)
     auto more = [&] {
       const std::int64_t tasks = outer * bGroups * chunks(sl[0], mTasks) * chunks(sl[1], nTasks);
-      if (g.batchInside && tasks % t.threads == 0 && equal()) return false;
       return static_cast<double>(tasks) < want ||
              (tasks % t.threads != 0 && tasks < 8 * t.threads &&
               static_cast<double>(tasks) * kTaskFlops * 2 < flops);
