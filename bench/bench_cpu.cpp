@@ -2,6 +2,7 @@
 // without OPENBLAS_CORETYPE=SkylakeX; bench/run_cpu.sh does), Eigen (OpenMP) and oneDNN.
 // Every case reports GFLOP/s; bench/summarize.py turns the JSON into the ratio table of
 // bench/RESULTS.md.
+#include "bench/DnnlConv.h"
 #include "bench/Timing.h"
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
@@ -236,49 +237,12 @@ std::function<void()> einjitConv(int stride, int pass) {
 // One call of oneDNN's, in the layouts it prefers (format_tag::any, blocked), buffers filled
 // with random values directly; reorders are not timed. Its strongest configuration.
 std::function<void()> oneDnnConv(int stride, int pass) {
-  using namespace dnnl;
-  engine eng(engine::kind::cpu, 0);
-  stream s(eng);
-  const memory::dim oh = convOut(stride);
-  memory::desc src({kN, kC, kH, kH}, memory::data_type::f32, memory::format_tag::any);
-  memory::desc wei({kO, kC, 3, 3}, memory::data_type::f32, memory::format_tag::any);
-  memory::desc dst({kN, kO, oh, oh}, memory::data_type::f32, memory::format_tag::any);
-  memory::dims strides{stride, stride}, pad{0, 0};
-  convolution_forward::primitive_desc fwd(
-      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src,
-                                wei, dst, strides, pad, pad),
-      eng);
-  auto fill = [&](const memory::desc& d) {
-    memory m(d, eng);
-    Tensor r = rnd({static_cast<std::int64_t>(d.get_size() / 4)}, 9);
-    std::memcpy(m.get_data_handle(), r.data(), d.get_size());
-    return m;
-  };
-  memory msrc = fill(fwd.src_desc()), mwei = fill(fwd.weights_desc()), mdst = fill(fwd.dst_desc());
-  primitive prim;
-  std::unordered_map<int, memory> args;
-  if (pass == 0) {
-    prim = convolution_forward(fwd);
-    args = {{DNNL_ARG_SRC, msrc}, {DNNL_ARG_WEIGHTS, mwei}, {DNNL_ARG_DST, mdst}};
-  } else if (pass == 1) {
-    convolution_backward_data::primitive_desc bd(
-        convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, pad,
-                                        pad),
-        eng, fwd);
-    prim = convolution_backward_data(bd);
-    args = {{DNNL_ARG_DIFF_SRC, fill(bd.diff_src_desc())},
-            {DNNL_ARG_WEIGHTS, fill(bd.weights_desc())},
-            {DNNL_ARG_DIFF_DST, fill(bd.diff_dst_desc())}};
-  } else {
-    convolution_backward_weights::primitive_desc bw(
-        convolution_backward_weights::desc(algorithm::convolution_direct, src, wei, dst, strides,
-                                           pad, pad),
-        eng, fwd);
-    prim = convolution_backward_weights(bw);
-    args = {{DNNL_ARG_SRC, fill(bw.src_desc())},
-            {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
-            {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
-  }
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  einjit::bench::DnnlConvPass o =
+      einjit::bench::dnnlConvPass(eng, {kN, kC, kH, kH}, {kO, kC, 3, 3}, stride, pass, 9);
+  dnnl::primitive prim = o.prim;
+  std::unordered_map<int, dnnl::memory> args = o.args;
   return [eng, prim, args, s]() mutable {
     prim.execute(s, args);
     s.wait();

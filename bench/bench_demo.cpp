@@ -10,8 +10,9 @@
 // oneDNN's worker kept spinning on the core einjit's second thread needed (and on a loaded
 // machine the two runtimes' threads waited on each other), so bench_cpu's main sets
 // OMP_WAIT_POLICY=passive, as it shortens OpenBLAS's timeout (the measurements: bench/RESULTS.md).
-#include "einjit/einjit.h"
+#include "bench/DnnlConv.h"
 #include "bench/Timing.h"
+#include "einjit/einjit.h"
 
 #include <benchmark/benchmark.h>
 #include <dnnl.hpp>
@@ -40,55 +41,19 @@ double millis(const std::function<void()>& f) { return 1e3 * einjit::bench::seco
 struct DnnlLayer {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream s{eng};
-  dnnl::primitive fwd, bwdData, bwdWeights;
-  std::unordered_map<int, dnnl::memory> fwdArgs, dataArgs, weightArgs;
+  einjit::bench::DnnlConvPass fwd, bwdData, bwdWeights;
 
-  DnnlLayer(const einjit::Shape& xs, const einjit::Shape& ks, std::int64_t stride) {
-    using namespace dnnl;
-    const memory::dim oh = (xs[2] - ks[2]) / stride + 1, ow = (xs[3] - ks[3]) / stride + 1;
-    memory::desc src({xs[0], xs[1], xs[2], xs[3]}, memory::data_type::f32, memory::format_tag::any);
-    memory::desc wei({ks[0], ks[1], ks[2], ks[3]}, memory::data_type::f32, memory::format_tag::any);
-    memory::desc dst({xs[0], ks[0], oh, ow}, memory::data_type::f32, memory::format_tag::any);
-    const memory::dims strides{stride, stride}, pad{0, 0};
-    convolution_forward::primitive_desc f(
-        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src,
-                                  wei, dst, strides, pad, pad),
-        eng);
-    convolution_backward_data::primitive_desc bd(
-        convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, pad,
-                                        pad),
-        eng, f);
-    convolution_backward_weights::primitive_desc bw(
-        convolution_backward_weights::desc(algorithm::convolution_direct, src, wei, dst, strides,
-                                           pad, pad),
-        eng, f);
-    std::uint64_t seed = 11;
-    auto fill = [&](const memory::desc& d) {
-      memory m(d, eng);
-      Tensor r = Tensor::random({static_cast<std::int64_t>(d.get_size() / 4)}, DType::f32, seed++);
-      std::memcpy(m.get_data_handle(), r.data(), d.get_size());
-      return m;
-    };
-    fwd = convolution_forward(f);
-    bwdData = convolution_backward_data(bd);
-    bwdWeights = convolution_backward_weights(bw);
-    fwdArgs = {{DNNL_ARG_SRC, fill(f.src_desc())},
-               {DNNL_ARG_WEIGHTS, fill(f.weights_desc())},
-               {DNNL_ARG_DST, fill(f.dst_desc())}};
-    dataArgs = {{DNNL_ARG_DIFF_SRC, fill(bd.diff_src_desc())},
-                {DNNL_ARG_WEIGHTS, fill(bd.weights_desc())},
-                {DNNL_ARG_DIFF_DST, fill(bd.diff_dst_desc())}};
-    weightArgs = {{DNNL_ARG_SRC, fill(bw.src_desc())},
-                  {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
-                  {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
-  }
+  DnnlLayer(const einjit::Shape& xs, const einjit::Shape& ks, std::int64_t stride)
+      : fwd(einjit::bench::dnnlConvPass(eng, xs, ks, stride, 0, 11)),
+        bwdData(einjit::bench::dnnlConvPass(eng, xs, ks, stride, 1, 14)),
+        bwdWeights(einjit::bench::dnnlConvPass(eng, xs, ks, stride, 2, 17)) {}
   void forward() {
-    fwd.execute(s, fwdArgs);
+    fwd.prim.execute(s, fwd.args);
     s.wait();
   }
   void backward() {
-    bwdData.execute(s, dataArgs);
-    bwdWeights.execute(s, weightArgs);
+    bwdData.prim.execute(s, bwdData.args);
+    bwdWeights.prim.execute(s, bwdWeights.args);
     s.wait();
   }
 };

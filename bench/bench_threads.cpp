@@ -15,6 +15,7 @@
 // call; and each side's milliseconds. Cases: bench_cpu's convolutions, GEMM forms, permuted
 // contraction and layers, and the README demo's layer (bench/RESULTS.md, "CPU: two threads
 // against one").
+#include "bench/DnnlConv.h"
 #include "bench/Timing.h"
 #include "einjit/einjit.h"
 #include "runtime/CpuBackend.h"
@@ -99,58 +100,13 @@ std::function<void(int)> blasGemm(bool ta, bool tb, int m, int n, int k) {
 // created, from OpenMP's thread count then, so each is created and run under its own count.
 std::function<void(int)> dnnlConv(const einjit::Shape& xs, const einjit::Shape& ks, int stride,
                                   int pass) {
-  using namespace dnnl;
-  struct One {
-    primitive prim;
-    std::unordered_map<int, memory> args;
-  };
-  auto eng = std::make_shared<engine>(engine::kind::cpu, 0);
-  auto strm = std::make_shared<stream>(*eng);
+  using One = einjit::bench::DnnlConvPass;
+  auto eng = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+  auto strm = std::make_shared<dnnl::stream>(*eng);
   auto made = std::make_shared<std::map<int, One>>();
-  const memory::dim oh = (xs[2] - ks[2]) / stride + 1, ow = (xs[3] - ks[3]) / stride + 1;
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
-    memory::desc src({xs[0], xs[1], xs[2], xs[3]}, memory::data_type::f32, memory::format_tag::any);
-    memory::desc wei({ks[0], ks[1], ks[2], ks[3]}, memory::data_type::f32, memory::format_tag::any);
-    memory::desc dst({xs[0], ks[0], oh, ow}, memory::data_type::f32, memory::format_tag::any);
-    const memory::dims strides{stride, stride}, pad{0, 0};
-    convolution_forward::primitive_desc fwd(
-        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src,
-                                  wei, dst, strides, pad, pad),
-        *eng);
-    std::uint64_t seed = 11;
-    auto fill = [&](const memory::desc& d) {
-      memory m(d, *eng);
-      Tensor r = rnd({static_cast<std::int64_t>(d.get_size() / 4)}, seed++);
-      std::memcpy(m.get_data_handle(), r.data(), d.get_size());
-      return m;
-    };
-    One o;
-    if (pass == 0) {
-      o.prim = convolution_forward(fwd);
-      o.args = {{DNNL_ARG_SRC, fill(fwd.src_desc())},
-                {DNNL_ARG_WEIGHTS, fill(fwd.weights_desc())},
-                {DNNL_ARG_DST, fill(fwd.dst_desc())}};
-    } else if (pass == 1) {
-      convolution_backward_data::primitive_desc bd(
-          convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides,
-                                          pad, pad),
-          *eng, fwd);
-      o.prim = convolution_backward_data(bd);
-      o.args = {{DNNL_ARG_DIFF_SRC, fill(bd.diff_src_desc())},
-                {DNNL_ARG_WEIGHTS, fill(bd.weights_desc())},
-                {DNNL_ARG_DIFF_DST, fill(bd.diff_dst_desc())}};
-    } else {
-      convolution_backward_weights::primitive_desc bw(
-          convolution_backward_weights::desc(algorithm::convolution_direct, src, wei, dst, strides,
-                                             pad, pad),
-          *eng, fwd);
-      o.prim = convolution_backward_weights(bw);
-      o.args = {{DNNL_ARG_SRC, fill(bw.src_desc())},
-                {DNNL_ARG_DIFF_WEIGHTS, fill(bw.diff_weights_desc())},
-                {DNNL_ARG_DIFF_DST, fill(bw.diff_dst_desc())}};
-    }
-    (*made)[threads] = std::move(o);
+    (*made)[threads] = einjit::bench::dnnlConvPass(*eng, xs, ks, stride, pass, 11);
   }
   return [eng, strm, made](int threads) {
     omp_set_num_threads(threads);
