@@ -1,6 +1,8 @@
 #pragma once
 // What the benchmarks that alternate einjit and a peer by hand (bench_gemm.cpp, bench_demo.cpp)
-// share: a median and a wall-clock timer.
+// share: a median, a wall-clock timer and the process's CPU time.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -19,6 +21,13 @@ inline double seconds(const std::function<void()>& f) {
   const auto t0 = std::chrono::steady_clock::now();
   f();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The CPU time of every thread of the process, in seconds.
+inline double processCpu() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 } // namespace einjit::bench

@@ -27,12 +27,7 @@ namespace {
 using einjit::bench::median;
 using einjit::bench::seconds;
 
-// The CPU time of every thread of the process, in seconds.
-double processCpu() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+using einjit::bench::processCpu;
 
 // Runs both sides alternately (one untimed warm-up call each first) and sets the counters:
 // each side's median wall time and CPU time per call (all threads: on a loaded machine the CPU

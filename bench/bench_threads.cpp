@@ -48,11 +48,7 @@ Tensor rnd(const einjit::Shape& s, std::uint64_t seed) {
   return Tensor::random(s, DType::f32, seed);
 }
 
-double processCpu() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+using einjit::bench::processCpu;
 
 struct ThreadCase {
   std::string name;
