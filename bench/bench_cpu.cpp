@@ -481,7 +481,10 @@ double processCpuMs() {
 // threads (oneTBB and OpenBLAS alike). Counters: each call's median wall ms and CPU ms (all
 // threads: under load the CPU time is the steadier measure) and the medians of the
 // per-iteration ratios: `peer/forward` (above 1: einjit's forward faster) and
-// `grads/forward`, einjit's (forward + gradients) / forward (issue 24: at most 3.5).
+// `grads/forward`, einjit's (forward + gradients) / forward (issue 24: at most 3.5). A fourth
+// call, einjit's plain product `w[k,i] * x[k,j]` of the same shapes (the composition's GEMM on
+// the same packed path), splits the forward's distance to the composition into the path's
+// GEMM against OpenBLAS's and the subtraction's cost on that path: `forward/gemm` (wall and CPU).
 void BM_DistanceAlt(benchmark::State& state) {
   const auto threads = static_cast<int>(state.range(0));
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
@@ -492,6 +495,7 @@ void BM_DistanceAlt(benchmark::State& state) {
   openblas_set_num_threads(threads);
   auto fwd = einjit::compile(kDistance);
   auto back = fwd.gradient();
+  auto gemm = einjit::compile("y[i,j] := w[k,i] * x[k,j]");
   Tensor w = rnd({kIn, kOut}, 1), x = rnd({kIn, kBatchL}, 2), dy = rnd({kOut, kBatchL}, 4);
   std::map<std::string, Tensor> in{{"w", w}, {"x", x}}, all{{"w", w}, {"x", x}, {"dy", dy}};
   std::map<std::string, Tensor> used;
@@ -504,9 +508,14 @@ void BM_DistanceAlt(benchmark::State& state) {
     benchmark::DoNotOptimize(back.call(used)[std::size_t{0}].data());
   };
   const std::function<void()> peer = [&] { distanceBlas(w, x); };
+  const std::function<void()> product = [&] {
+    benchmark::DoNotOptimize(gemm.call(in)[std::size_t{0}].data());
+  };
   both(); // the first calls compile (BM_Compile_* time that)
   peer();
-  std::vector<double> tf, tg, tp, cf, cg, cp, peerRatio, gradRatio, cpuGradRatio;
+  product();
+  std::vector<double> tf, tg, tp, tm, cf, cg, cp, cm, peerRatio, gradRatio, cpuGradRatio,
+      gemmRatio, cpuGemmRatio;
   for (auto _ : state) {
     const double c0 = processCpuMs();
     const double f = einjit::bench::seconds(forward);
@@ -515,7 +524,13 @@ void BM_DistanceAlt(benchmark::State& state) {
     const double c2 = processCpuMs();
     const double p = einjit::bench::seconds(peer);
     const double c3 = processCpuMs();
-    state.SetIterationTime(f + g + p);
+    const double q = einjit::bench::seconds(product);
+    const double c4 = processCpuMs();
+    state.SetIterationTime(f + g + p + q);
+    tm.push_back(q * 1e3);
+    cm.push_back(c4 - c3);
+    gemmRatio.push_back(f / q);
+    cpuGemmRatio.push_back((c1 - c0) / (c4 - c3));
     tf.push_back(f * 1e3);
     tg.push_back(g * 1e3);
     tp.push_back(p * 1e3);
@@ -536,6 +551,10 @@ void BM_DistanceAlt(benchmark::State& state) {
   state.counters["peer/forward"] = median(peerRatio);
   state.counters["grads/forward"] = median(gradRatio);
   state.counters["cpu_grads/forward"] = median(cpuGradRatio);
+  state.counters["gemm_ms"] = median(tm);
+  state.counters["gemm_cpu_ms"] = median(cm);
+  state.counters["forward/gemm"] = median(gemmRatio);
+  state.counters["cpu_forward/gemm"] = median(cpuGemmRatio);
   state.SetLabel("distance 784->1024 x4096, " + std::to_string(threads) + " thread(s)");
   openblas_set_num_threads(blasThreads);
 }
