@@ -18,9 +18,8 @@ enum class ModuleKind {
 
 // A module's expected compile time (middle end and code generation, milliseconds of one
 // core), from its LLVM instructions as emitted: a fixed cost per module (the pipelines' and
-// code generation's set-up, the per-module passes) and a cost per instruction. The two differ
-// by kind: a product's emitted index arithmetic is two thirds redundant and folds away early,
-// while a packing loop's survives the middle end almost whole.
+// code generation's set-up, the per-module passes) and a cost per instruction of its kind
+// (O3's passes cost more per instruction than the explicit-code pipeline's).
 double expectedCompileMs(ModuleKind kind, std::size_t instructions);
 // The same for several modules that only move data emitted as one (one fixed cost).
 double expectedMoversMs(const std::vector<std::size_t>& instructions);
