@@ -341,7 +341,7 @@ struct Engine {
     for (std::atomic<bool>& f : finished) (void)f.exchange(false, std::memory_order_acq_rel);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    std::vector<std::size_t> order = mergeMovers(units, emitted, prefix);
+    std::vector<std::size_t> order = mergeMovers(units, emitted);
     const std::size_t compiled = order.size();
     objects.resize(units.size());
     texts.resize(units.size());
@@ -353,6 +353,10 @@ struct Engine {
     inOrder(compiled, [&](std::size_t k) {
       const std::size_t i = order[k];
       try {
+        if (!emitted[i].m) { // a group of movers (mergeMovers)
+          Timeline::Span span("emit " + unitName(units[i]));
+          emitModule(units[i], prefix, emitted[i]);
+        }
         Timeline::Span span(unitName(units[i]), true);
         objects[i] = compileModule(units[i], emitted[i], prefix, irText ? &texts[i] : nullptr);
       } catch (...) {
@@ -377,8 +381,8 @@ struct Engine {
   }
 
   // The modules that only move data (explicit code without floating-point arithmetic: the
-  // packing functions and parts of a product) are emitted again together, a few into one module,
-  // appended to `units` and `emitted`, and their own modules dropped: each module costs a fixed
+  // packing functions and parts of a product) go together, a few into one module, appended to
+  // `units` and `emitted` (to be emitted again, as one), and their own modules dropped: each module costs a fixed
   // share of the middle end and code generation (their set-up, the per-module passes) that such
   // small functions do not pay for, and each function's code is the same in one module or
   // several (the explicit-code pipeline and code generation work per function; these call
@@ -388,8 +392,7 @@ struct Engine {
   // the other had finished. The cap keeps a program of many statements from piling up its
   // packings in one module. Returns the units to compile.
   static constexpr std::size_t kMoverInstructions = 600;
-  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted,
-                                       const std::string& prefix) {
+  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted) {
     const std::size_t n = units.size();
     std::vector<std::size_t> keep, moving;
     std::vector<double> others;
@@ -406,7 +409,8 @@ struct Engine {
       moving.push_back(i);
       sizes.push_back(m.getInstructionCount());
     }
-    std::vector<Unit> together;
+    // Each group is emitted on the thread that compiles it (buildImage), so that the other
+    // modules need not wait for its emission to start.
     for (const std::vector<std::size_t>& group :
          groupMovers(others, sizes, jitThreads(), kMoverInstructions)) {
       if (group.size() == 1) {
@@ -414,32 +418,19 @@ struct Engine {
         continue;
       }
       Unit unit{{}, true, {}};
+      std::vector<std::size_t> members;
       for (std::size_t g : group) {
         const std::size_t i = moving[g];
         unit.funcs.push_back(units[i].funcs.front());
         unit.parts.push_back(units[i].parts.front());
+        members.push_back(sizes[g]);
         emitted[i].m.reset(); // emitted on a thread that has finished (the loop's join)
         emitted[i].ctx.reset();
       }
-      together.push_back(std::move(unit));
-    }
-    const std::size_t first = units.size();
-    for (Unit& unit : together) {
       units.push_back(std::move(unit));
-      emitted.emplace_back();
+      emitted.emplace_back().cost = expectedMoversMs(members);
       keep.push_back(units.size() - 1);
     }
-    std::vector<std::exception_ptr> failures(together.size());
-    inOrder(together.size(), [&](std::size_t k) {
-      try {
-        Timeline::Span span("emit " + unitName(units[first + k]));
-        emitModule(units[first + k], prefix, emitted[first + k]);
-      } catch (...) {
-        failures[k] = std::current_exception();
-      }
-    });
-    for (const std::exception_ptr& e : failures)
-      if (e) std::rethrow_exception(e);
     return keep;
   }
 

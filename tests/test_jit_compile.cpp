@@ -247,9 +247,9 @@ TEST_CASE("jit_compile: the modules that only move data group to even out the th
   CHECK(listScheduleMs({5, 1}, 4) == doctest::Approx(5));
   // Two products of equal cost and four equal packings on 2 threads: one module of all four
   // would start on one thread after its product; two of two each end with the other.
-  CHECK(groupMovers({20, 20}, {140, 140, 140, 140}, 2, 600) == Groups{{0, 2}, {1, 3}});
+  CHECK(groupMovers({30, 30}, {140, 140, 140, 140}, 2, 600) == Groups{{0, 2}, {1, 3}});
   // One thread: one module (each more pays the fixed cost again).
-  CHECK(groupMovers({20, 20}, {140, 140, 140, 140}, 1, 600) == Groups{{0, 1, 2, 3}});
+  CHECK(groupMovers({30, 30}, {140, 140, 140, 140}, 1, 600) == Groups{{0, 1, 2, 3}});
   // A GEMM: one product as long as both packings together, on 2 threads: they go together.
   CHECK(groupMovers({25}, {200, 200}, 2, 600) == Groups{{0, 1}});
   // The cap on a module's instructions, on one thread: 400 + 400 does not fit 600.
