@@ -10,29 +10,36 @@ namespace einjit::runtime {
 namespace {
 // Fitted to EINJIT_DEBUG_JIT's module lines of the packed kernels, forward and gradients, on
 // one thread and two (bench/RESULTS.md, "CPU: JIT compile time, session 29"); only their
-// ratios matter, to order and group the modules. A packing loop may grow in the middle end
-// (unrolled: the distance gradient's packings from 221 instructions to 416) or shrink (the
-// Linear gradient's from 597 to 440), so its rate is above the fit of either, to keep a group
-// of them from being taken for cheaper than a product's module.
+// ratios matter, to order and group the modules. A module's fixed cost is about 5 ms; a
+// product's cost follows its instructions as emitted. A packing function's does not: its
+// loops may grow in the middle end (unrolled: the distance gradient's three packings from 221
+// instructions to 416) or shrink (the Linear gradient's four from 597 to 440), so each packing
+// function counts a share of its own besides a smaller cost per instruction.
+constexpr double kModuleMs = 5.0, kMoverFunctionMs = 3.5;
 double perInstructionMs(ModuleKind kind) {
   switch (kind) {
   case ModuleKind::o3: return 0.045;
   case ModuleKind::computes: return 0.032;
-  case ModuleKind::moves: return 0.06;
+  case ModuleKind::moves: return 0.015;
   case ModuleKind::unoptimized: return 0.005;
   }
-  return 0.06;
+  return 0.015;
+}
+double moverMs(std::size_t instructions) {
+  return kMoverFunctionMs + perInstructionMs(ModuleKind::moves) * static_cast<double>(instructions);
 }
 } // namespace
 
 double expectedCompileMs(ModuleKind kind, std::size_t instructions) {
-  const double fixed = kind == ModuleKind::unoptimized ? 2.0 : 5.0;
+  if (kind == ModuleKind::moves) return kModuleMs + moverMs(instructions);
+  const double fixed = kind == ModuleKind::unoptimized ? 2.0 : kModuleMs;
   return fixed + perInstructionMs(kind) * static_cast<double>(instructions);
 }
 
 double expectedMoversMs(const std::vector<std::size_t>& instructions) {
-  return expectedCompileMs(ModuleKind::moves,
-                           std::accumulate(instructions.begin(), instructions.end(), std::size_t{0}));
+  double ms = kModuleMs;
+  for (std::size_t n : instructions) ms += moverMs(n);
+  return ms;
 }
 
 double listScheduleMs(std::vector<double> costs, unsigned threads) {
@@ -64,15 +71,16 @@ std::vector<std::vector<std::size_t>> groupMovers(const std::vector<double>& oth
   std::vector<std::vector<std::size_t>> best;
   double bestEnd = 0;
   // Each count of groups from the fewest the cap allows to a few per thread beyond: the movers
-  // largest first, each into the group with the fewest instructions that has room.
+  // costliest first, each into the group of the least expected time that has room.
   for (std::size_t k = fewest; k <= std::min(n, fewest + 2 * std::max(1u, threads)); ++k) {
     std::vector<std::vector<std::size_t>> groups(k);
     std::vector<std::size_t> filled(k, 0);
+    std::vector<double> ms(k, 0);
     bool fits = true;
     for (std::size_t i : bySize) {
       std::size_t g = k;
       for (std::size_t j = 0; j < k; ++j)
-        if ((g == k || filled[j] < filled[g]) &&
+        if ((g == k || ms[j] < ms[g]) &&
             (filled[j] == 0 || filled[j] + movers[i] <= maxInstructions))
           g = j;
       if (g == k) {
@@ -81,6 +89,7 @@ std::vector<std::vector<std::size_t>> groupMovers(const std::vector<double>& oth
       }
       groups[g].push_back(i);
       filled[g] += movers[i];
+      ms[g] += moverMs(movers[i]);
     }
     if (!fits) continue;
     std::vector<double> costs = others;
