@@ -9,6 +9,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
+#include <llvm/IR/ValueHandle.h>
 
 #include <functional>
 #include <map>
@@ -228,6 +230,8 @@ private:
   };
   std::map<std::string, Buf> buffers_;
   std::map<std::string, llvm::Value*> vars_;
+  // The integer operations emitted (binaryExpr): operator and operands to the result.
+  std::map<std::tuple<int, llvm::Value*, llvm::Value*>, llvm::WeakVH> intOps_;
   // Whether the body being emitted has a non-temporal store (endBody fences them).
   bool streamed_ = false;
   // The outlined loops compiled as parts of their own (numbered from 1), the part emitted, and
@@ -599,11 +603,65 @@ private:
     return b_.CreateSExtOrTrunc(v, dst);
   }
 
+  // The lowering's index arithmetic repeats itself: each access computes its subscript again
+  // (the same products and sums of the same loop variables) and writes `x / 1`, `x % 1`,
+  // `x + 0`. An integer operation by its identity is its operand, and one that the block being
+  // emitted already computed (at its end: nothing emitted since moved it) is that value: the
+  // middle end, whose cost follows the instructions it is given, then starts from about half
+  // of a product's instructions, and finds what early-cse would have found.
+  static bool sameIntOpKind(BinOp op) {
+    return op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul || op == BinOp::Div ||
+           op == BinOp::Mod || op == BinOp::Min || op == BinOp::Max;
+  }
+  llvm::Value* intIdentity(BinOp op, llvm::Value* a, llvm::Value* c) const {
+    using namespace llvm::PatternMatch;
+    switch (op) {
+    case BinOp::Add:
+      if (match(c, m_Zero())) return a;
+      if (match(a, m_Zero())) return c;
+      return nullptr;
+    case BinOp::Sub: return match(c, m_Zero()) ? a : nullptr;
+    case BinOp::Mul:
+      if (match(c, m_One())) return a;
+      if (match(a, m_One())) return c;
+      return nullptr;
+    case BinOp::Div:
+    case BinOp::FloorDiv:
+    case BinOp::CeilDiv: return match(c, m_One()) ? a : nullptr;
+    case BinOp::Mod:
+    case BinOp::EMod: return match(c, m_One()) ? llvm::Constant::getNullValue(a->getType()) : nullptr;
+    default: return nullptr;
+    }
+  }
+  llvm::Value* emittedIntOp(BinOp op, llvm::Value* a, llvm::Value* c) {
+    auto it = intOps_.find({static_cast<int>(op), a, c});
+    if (it == intOps_.end()) return nullptr;
+    auto* i = llvm::dyn_cast_or_null<llvm::Instruction>(static_cast<llvm::Value*>(it->second));
+    llvm::BasicBlock* block = b_.GetInsertBlock();
+    if (!i || i->getParent() != block || b_.GetInsertPoint() != block->end()) return nullptr;
+    const auto* call = llvm::dyn_cast<llvm::CallInst>(i);
+    const bool same = call ? call->arg_size() == 2 && call->getArgOperand(0) == a && call->getArgOperand(1) == c
+                           : i->getNumOperands() == 2 && i->getOperand(0) == a && i->getOperand(1) == c;
+    return same ? i : nullptr;
+  }
+
   llvm::Value* binaryExpr(const Binary& n) {
     llvm::Value *a = expr(n.a), *c = expr(n.b);
     unify(a, c);
     const bool fl = isFloat(n.a->type);
-    switch (n.op) {
+    if (!fl && n.a->type != Type::i1) {
+      if (llvm::Value* v = intIdentity(n.op, a, c)) return v;
+      if (sameIntOpKind(n.op)) {
+        if (llvm::Value* v = emittedIntOp(n.op, a, c)) return v;
+        llvm::Value* v = binary(n.op, false, a, c);
+        if (llvm::isa<llvm::Instruction>(v)) intOps_[{static_cast<int>(n.op), a, c}] = v;
+        return v;
+      }
+    }
+    return binary(n.op, fl, a, c);
+  }
+  llvm::Value* binary(BinOp op, bool fl, llvm::Value* a, llvm::Value* c) {
+    switch (op) {
     case BinOp::Add: return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
     case BinOp::Sub: return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
     case BinOp::Mul: return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
@@ -620,7 +678,7 @@ private:
     case BinOp::CeilDiv: { // divisor > 0
       llvm::Value* q = b_.CreateSDiv(a, c);
       llvm::Value* r = b_.CreateSRem(a, c);
-      if (n.op == BinOp::FloorDiv)
+      if (op == BinOp::FloorDiv)
         return b_.CreateSub(q, b_.CreateZExt(b_.CreateICmpSLT(r, constLike(r, 0)), q->getType()));
       return b_.CreateAdd(q, b_.CreateZExt(b_.CreateICmpSGT(r, constLike(r, 0)), q->getType()));
     }

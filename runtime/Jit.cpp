@@ -7,6 +7,8 @@
 #include "runtime/DiskCache.h"
 #include "runtime/JitImage.h"
 #include "runtime/JitPerfMap.h"
+#include "runtime/JitPlan.h"
+#include "runtime/JitThreads.h"
 #include "runtime/JitTiming.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -51,14 +53,12 @@
 
 #if EINJIT_HAVE_TBB
 #include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 #endif
 
 namespace einjit::runtime {
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-10";
+constexpr const char* kCodegenVersion = "einjit-cpu-11";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -301,31 +301,6 @@ struct Engine {
     Emitted& operator=(const Emitted&) = delete;
   };
 
-  // Runs work(0..n-1) on oneTBB's threads in the order given: each thread takes the next
-  // index when it is free, so the costliest modules, put first, start first (a parallel_for
-  // over the indices hands out halves of the range instead: with the packing functions first in
-  // the program, a GEMM's micro-kernel module started after them, on the critical path).
-  template <class Work>
-  static void inOrder(std::size_t n, const Work& work) {
-#if EINJIT_HAVE_TBB
-    std::atomic<std::size_t> next{0};
-    const auto slots = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(
-                                                   1, tbb::this_task_arena::max_concurrency())));
-    // Isolated: this thread holds the cache's lock, so while it waits it must not take an
-    // unrelated task (another compile, from a caller's parallel loop) that would wait for it.
-    tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          std::size_t{0}, slots,
-          [&](std::size_t) {
-            for (std::size_t i; (i = next.fetch_add(1)) < n;) work(i);
-          },
-          tbb::simple_partitioner{});
-    });
-#else
-    for (std::size_t i = 0; i < n; ++i) work(i);
-#endif
-  }
-
   std::string buildImage(const std::vector<codegen::ir::Func>& funcs, const std::string& prefix,
                          std::string* irText) {
     std::vector<Unit> units;
@@ -366,7 +341,7 @@ struct Engine {
     for (std::atomic<bool>& f : finished) (void)f.exchange(false, std::memory_order_acq_rel);
     for (const std::exception_ptr& e : failures)
       if (e) std::rethrow_exception(e);
-    std::vector<std::size_t> order = mergeMovers(units, emitted, prefix);
+    std::vector<std::size_t> order = mergeMovers(units, emitted);
     const std::size_t compiled = order.size();
     objects.resize(units.size());
     texts.resize(units.size());
@@ -378,6 +353,10 @@ struct Engine {
     inOrder(compiled, [&](std::size_t k) {
       const std::size_t i = order[k];
       try {
+        if (!emitted[i].m) { // a group of movers (mergeMovers)
+          Timeline::Span span("emit " + unitName(units[i]));
+          emitModule(units[i], prefix, emitted[i]);
+        }
         Timeline::Span span(unitName(units[i]), true);
         objects[i] = compileModule(units[i], emitted[i], prefix, irText ? &texts[i] : nullptr);
       } catch (...) {
@@ -402,53 +381,54 @@ struct Engine {
   }
 
   // The modules that only move data (explicit code without floating-point arithmetic: the
-  // packing functions and parts of a product) are emitted again together, a few into one module
-  // (up to kMoverInstructions as emitted), appended to `units` and `emitted`, and their own
-  // modules dropped: each module costs a fixed share of the middle end and code generation
-  // (their set-up, the per-module passes) that such small functions do not pay for, and each
-  // function's code is the same in one module or several (the explicit-code pipeline and code
-  // generation work per function; these call nothing of their own module). The cap keeps a
-  // program of many statements from putting all its packings on one thread. Returns the
-  // units to compile.
-  static constexpr unsigned kMoverInstructions = 600;
-  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted,
-                                       const std::string& prefix) {
+  // packing functions and parts of a product) go together, a few into one module, appended to
+  // `units` and `emitted` (to be emitted again, as one), and their own modules dropped: each module costs a fixed
+  // share of the middle end and code generation (their set-up, the per-module passes) that such
+  // small functions do not pay for, and each function's code is the same in one module or
+  // several (the explicit-code pipeline and code generation work per function; these call
+  // nothing of their own module). How many modules they make, and which go together, is the
+  // grouping whose schedule on the threads beside the kernel's other modules ends first
+  // (runtime/JitPlan.h): one module of all packings was the last to start on one thread while
+  // the other had finished. The cap keeps a program of many statements from piling up its
+  // packings in one module. Returns the units to compile.
+  static constexpr std::size_t kMoverInstructions = 600;
+  std::vector<std::size_t> mergeMovers(std::vector<Unit>& units, std::deque<Emitted>& emitted) {
     const std::size_t n = units.size();
-    std::vector<std::size_t> keep;
-    std::vector<std::vector<std::size_t>> groups;
-    unsigned filled = 0;
+    std::vector<std::size_t> keep, moving;
+    std::vector<double> others;
+    std::vector<std::size_t> sizes;
     for (std::size_t i = 0; i < n; ++i) {
       const llvm::Module& m = *emitted[i].m;
       const bool mover = units[i].optimize && !fullO3 && units[i].parts.front() != 0 &&
                          explicitCode(m) && !computes(m) && !tilePart(m);
       if (!mover) {
         keep.push_back(i);
+        others.push_back(emitted[i].cost);
         continue;
       }
-      const unsigned size = m.getInstructionCount();
-      if (groups.empty() || filled + size > kMoverInstructions) {
-        groups.emplace_back();
-        filled = 0;
-      }
-      groups.back().push_back(i);
-      filled += size;
+      moving.push_back(i);
+      sizes.push_back(m.getInstructionCount());
     }
-    for (const std::vector<std::size_t>& group : groups) {
+    // Each group is emitted on the thread that compiles it (buildImage), so that the other
+    // modules need not wait for its emission to start.
+    for (const std::vector<std::size_t>& group :
+         groupMovers(others, sizes, jitThreads(), kMoverInstructions)) {
       if (group.size() == 1) {
-        keep.push_back(group.front());
+        keep.push_back(moving[group.front()]);
         continue;
       }
-      Unit together{{}, true, {}};
-      for (std::size_t i : group) {
-        together.funcs.push_back(units[i].funcs.front());
-        together.parts.push_back(units[i].parts.front());
+      Unit unit{{}, true, {}};
+      std::vector<std::size_t> members;
+      for (std::size_t g : group) {
+        const std::size_t i = moving[g];
+        unit.funcs.push_back(units[i].funcs.front());
+        unit.parts.push_back(units[i].parts.front());
+        members.push_back(sizes[g]);
         emitted[i].m.reset(); // emitted on a thread that has finished (the loop's join)
         emitted[i].ctx.reset();
       }
-      units.push_back(std::move(together));
-      emitted.emplace_back();
-      Timeline::Span span("emit " + unitName(units.back()));
-      emitModule(units.back(), prefix, emitted.back());
+      units.push_back(std::move(unit));
+      emitted.emplace_back().cost = expectedMoversMs(members);
       keep.push_back(units.size() - 1);
     }
     return keep;
@@ -499,10 +479,12 @@ struct Engine {
     if (llvm::verifyModule(m, &vs))
       throw InternalError("generated LLVM IR is invalid: " + verifyLog);
     e.clock.lap("emit", instructionCount(m));
-    // A module's compile time follows its instructions; O3's passes cost about twice the
-    // explicit-code pipeline's per instruction, and unoptimized code a small part.
-    const auto instructions = static_cast<double>(m.getInstructionCount());
-    e.cost = !unit.optimize ? instructions / 4 : fullO3 || !explicitCode(m) ? 2 * instructions : instructions;
+    // A module's compile time follows its instructions, at a rate of its kind's.
+    const ModuleKind kind = !unit.optimize                  ? ModuleKind::unoptimized
+                            : fullO3 || !explicitCode(m)    ? ModuleKind::o3
+                            : computes(m) || tilePart(m)    ? ModuleKind::computes
+                                                            : ModuleKind::moves;
+    e.cost = expectedCompileMs(kind, m.getInstructionCount());
   }
 
   // One emitted module through the middle end (O3, or kExplicitPipeline for explicit code; none

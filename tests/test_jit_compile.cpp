@@ -12,6 +12,7 @@
 #include "einjit/einjit.h"
 #include "runtime/Jit.h"
 #include "runtime/JitImage.h"
+#include "runtime/JitPlan.h"
 
 #include <doctest/doctest.h>
 
@@ -234,6 +235,28 @@ TEST_CASE("jit_compile: packed GEMM kernels compile as explicit code, in several
     const std::vector<einjit::Arg> args{A, B};
     checkSame(k.call(args), ref.call(args), assigned(ref), DType::f32);
   }
+}
+
+TEST_CASE("jit_compile: the modules that only move data group to even out the threads") {
+  using einjit::runtime::groupMovers;
+  using einjit::runtime::listScheduleMs;
+  using Groups = std::vector<std::vector<std::size_t>>;
+  // The JIT's order: each free thread takes the costliest module left.
+  CHECK(listScheduleMs({2, 3, 2, 3, 2}, 2) == doctest::Approx(7)); // 3+2+2 and 3+2
+  CHECK(listScheduleMs({2, 3, 2, 3, 2}, 1) == doctest::Approx(12));
+  CHECK(listScheduleMs({5, 1}, 4) == doctest::Approx(5));
+  // Two products of equal cost and four equal packings on 2 threads: one module of all four
+  // would start on one thread after its product; two of two each end with the other.
+  CHECK(groupMovers({30, 30}, {140, 140, 140, 140}, 2, 600) == Groups{{0, 2}, {1, 3}});
+  // One thread: one module (each more pays the fixed cost again).
+  CHECK(groupMovers({30, 30}, {140, 140, 140, 140}, 1, 600) == Groups{{0, 1, 2, 3}});
+  // A GEMM: one product as long as both packings together, on 2 threads: they go together.
+  CHECK(groupMovers({25}, {200, 200}, 2, 600) == Groups{{0, 1}});
+  // The cap on a module's instructions, on one thread: 400 + 400 does not fit 600.
+  CHECK(groupMovers({}, {400, 400}, 1, 600) == Groups{{0}, {1}});
+  // A mover above the cap alone stays alone; the small ones go together.
+  CHECK(groupMovers({}, {900, 100, 100}, 1, 600) == Groups{{0}, {1, 2}});
+  CHECK(groupMovers({30}, {}, 2, 600).empty());
 }
 
 #if EINJIT_HAVE_TBB
