@@ -80,6 +80,18 @@ const PlanRow kRows[] = {
      "16 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
      "groups",
      4},
+    // A weight gradient on two threads: the reduction split across them (GemmPlan::kParts),
+    // each summing half of it into its own partial output (tasks over chunks of the output
+    // each streamed the whole reduction).
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w] where a in 0:3, b in 0:3, h in 0:54, w in 0:54",
+     {{8, 64, 54, 54}, {8, 64, 56, 56}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 KC "
+     "108 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks in "
+     "parallel, partial sums added in order)",
+     0},
     // A stride-1 input gradient's band: a core where every range is its hull, tiled.
     {"dx[u] := dy[u - k] * w[k] where u in 0:100, k in max(u - 97, 0):min(u + 1, 3)",
      {{98}, {3}},

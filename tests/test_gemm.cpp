@@ -8,6 +8,7 @@
 #include "Compare.h"
 
 #include "einjit/einjit.h"
+#include "runtime/CpuBackend.h"
 #include "runtime/Jit.h"
 
 #include <doctest/doctest.h>
@@ -391,6 +392,65 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       CHECK(count == want.grad);
       checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt,
                  want.grad > 0);
+    }
+}
+
+// The reduction split across tasks (GemmPlan::kParts), planned for two threads whatever the
+// machine: a small output over a long reduction, each part's KC blocks summed into its own
+// partial output and the partials added in order by a last pass. Weight gradients of stride 1
+// and 2 and with padding, odd sizes (edge slivers on both sides, a count of KC blocks that two
+// parts do not share equally), a plain product, '+=' (the last pass adds to the output) and an
+// epilogue (run by the last pass), f32 and f64, against the interpreter in three views, the
+// same bits on one thread and two.
+TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an epilogue)") {
+  struct SplitRow {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::vector<std::string> wrt; // the gradient program's (none: the program itself)
+  };
+  const char* const conv1 = "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]";
+  const std::vector<SplitRow> table = {
+      {conv1, {{"x", {3, 36, 12, 40}}, {"k", {20, 36, 3, 3}}}, {"k"}},
+      {conv1, {{"x", {3, 19, 15, 37}}, {"k", {23, 19, 3, 3}}}, {"k"}},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {4, 17, 33, 35}}, {"k", {19, 17, 3, 3}}},
+       {"k"}},
+      {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
+       "0:size(x,3)",
+       {{"x", {3, 20, 14, 33}}, {"k", {24, 20, 3, 3}}},
+       {"k"}},
+      {"C[i,k] := A[i,j] * B[j,k]", {{"A", {29, 3001}}, {"B", {3001, 37}}}, {}},
+      {"C[i,k] := D[i,k]\nC[i,k] += A[i,j] * B[k,j]",
+       {{"D", {30, 40}}, {"A", {30, 2500}}, {"B", {40, 2500}}},
+       {}},
+      {"t[n,o] := x[n,i] * w[o,i]\ny[n,o] := t[n,o] + b[o]",
+       {{"x", {30, 2000}}, {"w", {40, 2000}}, {"b", {40}}},
+       {}},
+  };
+  einjit::runtime::setCpuPlanThreads(2);
+  struct Restore {
+    ~Restore() { einjit::runtime::setCpuPlanThreads(0); }
+  } restore;
+  for (const SplitRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+      if (!row.wrt.empty()) {
+        std::vector<Arg> args;
+        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+        const Outputs y = ref.call(args);
+        ref = ref.gradient(row.wrt);
+        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+      }
+      Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
+      std::vector<Arg> args;
+      for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+      const std::string text = jit.explain(args);
+      INFO(text);
+      CHECK(text.find("the reduction split in 2 parts") != std::string::npos);
+      if (row.program[0] == 't') CHECK(text.find("epilogue") != std::string::npos);
+      checkViews(jit, in, ref.tensorArguments(), ref.call(args), assigned(ref), dt, true);
     }
 }
 

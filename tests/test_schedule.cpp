@@ -239,15 +239,18 @@ const ScheduleRow kRows[] = {
      "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
     // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
     // input gradient's residue phases of 28 x 28): one vector of columns and a tall tile plan
-    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56).
+    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56). An
+    // output this small against its reduction (4 KC blocks) is planned as for one thread, the
+    // reduction split across the two (GemmPlan::kParts).
     {"C[i,k] := A[i,j] * B[j,k]",
      {{30, 1000}, {1000, 20}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 21 KC 250 NC 16; A packed "
-     "whole, B packed whole; 4 tasks in 4 parallel groups"},
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 42 KC 250 NC 32; A packed per "
+     "block, B packed per block; the reduction split in 2 parts (2 tasks in parallel, partial "
+     "sums added in order)"},
     // The input gradient: dy read in place, the taps a (a range of the batch index u) over
     // their own loop's bounds, b (a range of N) by masked loads in the first and last slivers
     // (the middle two, 32 of 56 columns, read without masks).
@@ -290,9 +293,10 @@ const ScheduleRow kRows[] = {
      "64; A packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel "
      "groups"},
     // The weight gradient: the taps (a, b) are windows of x: they run inside each KC block
-    // (x's block packed from cache for each tap, dy's packed block serving all nine), a task
-    // per chunk of N: 2 per thread (one per thread, each task's block of dy serving both its
-    // slivers, measured slower on two threads).
+    // (x's block packed from cache for each tap, dy's packed block serving all nine). Its
+    // output (147 KB) is small against the reduction (25088 terms): on two threads the
+    // one-thread plan, the reduction split across them (GemmPlan::kParts), each part's sums in
+    // its own partial output; tasks over chunks of the output each streamed all of dy.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 64, 54, 54}, {8, 64, 56, 56}},
      DType::f32,
@@ -300,29 +304,30 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
-     "KC 216 NC 16; A packed whole, B packed per block; 4 tasks in 4 parallel groups"},
-    // The same with 64-byte vectors (N: 2 slivers of 32 channels): 2 chunks of N x 2 groups of
-    // taps (5 and 4).
+     "KC 216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "in parallel, partial sums added in order)"},
+    // The same with 64-byte vectors.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 64, 54, 54}, {8, 64, 56, 56}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
-     "13x32, MC 65 KC 108 NC 32; A packed whole, B packed per block; 4 tasks in 4 parallel "
-     "groups"},
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
+     "KC 108 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "in parallel, partial sums added in order)"},
     // Unequal chunks (5 slivers of N): 2 tasks per thread and a multiple of the threads, as
     // before, here 5 chunks of N x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
-    // groups of 2 (3 groups on one thread, 2 on the other).
+    // groups of 2 (3 groups on one thread, 2 on the other). (A reduction of 3 KC blocks: too
+    // short to split.)
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
-     {{8, 64, 54, 54}, {8, 80, 56, 56}},
+     {{1, 64, 24, 24}, {1, 80, 26, 26}},
      DType::f32,
      32,
      13,
      2,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
-     "6x16, MC 66 KC 216 NC 16; A packed whole, B packed per block; 10 tasks in 2 parallel "
+     "6x16, MC 66 KC 192 NC 16; A packed whole, B packed per block; 10 tasks in 2 parallel "
      "groups"},
     // Strided: x would fit packed whole (13 MB), packed per block all the same; one thread.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
@@ -333,27 +338,27 @@ const ScheduleRow kRows[] = {
      1,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
      "KC 243 NC 64; A packed whole, B packed per block; one thread"},
-    // The README demo's weight gradient: 3 chunks of M (16 channels), whose re-packing is free;
-    // a split of N would pack x twice: the taps inside in 2 groups, 6 tasks.
+    // The README demo's weight gradient (18 KB of output, 1024 terms): the reduction split.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
      {{4, 32, 16, 16}, {4, 16, 33, 33}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
-     "6x16, MC 6 KC 256 NC 32; A packed per block, B packed whole; 6 tasks in 6 parallel "
-     "groups"},
-    // Too few chunks of M and N for the threads (one sliver each): the taps stay
-    // outside, one per task.
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 18 "
+     "KC 256 NC 32; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks "
+     "in parallel, partial sums added in order)"},
+    // Too few chunks of M and N for the threads (one sliver each), which left the taps
+    // outside, one per task (9 tasks in 5 groups): the reduction split instead.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
      {{8, 6, 30, 30}, {8, 16, 32, 32}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b; micro-kernel 6x16, MC 6 KC 240 NC 16; A "
-     "packed whole, B packed per block; 9 tasks in 5 parallel groups"},
+     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 6 "
+     "KC 240 NC 16; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "in parallel, partial sums added in order)"},
     // The strided input gradient's taps fill half their hull or less: no packed plan for the
     // statement as it is (the lowering then splits it into residue phases, each packed).
     {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:55, v in 0:55, h in "

@@ -28,6 +28,7 @@
 #include "codegen/lower/CpuGemmColumns.h"
 #include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/CpuGemmTasks.h"
+#include "codegen/IROperator.h"
 #include "codegen/lower/Lowerer.h"
 
 namespace einjit::codegen::lowering {
@@ -48,13 +49,6 @@ Expr var(const std::string& v) { return ir::var(v); }
 Stmt let(const std::string& name, Expr value, Stmt body) {
   Expr hi = ir::add(value, imm(1));
   return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
-}
-
-// Marks the index variables bound c reads.
-void boundVarsOf(const ConcreteBound& c, std::vector<bool>& vars) {
-  for (auto [v, k] : c.terms)
-    if (k != 0) vars[static_cast<std::size_t>(v)] = true;
-  for (const ConcreteBound& a : c.args) boundVarsOf(a, vars);
 }
 
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
@@ -293,7 +287,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         for (const ConcreteBound* cb : {&bs.loBound[static_cast<std::size_t>(v)],
                                         &bs.hiBound[static_cast<std::size_t>(v)]}) {
           std::vector<bool> rd(st.vars.size(), false);
-          boundVarsOf(*cb, rd);
+          boundVars(*cb, rd);
           for (std::size_t u = 0; u < rd.size(); ++u) inCond[u] = inCond[u] || rd[u];
         }
       }
@@ -471,12 +465,17 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   laneMajorA = !kInner.empty() && laneMajorPanel(g, *ops[0], sideVar[0], kInner.back(),
                                                   ext(kInner.back()), tailColumns > 0);
   const std::int64_t perTask = g.mTasks * g.nTasks;
+  // Split (GemmPlan::kParts): task tk is task tk mod T of part tk / T, T = tasks / kParts.
+  const bool splitK = g.kParts > 1;
+  const Expr task = splitK ? var(tk) % (g.tasks / g.kParts) : var(tk);
+  const Expr kPart = var(tk) / (g.tasks / g.kParts);
+  const std::string partial = name + ".partial", pb0 = "gemm.pb0", pb1 = "gemm.pb1";
   // The batch value: the task's, or (batch inside) a loop's inside each KC block, over the
   // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
   // of one chunk, so that a run of tasks holds all of a chunk's batch values).
   const std::string bi = "gemm.bi";
-  decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, var(tk), imm(perTask)));
-  const Expr chunk = g.batchGroups > 1 ? ir::binary(BinOp::Div, var(tk), imm(g.batchGroups)) : var(tk);
+  decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, task, imm(perTask)));
+  const Expr chunk = g.batchGroups > 1 ? ir::binary(BinOp::Div, task, imm(g.batchGroups)) : task;
   Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, chunk, imm(g.nTasks)), imm(g.mTasks));
   Expr ni = ir::binary(BinOp::Mod, chunk, imm(g.nTasks));
   // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).
@@ -504,8 +503,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   if (g.bInPlace)
     for (int v : g.masks[1]) {
       std::vector<bool> rd(st.vars.size(), false);
-      boundVarsOf(bs.loBound[static_cast<std::size_t>(v)], rd);
-      boundVarsOf(bs.hiBound[static_cast<std::size_t>(v)], rd);
+      boundVars(bs.loBound[static_cast<std::size_t>(v)], rd);
+      boundVars(bs.hiBound[static_cast<std::size_t>(v)], rd);
       (rd[n] ? laneMasked : loopBounded).push_back(static_cast<std::size_t>(v));
     }
   varExpr_[m] = ir::add(ir::add(imm(r[m].first), ir::mul(var(sv), imm(MR))), var(ii));
@@ -620,18 +619,24 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         steps.push_back(tile(ir::store(acc, cell, ir::add(a, ir::load(vt_, setName(u), cell)))));
       update = ir::block(std::move(steps));
     }
-    // The tile into the output: stored by the first KC block of a ':=', added by the others.
+    // The tile into the output: stored by the first KC block of a ':=', added by the others;
+    // split, into the part's partial output ([part][batch][M][N]), stored by its first block.
+    auto partialAt = [&] {
+      const Expr row = (kPart * batchTotal + flat(Bt)) * M + (varExpr_[m] - r[m].first);
+      return row * N + (varExpr_[n] - r[n].first);
+    };
     Expr inside;
     bool dropped = false;
-    Expr off = offset(*st.lhs, &inside, &dropped);
+    Expr off = splitK ? partialAt() : offset(*st.lhs, &inside, &dropped);
     if (dropped || inside) throw InternalError("lower: a packed GEMM's output is not plain");
-    const std::string& out = bufferName(st.output);
-    const Type et = elemType(st.output);
+    const std::string& out = splitK ? partial : bufferName(st.output);
+    const Type et = splitK ? vt_ : elemType(st.output);
     auto finish = [&](const std::function<Stmt(Stmt)>& cells, const Expr& sum) {
       const Expr v = g.scale != 1 ? ir::mul(sum, num(g.scale)) : sum;
       Stmt put = cells(ir::store(out, off, ir::cast(et, v)));
       Stmt add = cells(ir::store(out, off, ir::cast(et, ir::add(ir::cast(vt_, ir::load(et, out, off)), v))));
       Stmt stored = add;
+      if (splitK) return ir::ifThen(ir::binary(BinOp::Eq, var(pb), var(pb0)), put, add);
       if (st.assign == Assign::Define) // one KC block (a residue phase's): the first is the only one
         stored = g.kBlocks == 1 ? put : ir::ifThen(ir::binary(BinOp::Eq, var(pb), imm(0)), put, add);
       if (ctx_.epilogueThrough <= stmt_) return stored;
@@ -695,7 +700,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
       store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
     }
-    if (g.vectorStore && nr == NR) {
+    if ((g.vectorStore || splitK) && nr == NR) {
       store = finish(tile, a);
       if (M % MR != 0 || N % NR != 0)
         store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
@@ -708,7 +713,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     // output: the stores (or loads and stores) after the reduction then find them in L1. A
     // task's part of the output is larger than L2, so each KC block's tiles came from L3 or
     // memory, a load per line that the reduction's loop no longer hides once it has ended.
-    if (g.vectorStore) {
+    if (g.vectorStore && !splitK) { // (a split's partial output stays in L2)
       const Expr savedM = varExpr_[m], savedN = varExpr_[n];
       varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
       std::vector<Stmt> lines;
@@ -767,26 +772,20 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   if (g.batchInside) {
     Expr lo = imm(0), hi = imm(batchTotal);
     if (g.batchGroups > 1) {
-      const Expr grp = ir::binary(BinOp::Mod, var(tk), imm(g.batchGroups));
+      const Expr grp = ir::binary(BinOp::Mod, task, imm(g.batchGroups));
       lo = ir::binary(BinOp::Div, ir::mul(grp, imm(batchTotal)), imm(g.batchGroups));
       hi = ir::binary(BinOp::Div, ir::mul(ir::add(grp, imm(1)), imm(batchTotal)), imm(g.batchGroups));
     }
     body = ir::forLoop(bi, lo, hi, ForKind::Serial, body);
   }
   body = let(q0, q0v, let(q1, minOf(ir::add(var(q0), imm(g.kChunk)), imm(r[kq].second)), body));
-  body = ir::forLoop(pb, imm(0), imm(g.kBlocks), ForKind::Serial, body);
+  body = ir::forLoop(pb, splitK ? var(pb0) : imm(0), splitK ? var(pb1) : imm(g.kBlocks),
+                     ForKind::Serial, body);
   body = let(jc, ir::add(var(bs0), ir::mul(var(jcb), imm(blockSl[1]))), body);
   body = ir::forLoop(jcb, imm(0), imm(cdiv(g.nChunk, blockSl[1])), ForKind::Serial, body);
-  // The task's chunks of M and N slivers: chunk c of T over [c S / T, (c + 1) S / T), sizes
-  // that differ by one sliver at most (86 slivers in 4 chunks of 22 left the last 20: on two
-  // threads, 44 slivers against 42), none longer than g.mChunk (g.nChunk).
-  auto chunkAt = [](const Expr& c, std::int64_t slivers, std::int64_t chunks) {
-    return ir::binary(BinOp::Div, ir::mul(c, imm(slivers)), imm(chunks));
-  };
-  body = let(as0, chunkAt(mi, S[0], g.mTasks),
-             let(as1, chunkAt(ir::add(mi, imm(1)), S[0], g.mTasks),
-                 let(bs0, chunkAt(ni, S[1], g.nTasks),
-                     let(bs1, chunkAt(ir::add(ni, imm(1)), S[1], g.nTasks), body))));
+  std::vector<TaskChunk> chunks{{as0, as1, mi, S[0], g.mTasks}, {bs0, bs1, ni, S[1], g.nTasks}};
+  if (splitK) chunks.push_back({pb0, pb1, kPart, g.kBlocks, g.kParts});
+  body = taskChunks(chunks, std::move(body));
   const double flops = 2.0 * static_cast<double>(batchTotal) * static_cast<double>(M * N) *
                        static_cast<double>(kTotal);
   GemmTasks t{body, g.tasks, g.groups, flops, g.parallel};
@@ -795,6 +794,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     return;
   }
   emitGemmProduct(name, {t});
+  if (splitK) emitGemmSum(st, g, r, name + "_sum", partial);
 }
 
 } // namespace einjit::codegen::lowering

@@ -62,4 +62,54 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
   out_.funcs.push_back(std::move(f));
 }
 
+Stmt taskChunks(const std::vector<TaskChunk>& chunks, Stmt body) {
+  auto let = [](const std::string& name, Expr value, Stmt in) {
+    Expr hi = ir::add(value, ir::intImm(1));
+    return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(in));
+  };
+  auto at = [](const Expr& c, std::int64_t count, std::int64_t parts) {
+    return ir::binary(BinOp::Div, ir::mul(c, ir::intImm(count)), ir::intImm(parts));
+  };
+  for (std::size_t i = chunks.size(); i-- > 0;) {
+    const TaskChunk& c = chunks[i];
+    body = let(c.lo, at(c.at, c.count, c.chunks),
+               let(c.hi, at(ir::add(c.at, ir::intImm(1)), c.count, c.chunks), std::move(body)));
+  }
+  return body;
+}
+
+void Lowerer::emitGemmSum(const Statement& st, const GemmPlan& g, const Ranges& r,
+                          const std::string& name, const std::string& partial) {
+  // The partials [part][batch][M][N] (lower/CpuGemm.cpp) added in part order, a row of N at a
+  // time (the rows parallel), into the output: stored by a ':=', added by a '+=', then the
+  // epilogue (schedule/Fusion.h), as the last KC block's tile stores do without a split.
+  setRanges(st, r);
+  ir::Func f = newFunc(name);
+  const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n);
+  const std::vector<std::size_t> batch(g.batch.begin(), g.batch.end());
+  const std::int64_t M = r[m].second - r[m].first, N = r[n].second - r[n].first;
+  const std::int64_t rows = extentOfGroup(batch, r) * M, total = rows * N;
+  out_.scratch.push_back({partial, vt_, g.kParts * total});
+  const std::string rv = "gemm.row", cv = "gemm.col";
+  decompose(batch, r, ir::var(rv) / M);
+  varExpr_[m] = ir::var(rv) % M + r[m].first;
+  varExpr_[n] = ir::var(cv) + r[n].first;
+  const Expr at = ir::var(rv) * N + ir::var(cv);
+  Expr sum = ir::load(vt_, partial, at);
+  for (std::int64_t p = 1; p < g.kParts; ++p)
+    sum = ir::add(sum, ir::load(vt_, partial, at + p * total));
+  std::vector<Stmt> stores;
+  if (Stmt s = storeOutput(st, sum)) stores.push_back(s);
+  const std::size_t self = stmt_;
+  for (std::size_t j = self + 1; j <= ctx_.epilogueThrough; ++j) {
+    stmt_ = j;
+    if (Stmt e = storeOutput(p_.stmts[j], value(*p_.stmts[j].rhs))) stores.push_back(e);
+  }
+  stmt_ = self;
+  Stmt body = ir::forLoop(cv, ir::intImm(0), ir::intImm(N), ForKind::Serial, ir::block(stores));
+  f.body = parallelOver(f, rv, rows, static_cast<double>(N * g.kParts), g.parallel,
+                        target_.minParallelWork, std::move(body));
+  out_.funcs.push_back(std::move(f));
+}
+
 } // namespace einjit::codegen::lowering

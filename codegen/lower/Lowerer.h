@@ -565,6 +565,10 @@ private:
                 const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
   // The product function: a parallel loop over groups of tasks, each task running every part.
   void emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts);
+  // The partials of a reduction split across tasks (GemmPlan::kParts), a scratch buffer, and
+  // the last pass: summed in part order into the output, then the epilogue.
+  void emitGemmSum(const Statement& st, const GemmPlan& g, const Ranges& r,
+                   const std::string& name, const std::string& partial);
   // Lanes this many elements apart or fewer are packed the way contiguous ones are (a sliver's
   // lanes span a few cache lines); farther apart, each lane's run along the reduction in turn.
   static constexpr std::int64_t kNearLanes = 4;

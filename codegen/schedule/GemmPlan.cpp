@@ -116,13 +116,6 @@ std::string names(const Statement& st, const std::vector<int>& vs) {
 
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Marks the indices a bound reads.
-void boundVars(const ConcreteBound& c, std::vector<bool>& vars) {
-  for (auto [v, k] : c.terms)
-    if (k != 0) vars[static_cast<std::size_t>(v)] = true;
-  for (const ConcreteBound& a : c.args) boundVars(a, vars);
-}
-
 // Dependent ranges may hold this share of their hulls on average, at the least.
 constexpr double kMinShare = 0.5;
 
@@ -156,6 +149,12 @@ double meanShare(const BoundStatement& bs, int v, const std::vector<bool>& reads
 }
 
 } // namespace
+
+void boundVars(const ConcreteBound& c, std::vector<bool>& vars) {
+  for (auto [v, k] : c.terms)
+    if (k != 0) vars[static_cast<std::size_t>(v)] = true;
+  for (const ConcreteBound& a : c.args) boundVars(a, vars);
+}
 
 bool readInside(const CExpr& read, const BoundStatement& bs, const std::vector<std::int64_t>& shape,
                 const std::function<std::int64_t(std::size_t)>& constant) {
@@ -251,7 +250,32 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
     return readInside(read, bs, b.tensors[static_cast<std::size_t>(read.tensor)].shape,
                       [&](std::size_t d) { return b.eval(p, read.subs[d].constant); });
   };
-  return planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside);
+  std::optional<GemmPlan> g = planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside);
+  if (!g || t.threads <= 1) return g;
+  // The reduction split across the threads (GemmPlan::kParts): the one-thread plan, its KC
+  // blocks in one run per thread, where that plan is a single task (no batch values outside
+  // the GEMM: those give tasks that share nothing), each part holds two KC blocks or more, and
+  // a part's partial output fits half of L2 (the tiles it adds to after every KC block stay
+  // in cache, and the last pass reads them from there).
+  Target one = t;
+  one.threads = 1;
+  std::optional<GemmPlan> s =
+      planGemm(p.stmts[k], bs, b.dtype, strides, one, kGemmMinFlops, inside);
+  if (!s || s->tasks != 1) return g;
+  auto extent = [&](int v) {
+    return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
+  };
+  std::int64_t outputs = extent(s->m) * extent(s->n);
+  for (int v : s->batch) outputs *= extent(v);
+  const std::int64_t parts = t.threads, elem = b.dtype == DType::f64 ? 8 : 4;
+  if (s->kBlocks < 2 * parts || outputs * elem > t.l2Bytes / 2) return g;
+  s->kParts = parts;
+  s->tasks = s->groups = parts;
+  s->parallel = true;
+  s->why = s->why.substr(0, s->why.rfind("; ")) + "; the reduction split in " +
+           std::to_string(parts) + " parts (" + std::to_string(parts) +
+           " tasks in parallel, partial sums added in order)";
+  return s;
 }
 
 namespace {

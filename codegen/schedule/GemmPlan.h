@@ -100,6 +100,15 @@ struct GemmPlan {
   // `groups` contiguous groups (the parallel loop), each with its own scratch.
   std::int64_t mChunk = 0, nChunk = 0, mTasks = 1, nTasks = 1, tasks = 1, groups = 1;
   bool parallel = false;
+  // The reduction split across tasks (kParts > 1): the KC blocks in kParts runs of consecutive
+  // blocks, sizes that differ by one at most; part p's tasks are tasks [p T, (p + 1) T) of the
+  // one-thread plan's T (tasks = kParts x T), each summing its run into part p's own partial
+  // output (scratch), and a last pass adds the partials in part order into the output (`:=`,
+  // `+=`, then the epilogue). For a small output over a long reduction (a convolution's weight
+  // gradient): tasks over chunks of the output each stream the whole reduction's operands, so
+  // two threads read twice what one does. The split count is the plan's, not the machine's:
+  // the same bits on any number of threads.
+  std::int64_t kParts = 1;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
   std::string why;         // one line for `einjit explain`
 };
@@ -124,6 +133,9 @@ std::string describePhases(std::size_t phases, const GemmPlan& each);
 bool readInside(const dsl::CExpr& read, const dsl::BoundStatement& bs,
                 const std::vector<std::int64_t>& shape,
                 const std::function<std::int64_t(std::size_t)>& constant);
+
+// Marks the indices (vars[v]) that bound c reads.
+void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
