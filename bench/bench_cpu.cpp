@@ -216,12 +216,28 @@ const char* convPass(int pass) {
   return pass == 0 ? "forward" : pass == 1 ? "input gradient" : "weight gradient";
 }
 
+// A convolution case on N 8 images of 56 x 56: C -> O channels, a KS x KS filter at `stride`,
+// without padding. Every case is the same program, the filter's size set by k's shape (a 1x1
+// convolution is the 3x3 layer's program with a 1x1 filter, as a network writes it).
+struct ConvCase {
+  std::int64_t c, o, ks;
+  int stride;
+  std::int64_t out() const { return (kH - ks) / stride + 1; }
+  double flops() const { return 2.0 * kN * o * out() * out() * c * ks * ks; }
+  std::string label(int pass) const {
+    return std::string(convPass(pass)) +
+           (ks == 1 ? ", 1x1 " + std::to_string(c) + "->" + std::to_string(o)
+                    : " stride " + std::to_string(stride));
+  }
+};
+ConvCase conv3x3(int stride) { return {kC, kO, 3, stride}; }
+
 // One call of einjit's convolution (pass: 0 forward, 1 input gradient, 2 weight gradient),
 // compiled and run once here (the first call compiles: BM_Compile_* time that).
-std::function<void()> einjitConv(int stride, int pass) {
-  auto conv = std::make_shared<einjit::Kernel>(einjit::compile(convProgram(stride)));
-  Tensor x = rnd({kN, kC, kH, kH}, 1), k = rnd({kO, kC, 3, 3}, 2);
-  Tensor dy = rnd({kN, kO, convOut(stride), convOut(stride)}, 3);
+std::function<void()> einjitConv(const ConvCase& cc, int pass) {
+  auto conv = std::make_shared<einjit::Kernel>(einjit::compile(convProgram(cc.stride)));
+  Tensor x = rnd({kN, cc.c, kH, kH}, 1), k = rnd({cc.o, cc.c, cc.ks, cc.ks}, 2);
+  Tensor dy = rnd({kN, cc.o, cc.out(), cc.out()}, 3);
   auto g = std::make_shared<einjit::Kernel>(pass == 1 ? conv->gradient({"x"})
                                                       : conv->gradient({"k"}));
   std::function<void()> once = [=] {
@@ -233,14 +249,15 @@ std::function<void()> einjitConv(int stride, int pass) {
   once();
   return once;
 }
+std::function<void()> einjitConv(int stride, int pass) { return einjitConv(conv3x3(stride), pass); }
 
 // One call of oneDNN's, in the layouts it prefers (format_tag::any, blocked), buffers filled
 // with random values directly; reorders are not timed. Its strongest configuration.
-std::function<void()> oneDnnConv(int stride, int pass) {
+std::function<void()> oneDnnConv(const ConvCase& cc, int pass) {
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
-  einjit::bench::DnnlConvPass o =
-      einjit::bench::dnnlConvPass(eng, {kN, kC, kH, kH}, {kO, kC, 3, 3}, stride, pass, 9);
+  einjit::bench::DnnlConvPass o = einjit::bench::dnnlConvPass(
+      eng, {kN, cc.c, kH, kH}, {cc.o, cc.c, cc.ks, cc.ks}, cc.stride, pass, 9);
   dnnl::primitive prim = o.prim;
   std::unordered_map<int, dnnl::memory> args = o.args;
   return [eng, prim, args, s]() mutable {
@@ -248,6 +265,7 @@ std::function<void()> oneDnnConv(int stride, int pass) {
     s.wait();
   };
 }
+std::function<void()> oneDnnConv(int stride, int pass) { return oneDnnConv(conv3x3(stride), pass); }
 
 void BM_Conv_einjit(benchmark::State& state) {
   const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
@@ -269,9 +287,8 @@ void BM_Conv_oneDNN(benchmark::State& state) {
 // and within one: only the ratio of calls side by side is a figure). Counters: each side's
 // median ms and GFLOP/s, and the median per-iteration ratio oneDNN time / einjit time (above
 // 1: einjit faster). Threads: the process's CPUs (taskset), for oneTBB and oneDNN alike.
-void BM_ConvAlt(benchmark::State& state) {
-  const int stride = static_cast<int>(state.range(0)), pass = static_cast<int>(state.range(1));
-  const std::function<void()> ours = einjitConv(stride, pass), peer = oneDnnConv(stride, pass);
+void convAlt(benchmark::State& state, const ConvCase& cc, int pass) {
+  const std::function<void()> ours = einjitConv(cc, pass), peer = oneDnnConv(cc, pass);
   peer();
   std::vector<double> a, b, ratio;
   for (auto _ : state) {
@@ -281,13 +298,22 @@ void BM_ConvAlt(benchmark::State& state) {
     b.push_back(tb * 1e3);
     ratio.push_back(tb / ta);
   }
-  const double flops = convFlops(stride);
+  const double flops = cc.flops();
   state.counters["einjit_ms"] = einjit::bench::median(a);
   state.counters["oneDNN_ms"] = einjit::bench::median(b);
   state.counters["einjit_GFLOPs"] = flops / einjit::bench::median(a) * 1e-6;
   state.counters["oneDNN_GFLOPs"] = flops / einjit::bench::median(b) * 1e-6;
   state.counters["ratio"] = einjit::bench::median(ratio);
-  state.SetLabel(std::string(convPass(pass)) + " stride " + std::to_string(stride));
+  state.SetLabel(cc.label(pass));
+}
+
+// range: stride, pass (3x3, C = O = 64).
+void BM_ConvAlt(benchmark::State& state) {
+  convAlt(state, conv3x3(static_cast<int>(state.range(0))), static_cast<int>(state.range(1)));
+}
+// range: C, O, pass (1x1, stride 1: a GEMM per image with the pixels as its columns).
+void BM_ConvAlt1x1(benchmark::State& state) {
+  convAlt(state, {state.range(0), state.range(1), 1, 1}, static_cast<int>(state.range(2)));
 }
 
 void convArgs(benchmark::internal::Benchmark* b) {
@@ -302,6 +328,11 @@ BENCHMARK(BM_ConvAlt)
       for (int stride : {1, 2})
         for (int pass : {0, 1, 2}) b->Args({stride, pass});
     })
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+BENCHMARK(BM_ConvAlt1x1)
+    ->ArgsProduct({{64}, {256}, {0, 1, 2}})
+    ->ArgsProduct({{256}, {64}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
 
