@@ -201,6 +201,25 @@ BENCHMARK(BM_Permuted_OpenBLAS)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The same in f64, einjit alone: PyTorch's einsum is its peer in bench/run_layers.sh (OpenBLAS's
+// alternated in BM_GemmPermuted).
+void BM_F64Permuted_einjit(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  einjit::Options opt;
+  opt.defaultDType = DType::f64;
+  auto k = einjit::compile("C[i,k,b] := A[i,j,b] * B[b,k,j]", opt);
+  Tensor a = Tensor::random({n, n, kBatch}, DType::f64, 1);
+  Tensor b = Tensor::random({kBatch, n, n}, DType::f64, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(k(a, b)[std::size_t{0}].data());
+  setFlops(state, 2.0 * n * n * n * kBatch);
+}
+BENCHMARK(BM_F64Permuted_einjit)
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // --- conv2d NCHW 3x3, stride 1 and 2: forward, input gradient, weight gradient ---------------
 
 constexpr std::int64_t kN = 8, kC = 64, kO = 64, kH = 56;
@@ -213,7 +232,10 @@ std::int64_t convOut(int stride) { return (kH - 3) / stride + 1; }
 double convFlops(int stride) { return 2.0 * kN * kO * convOut(stride) * convOut(stride) * kC * 9; }
 
 const char* convPass(int pass) {
-  return pass == 0 ? "forward" : pass == 1 ? "input gradient" : "weight gradient";
+  return pass == 0   ? "forward"
+         : pass == 1 ? "input gradient"
+         : pass == 2 ? "weight gradient"
+                     : "forward + gradients";
 }
 
 // A convolution case on N 8 images of 56 x 56: C -> O channels, a KS x KS filter at `stride`,
@@ -232,18 +254,22 @@ struct ConvCase {
 };
 ConvCase conv3x3(int stride) { return {kC, kO, 3, stride}; }
 
-// One call of einjit's convolution (pass: 0 forward, 1 input gradient, 2 weight gradient),
+// One call of einjit's convolution (pass: 0 forward, 1 input gradient, 2 weight gradient, 3
+// the layer: forward, then the gradient of x and k in one program, as autograd's backward),
 // compiled and run once here (the first call compiles: BM_Compile_* time that).
-std::function<void()> einjitConv(const ConvCase& cc, int pass) {
-  auto conv = std::make_shared<einjit::Kernel>(einjit::compile(convProgram(cc.stride)));
-  Tensor x = rnd({kN, cc.c, kH, kH}, 1), k = rnd({cc.o, cc.c, cc.ks, cc.ks}, 2);
-  Tensor dy = rnd({kN, cc.o, cc.out(), cc.out()}, 3);
-  auto g = std::make_shared<einjit::Kernel>(pass == 1 ? conv->gradient({"x"})
-                                                      : conv->gradient({"k"}));
+std::function<void()> einjitConv(const ConvCase& cc, int pass, DType dt = DType::f32) {
+  einjit::Options opt;
+  opt.defaultDType = dt;
+  auto conv = std::make_shared<einjit::Kernel>(einjit::compile(convProgram(cc.stride), opt));
+  Tensor x = Tensor::random({kN, cc.c, kH, kH}, dt, 1);
+  Tensor k = Tensor::random({cc.o, cc.c, cc.ks, cc.ks}, dt, 2);
+  Tensor dy = Tensor::random({kN, cc.o, cc.out(), cc.out()}, dt, 3);
+  auto g = std::make_shared<einjit::Kernel>(pass == 1   ? conv->gradient({"x"})
+                                            : pass == 2 ? conv->gradient({"k"})
+                                                        : conv->gradient({"x", "k"}));
   std::function<void()> once = [=] {
-    if (pass == 0)
-      benchmark::DoNotOptimize((*conv)(x, k)[std::size_t{0}].data());
-    else
+    if (pass == 0 || pass == 3) benchmark::DoNotOptimize((*conv)(x, k)[std::size_t{0}].data());
+    if (pass != 0)
       benchmark::DoNotOptimize(g->call({{"dy", dy}, {"x", x}, {"k", k}})[std::size_t{0}].data());
   };
   once();
@@ -335,6 +361,27 @@ BENCHMARK(BM_ConvAlt1x1)
     ->ArgsProduct({{256}, {64}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
+
+// einjit alone, for the PyTorch columns of bench/run_layers.sh (layers_torch.py names its
+// cases after these rows): range(0) the case (0 3x3 stride 1, 1 3x3 stride 2, C = O = 64;
+// 2 1x1 64 -> 256), range(1) 0 f32, 1 f64 (oneDNN has no f64 convolution on the CPU: PyTorch
+// is the f64 peer), range(2) the pass (einjitConv; 3: the layer, forward + all gradients).
+void BM_ConvPass_einjit(benchmark::State& state) {
+  const ConvCase cc = state.range(0) == 2 ? ConvCase{kC, 256, 1, 1}
+                                          : conv3x3(static_cast<int>(state.range(0)) + 1);
+  const DType dt = state.range(1) == 1 ? DType::f64 : DType::f32;
+  const int pass = static_cast<int>(state.range(2));
+  const std::function<void()> once = einjitConv(cc, pass, dt);
+  for (auto _ : state) once();
+  setFlops(state, (pass == 3 ? 3.0 : 1.0) * cc.flops());
+  state.SetLabel(cc.label(pass) + (dt == DType::f64 ? " f64" : " f32"));
+}
+BENCHMARK(BM_ConvPass_einjit)
+    ->ArgsProduct({{0, 1}, {0}, {0, 3}})
+    ->ArgsProduct({{0, 1}, {1}, {0, 1, 2, 3}})
+    ->ArgsProduct({{2}, {0, 1}, {0, 1, 2, 3}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // --- alignment: the same kernel with its output and operands shifted from a cache line ------
 
