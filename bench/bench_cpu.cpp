@@ -312,18 +312,27 @@ void BM_Conv_oneDNN(benchmark::State& state) {
 // Both, alternated per iteration in one process (a shared host's speed swings between runs
 // and within one: only the ratio of calls side by side is a figure). Counters: each side's
 // median ms and GFLOP/s, and the median per-iteration ratio oneDNN time / einjit time (above
-// 1: einjit faster). Threads: the process's CPUs (taskset), for oneTBB and oneDNN alike.
+// 1: einjit faster), of wall time (`ratio`) and of process CPU time (`cpu_ratio`). Threads:
+// the process's CPUs (taskset), for oneTBB and oneDNN alike.
 void convAlt(benchmark::State& state, const ConvCase& cc, int pass) {
   const std::function<void()> ours = einjitConv(cc, pass), peer = oneDnnConv(cc, pass);
   peer();
-  std::vector<double> a, b, ratio;
+  std::vector<double> a, b, ratio, cpuRatio;
   for (auto _ : state) {
-    const double ta = einjit::bench::seconds(ours), tb = einjit::bench::seconds(peer);
+    const double c0 = einjit::bench::processCpu();
+    const double ta = einjit::bench::seconds(ours);
+    const double c1 = einjit::bench::processCpu();
+    const double tb = einjit::bench::seconds(peer);
+    const double c2 = einjit::bench::processCpu();
     state.SetIterationTime(ta + tb);
     a.push_back(ta * 1e3);
     b.push_back(tb * 1e3);
     ratio.push_back(tb / ta);
+    cpuRatio.push_back((c2 - c1) / (c1 - c0));
   }
+  // On one CPU (taskset) the process's CPU time leaves out the time other processes took:
+  // under load the steadier figure (on two, it also counts the workers' waiting).
+  state.counters["cpu_ratio"] = einjit::bench::median(cpuRatio);
   const double flops = cc.flops();
   state.counters["einjit_ms"] = einjit::bench::median(a);
   state.counters["oneDNN_ms"] = einjit::bench::median(b);
