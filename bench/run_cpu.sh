@@ -16,7 +16,7 @@ build="${1:-$root/build}"; shift || true
 out="$build/bench-results"
 mkdir -p "$out"
 "$build/bench/bench_cpu" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-  --benchmark_filter='-BM_Gemm|BM_Threads' \
+  --benchmark_filter='-BM_Gemm|BM_Threads|BM_ConvPass|BM_F64Permuted' \
   --benchmark_out="$out/default.json" --benchmark_out_format=json "$@" >/dev/null
 # OpenBLAS's SkylakeX kernel needs AVX-512: on a CPU without it (Zen 3) the run would stop on
 # an illegal instruction, so its column is left empty there.

@@ -13,7 +13,7 @@ import sys
 
 
 # The counters of the cases that time einjit and its peer alternately in one process.
-ALTERNATED = ("ratio", "einjit_GFLOPs", "oneDNN_GFLOPs", "peer/forward", "grads/forward",
+ALTERNATED = ("ratio", "cpu_ratio", "einjit_GFLOPs", "oneDNN_GFLOPs", "peer/forward", "grads/forward",
               "cpu_grads/forward", "einjit_bwd_ratio", "onednn_bwd_ratio", "fwd_speed",
               "fwd_bwd_speed")
 
@@ -68,17 +68,18 @@ def main():
     # BM_ConvAlt1x1: 1x1, C -> O), the medians of the per-iteration ratios oneDNN time / einjit
     # time (issue 24's floor: 0.7 on 2 threads).
     print("\n| conv2d NCHW, N 8, 56x56 (alternated with oneDNN) | einjit GFLOP/s | oneDNN GFLOP/s "
-          "| einjit / oneDNN | 1 thread: einjit GFLOP/s | oneDNN | einjit / oneDNN |")
-    print("|---|---|---|---|---|---|---|")
+          "| einjit / oneDNN | 1 thread: einjit GFLOP/s | oneDNN | einjit / oneDNN | the same, "
+          "CPU time |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in d.items():
         kind, a = args(name)
         if kind not in ("BM_ConvAlt", "BM_ConvAlt1x1") or "ratio" not in r:
             continue
-        shape = "3x3 C64 O64" if kind == "BM_ConvAlt" else "1x1"
+        shape = "3x3 C64 O64 " if kind == "BM_ConvAlt" else ""
         o = one.get(name, {})
-        cells = (f"{o['einjit_GFLOPs']:.1f} | {o['oneDNN_GFLOPs']:.1f} | {o['ratio']:.2f}"
-                 if "ratio" in o else "- | - | -")
-        print(f"| {shape} {r['label']} | {r['einjit_GFLOPs']:.1f} | {r['oneDNN_GFLOPs']:.1f} | "
+        cells = (f"{o['einjit_GFLOPs']:.1f} | {o['oneDNN_GFLOPs']:.1f} | {o['ratio']:.2f} | "
+                 f"{o.get('cpu_ratio', 0):.2f}" if "ratio" in o else "- | - | - | -")
+        print(f"| {shape}{r['label']} | {r['einjit_GFLOPs']:.1f} | {r['oneDNN_GFLOPs']:.1f} | "
               f"{r['ratio']:.2f} | {cells} |")
     # The distance layer (BM_DistanceAlt) and the README demo's layer (BM_DemoLayer), each
     # alternated with its peer per iteration; range: threads.
