@@ -134,9 +134,10 @@ def main():
     print("\n| compile / call | time |")
     print("|---|---|")
     for name, r in d.items():
-        kind, _ = args(name)
+        kind, a = args(name)
         if kind.startswith("BM_Compile") or kind.startswith("BM_Call"):
-            print(f"| {kind[3:]} | {r['us']:.3g} {r['unit']} |")
+            what = " ".join(w for w in (kind[3:], a, r["label"]) if w)
+            print(f"| {what} | {r['us']:.3g} {r['unit']} |")
 
 
 if __name__ == "__main__":

@@ -697,8 +697,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     }
     // The half-width kernel's tiles are whole where N's last sliver fills them (N = 56 with
     // NR = 16, a 1x1 convolution's row: 8 columns): stored as vectors too, but for M's edge.
-    // (Stored element by element from the copy, they cost about as much as their reduction
-    // when that is short: a 1x1 forward's KC of 64 channels.)
+    // (Stored element by element from the copy, a rolled loop per tile, they weigh where the
+    // reduction is short: a 1x1 forward's KC of 64 channels.)
     if (g.vectorStore && (nr == NR || N % NR == nr)) {
       store = finish(tile, a);
       Expr whole;
