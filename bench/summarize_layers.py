@@ -55,7 +55,7 @@ def main():
             r = json.loads(line)
             pt.setdefault((r["case"], r["threads"]), []).append(r["ms"])
     med = lambda v: statistics.median(v) if v else float("nan")
-    print("| case (f32) | threads | einjit ms | PyTorch ms | einjit speed ÷ PyTorch |")
+    print("| case (f32 unless named) | threads | einjit ms | PyTorch ms | einjit speed ÷ PyTorch |")
     print("|---|---|---|---|---|")
     for name, label in LABELS.items():
         for threads in (1, 2):
