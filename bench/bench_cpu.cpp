@@ -376,8 +376,8 @@ BENCHMARK(BM_ConvAlt1x1)
 // 2 1x1 64 -> 256), range(1) 0 f32, 1 f64 (oneDNN has no f64 convolution on the CPU: PyTorch
 // is the f64 peer), range(2) the pass (einjitConv; 3: the layer, forward + all gradients).
 void BM_ConvPass_einjit(benchmark::State& state) {
-  const ConvCase cc = state.range(0) == 2 ? ConvCase{kC, 256, 1, 1}
-                                          : conv3x3(static_cast<int>(state.range(0)) + 1);
+  const ConvCase cc =
+      state.range(0) == 2 ? ConvCase{kC, 256, 1, 1} : conv3x3(static_cast<int>(state.range(0)) + 1);
   const DType dt = state.range(1) == 1 ? DType::f64 : DType::f32;
   const int pass = static_cast<int>(state.range(2));
   const std::function<void()> once = einjitConv(cc, pass, dt);
