@@ -120,8 +120,9 @@ const char* const kDistance = "y[i,j] := (w[k,i] - x[k,j]) ^ 2";
 // The cases, by row: 0-5 conv 3x3 (stride 1 forward, input gradient, weight gradient, then
 // stride 2), 6-13 GEMM 1024 and 2048 (NN, NT, TN, TT), 14-15 permuted 512 and 1024, 16-19
 // Linear (forward, dw, dx, all gradients), 20-22 distance (forward, dw, dx), 23-25 the demo
-// layer (forward, dx, dk).
-constexpr int kCases = 26;
+// layer (forward, dx, dk), 26-28 conv 1x1 64 -> 256 (forward, input gradient, weight
+// gradient).
+constexpr int kCases = 29;
 
 // einjitCall's arguments, bound: the kernel planned for a thread count, made when asked.
 std::function<std::function<void()>(int)> plans(const std::string& program,
@@ -206,6 +207,18 @@ ThreadCase makeCase(int row) {
     c.peer = which == 0   ? blasGemm(true, false, kOut, kBatchL, kIn)
              : which == 1 ? blasGemm(false, true, kIn, kOut, kBatchL)
                           : blasGemm(false, false, kIn, kBatchL, kOut);
+  } else if (row >= 26) {
+    const int pass = row - 26;
+    constexpr std::int64_t kWide = 256;
+    c.name = std::string("conv 1x1 64->256 ") +
+             (pass == 0 ? "forward" : pass == 1 ? "input gradient" : "weight gradient");
+    c.flops = 2.0 * kN * kWide * kH * kH * kC;
+    c.ours = plans("y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+                   pass == 0   ? std::vector<std::string>{}
+                   : pass == 1 ? std::vector<std::string>{"x"}
+                               : std::vector<std::string>{"k"},
+                   {{"x", {kN, kC, kH, kH}}, {"k", {kWide, kC, 1, 1}}, {"dy", {kN, kWide, kH, kH}}});
+    c.peer = dnnlConv({kN, kC, kH, kH}, {kWide, kC, 1, 1}, 1, pass);
   } else {
     const int pass = row - 23;
     const einjit::Shape xs{4, 16, 33, 33}, ks{32, 16, 3, 3};

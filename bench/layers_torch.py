@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch's CPU kernels and autograd on the layer cases of bench/bench_cpu.cpp (the same
-programs, shapes and dtype: f32): Linear 784 -> 1024 x 4096 and the distance layer
-(forward, forward + gradients of every input), conv2d 3x3 NCHW N 8, C = O = 64, 56x56,
-stride 1 and 2 (forward, input gradient, weight gradient: F.conv2d and torch.nn.grad), and
-the permuted batched contraction C[i,k,b] := A[i,j,b] * B[b,k,j] (torch.einsum). Prints one
+programs and shapes): Linear 784 -> 1024 x 4096 and the distance layer (f32; forward, forward +
+gradients of every input), conv2d 3x3 NCHW N 8, C = O = 64, 56x56, stride 1 and 2 (f32:
+forward, input gradient, weight gradient: F.conv2d and torch.nn.grad), the same convolutions
+and the 1x1 one (C 64 -> O 256) as layers: forward and forward + the gradients of x and k
+through autograd, f32 and f64, and every pass of those in f64 (BM_ConvPass_einjit), and the
+permuted batched contraction C[i,k,b] := A[i,j,b] * B[b,k,j] (torch.einsum; f32
+BM_Permuted_einjit, f64 BM_F64Permuted_einjit). Prints one
 JSON object per case: {"case", "threads", "ms"} (median of the timed calls), with the case
 named as bench_cpu's benchmark (summarize_layers.py pairs them). run_layers.sh alternates it
 with bench_cpu round by round.
@@ -72,12 +75,47 @@ def conv_cases():
     return out
 
 
+def conv_pass_cases():
+    """BM_ConvPass_einjit/CASE/DTYPE/PASS: CASE 0 3x3 stride 1, 1 3x3 stride 2 (C = O = 64),
+    2 1x1 64 -> 256; DTYPE 0 f32, 1 f64; PASS 0 forward, 1 input gradient, 2 weight gradient,
+    3 the layer (forward + the gradients of x and k, autograd)."""
+    out = []
+    for case, (o, ks, stride) in enumerate(((O, 3, 1), (O, 3, 2), (256, 1, 1))):
+        for dt, dtype in ((0, torch.float32), (1, torch.float64)):
+            torch.manual_seed(4)
+            x = rnd(N, C, H, H).to(dtype)
+            k = rnd(o, C, ks, ks).to(dtype)
+            dy = rnd(N, o, (H - ks) // stride + 1, (H - ks) // stride + 1).to(dtype)
+            xg, kg = x.clone().requires_grad_(True), k.clone().requires_grad_(True)
+
+            def layer(s=stride, xg=xg, kg=kg, dy=dy):
+                xg.grad = kg.grad = None
+                F.conv2d(xg, kg, stride=s).backward(dy)
+
+            passes = [
+                lambda x=x, k=k, s=stride: F.conv2d(x, k, stride=s),
+                lambda x=x, k=k, d=dy, s=stride: torch.nn.grad.conv2d_input(x.shape, k, d, stride=s),
+                lambda x=x, k=k, d=dy, s=stride: torch.nn.grad.conv2d_weight(x, k.shape, d, stride=s),
+                layer,
+            ]
+            # bench_cpu's rows (BM_ConvPass_einjit's registration): f32 3x3 forward and layer
+            # only (the other passes are BM_Conv_einjit's), everything else all four.
+            for p, fn in enumerate(passes):
+                if case < 2 and dt == 0 and p in (1, 2):
+                    continue
+                out.append((f"BM_ConvPass_einjit/{case}/{dt}/{p}", fn))
+    return out
+
+
 def permuted_cases():
     out = []
     for n in (256, 512, 1024):
         torch.manual_seed(3)
         a, b = rnd(n, n, 4), rnd(4, n, n)
         out.append((f"BM_Permuted_einjit/{n}",
+                    lambda a=a, b=b: torch.einsum("ijb,bkj->ikb", a, b).contiguous()))
+        a, b = a.double(), b.double()
+        out.append((f"BM_F64Permuted_einjit/{n}",
                     lambda a=a, b=b: torch.einsum("ijb,bkj->ikb", a, b).contiguous()))
     return out
 
@@ -87,11 +125,12 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--threads", default="1,2")
     args = ap.parse_args()
-    cases = layer_cases() + conv_cases() + permuted_cases()
+    cases = layer_cases() + conv_cases() + conv_pass_cases() + permuted_cases()
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
         for name, fn in cases:
-            grad = name.endswith("einjit/1") and not name.startswith("BM_Conv")
+            grad = (name.endswith("einjit/1") and not name.startswith("BM_Conv")) or (
+                name.startswith("BM_ConvPass") and name.endswith("/3"))
             with torch.enable_grad() if grad else torch.no_grad():
                 ms = timed(fn, args.reps)
             print(json.dumps({"case": name, "threads": threads, "ms": ms}), flush=True)

@@ -1,9 +1,21 @@
 #!/usr/bin/env python3
 """Turns bench_cpu's JSON (default OpenBLAS run, SkylakeX run) into the tables of RESULTS.md.
 
-Medians of the repetitions; einjit/peer ratios are taken within one run (same process)."""
+Medians of the repetitions; einjit/peer ratios are taken within one run (same process).
+
+    summarize.py default.json [skylakex.json] [--one-thread onethread.json]
+
+onethread.json: the cases that alternate einjit and their peer per iteration (BM_ConvAlt,
+BM_ConvAlt1x1) run again on one CPU (bench/run_cpu.sh: taskset -c 0); their table gets a
+one-thread column."""
 import json
 import sys
+
+
+# The counters of the cases that time einjit and its peer alternately in one process.
+ALTERNATED = ("ratio", "cpu_ratio", "einjit_GFLOPs", "oneDNN_GFLOPs", "peer/forward", "grads/forward",
+              "cpu_grads/forward", "einjit_bwd_ratio", "onednn_bwd_ratio", "fwd_speed",
+              "fwd_bwd_speed")
 
 
 def medians(path):
@@ -17,18 +29,25 @@ def medians(path):
         rows[name] = {"ms": b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e3,
                       "us": b["real_time"], "unit": b["time_unit"],
                       "gflops": b.get("GFLOP/s", 0) / 1e9, "label": b.get("label", "")}
+        rows[name].update({k: b[k] for k in ALTERNATED if k in b})
     return data["context"], rows
 
 
 def args(name):
     parts = name.split("/")
-    return parts[0], "/".join(p for p in parts[1:] if p != "real_time")
+    return parts[0], "/".join(p for p in parts[1:] if p not in ("real_time", "manual_time"))
 
 
 def main():
-    ctx, d = medians(sys.argv[1])
+    argv = sys.argv[1:]
+    one = {}
+    if "--one-thread" in argv:
+        i = argv.index("--one-thread")
+        one = medians(argv[i + 1])[1]
+        del argv[i : i + 2]
+    ctx, d = medians(argv[0])
     # The SkylakeX run exists only on a CPU with AVX-512 (bench/run_cpu.sh).
-    s = medians(sys.argv[2])[1] if len(sys.argv) > 2 else {}
+    s = medians(argv[1])[1] if len(argv) > 1 else {}
     print(f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz (as reported), "
           f"date {ctx.get('date')}\n")
     print("| case | einjit GFLOP/s | OpenBLAS default | OpenBLAS SkylakeX | Eigen | einjit / best peer |")
@@ -45,14 +64,42 @@ def main():
         n = a.split("/")[-1]
         print(f"| {r['label'] or base} n={n} | {r['gflops']:.1f} | {ob:.1f} | {sk:.1f} | "
               f"{ei:.1f} | {r['gflops'] / best:.2f} |")
-    print("\n| conv2d N8 C64 O64 56x56 3x3 | einjit GFLOP/s | oneDNN GFLOP/s | einjit / oneDNN |")
-    print("|---|---|---|---|")
+    # Convolutions: einjit and oneDNN alternated per iteration (BM_ConvAlt: 3x3, C = O = 64;
+    # BM_ConvAlt1x1: 1x1, C -> O), the medians of the per-iteration ratios oneDNN time / einjit
+    # time (issue 24's floor: 0.7 on 2 threads).
+    print("\n| conv2d NCHW, N 8, 56x56 (alternated with oneDNN) | einjit GFLOP/s | oneDNN GFLOP/s "
+          "| einjit / oneDNN | 1 thread: einjit GFLOP/s | oneDNN | einjit / oneDNN | the same, "
+          "CPU time |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in d.items():
         kind, a = args(name)
-        if kind != "BM_Conv_einjit":
+        if kind not in ("BM_ConvAlt", "BM_ConvAlt1x1") or "ratio" not in r:
             continue
-        peer = d.get(f"BM_Conv_oneDNN/{a}/real_time", {}).get("gflops", 0) or 1
-        print(f"| {r['label']} | {r['gflops']:.1f} | {peer:.1f} | {r['gflops'] / peer:.2f} |")
+        shape = "3x3 C64 O64 " if kind == "BM_ConvAlt" else ""
+        o = one.get(name, {})
+        cells = (f"{o['einjit_GFLOPs']:.1f} | {o['oneDNN_GFLOPs']:.1f} | {o['ratio']:.2f} | "
+                 f"{o.get('cpu_ratio', 0):.2f}" if "ratio" in o else "- | - | - | -")
+        print(f"| {shape}{r['label']} | {r['einjit_GFLOPs']:.1f} | {r['oneDNN_GFLOPs']:.1f} | "
+              f"{r['ratio']:.2f} | {cells} |")
+    # The distance layer (BM_DistanceAlt) and the README demo's layer (BM_DemoLayer), each
+    # alternated with its peer per iteration; range: threads.
+    dist = [(args(n)[1], r) for n, r in d.items() if args(n)[0] == "BM_DistanceAlt"]
+    if dist:
+        print("\n| distance layer (alternated) | threads | forward: composition time / einjit time "
+              "| einjit (forward + gradients) / forward | the same, CPU time |")
+        print("|---|---|---|---|---|")
+        for a, r in dist:
+            print(f"| {r['label']} | {a.split('/')[0]} | {r.get('peer/forward', 0):.2f} | "
+                  f"{r.get('grads/forward', 0):.2f} | {r.get('cpu_grads/forward', 0):.2f} |")
+    demo = [(args(n)[1], r) for n, r in d.items() if args(n)[0] == "BM_DemoLayer"]
+    if demo:
+        print("\n| the demo's layer (alternated with oneDNN) | threads | einjit (fwd + bwd) / fwd "
+              "| oneDNN (fwd + bwd) / fwd | forward: oneDNN / einjit | fwd + bwd: oneDNN / einjit |")
+        print("|---|---|---|---|---|---|")
+        for a, r in demo:
+            print(f"| {r['label']} | {a.split('/')[0]} | {r.get('einjit_bwd_ratio', 0):.2f} | "
+                  f"{r.get('onednn_bwd_ratio', 0):.2f} | {r.get('fwd_speed', 0):.2f} | "
+                  f"{r.get('fwd_bwd_speed', 0):.2f} |")
     print("\n| layer (784->1024, batch 4096) | einjit ms | OpenBLAS default ms | OpenBLAS SkylakeX ms |")
     print("|---|---|---|---|")
     for layer in ("Linear", "Distance"):
@@ -87,9 +134,10 @@ def main():
     print("\n| compile / call | time |")
     print("|---|---|")
     for name, r in d.items():
-        kind, _ = args(name)
+        kind, a = args(name)
         if kind.startswith("BM_Compile") or kind.startswith("BM_Call"):
-            print(f"| {kind[3:]} | {r['us']:.3g} {r['unit']} |")
+            what = " ".join(w for w in (kind[3:], a, r["label"]) if w)
+            print(f"| {what} | {r['us']:.3g} {r['unit']} |")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,20 @@ LABELS = {
     "BM_Permuted_einjit/256": "permuted C[i,k,b] := A[i,j,b]*B[b,k,j], n 256",
     "BM_Permuted_einjit/512": "permuted, n 512",
     "BM_Permuted_einjit/1024": "permuted, n 1024",
+    "BM_F64Permuted_einjit/256": "permuted f64, n 256",
+    "BM_F64Permuted_einjit/512": "permuted f64, n 512",
+    "BM_F64Permuted_einjit/1024": "permuted f64, n 1024",
 }
+# BM_ConvPass_einjit/CASE/DTYPE/PASS (bench_cpu.cpp): the convolutions as layers, f64 passes and
+# the 1x1 one.
+CONV_CASES = ("conv s1", "conv s2", "conv 1x1 64->256")
+PASSES = ("forward", "input gradient", "weight gradient", "forward + gradients (autograd)")
+for case, cname in enumerate(CONV_CASES):
+    for dt, dname in enumerate(("f32", "f64")):
+        for p, pname in enumerate(PASSES):
+            if case < 2 and dt == 0 and p in (1, 2):
+                continue  # BM_Conv_einjit's rows
+            LABELS[f"BM_ConvPass_einjit/{case}/{dt}/{p}"] = f"{cname} {pname} {dname}"
 
 
 def main():
@@ -42,7 +55,7 @@ def main():
             r = json.loads(line)
             pt.setdefault((r["case"], r["threads"]), []).append(r["ms"])
     med = lambda v: statistics.median(v) if v else float("nan")
-    print("| case (f32) | threads | einjit ms | PyTorch ms | einjit speed ÷ PyTorch |")
+    print("| case (f32 unless named) | threads | einjit ms | PyTorch ms | einjit speed ÷ PyTorch |")
     print("|---|---|---|---|---|")
     for name, label in LABELS.items():
         for threads in (1, 2):
@@ -53,13 +66,19 @@ def main():
     print()
     print("| layer | threads | einjit (fwd+grads)/fwd | PyTorch (fwd+grads)/fwd |")
     print("|---|---|---|---|")
-    for layer in ("Linear", "Distance"):
+    layers = [(layer.lower(), f"BM_{layer}_einjit/0", f"BM_{layer}_einjit/1")
+              for layer in ("Linear", "Distance")]
+    layers += [(f"{cname} {dname}", f"BM_ConvPass_einjit/{case}/{dt}/0",
+                f"BM_ConvPass_einjit/{case}/{dt}/3")
+               for case, cname in enumerate(CONV_CASES)
+               for dt, dname in enumerate(("f32", "f64"))]
+    for layer, f, g in layers:
         for threads in (1, 2):
-            f = f"BM_{layer}_einjit/0"
-            g = f"BM_{layer}_einjit/1"
             ef, eg = med(ej.get((f, threads), [])), med(ej.get((g, threads), []))
             pf, pg = med(pt.get((f, threads), [])), med(pt.get((g, threads), []))
-            print(f"| {layer.lower()} | {threads} | {eg / ef:.2f} | {pg / pf:.2f} |")
+            if ef != ef and pf != pf:
+                continue
+            print(f"| {layer} | {threads} | {eg / ef:.2f} | {pg / pf:.2f} |")
 
 
 if __name__ == "__main__":

@@ -329,6 +329,14 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
+      // A 1x1 filter in the 3x3 layer's program (bench_cpu's BM_ConvAlt1x1): 24 columns, a
+      // last half-width sliver whose 8 columns fill it (stored as vectors), 22 output channels
+      // (an edge of M in the forward), 32 input channels (one in the input gradient).
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {4, 32, 12, 24}}, {"k", {22, 32, 1, 1}}},
+       2,
+       {1, 2},
+       {1, 2}},
       // 21 output columns, 32 output channels: with 64-byte vectors the 28 x 16 tile (one
       // vector of columns) takes the stride-2 forward, whose columns two vectors would not fit.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",

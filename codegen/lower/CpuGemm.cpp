@@ -700,11 +700,16 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
       store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
     }
-    if ((g.vectorStore || splitK) && nr == NR) {
+    // The half-width kernel's tiles are whole where N's last sliver fills them (N = 56 with
+    // NR = 16, a 1x1 convolution's row: 8 columns): stored as vectors too, but for M's edge.
+    // (Stored element by element from the copy, a rolled loop per tile, they weigh where the
+    // reduction is short: a 1x1 forward's KC of 64 channels.)
+    if ((g.vectorStore || splitK) && (nr == NR || (g.vectorStore && N % NR == nr))) {
       store = finish(tile, a);
-      if (M % MR != 0 || N % NR != 0)
-        store = ir::ifThen(ir::binary(BinOp::And, less(var(sv), imm(M / MR)), less(var(tv), imm(N / NR))),
-                           store, part);
+      Expr whole;
+      if (M % MR != 0) whole = less(var(sv), imm(M / MR));
+      if (nr == NR && N % NR != 0) whole = conj(whole, less(var(tv), imm(N / NR)));
+      if (whole) store = ir::ifThen(whole, store, part);
     }
     std::vector<Stmt> steps = std::move(loadTiles);
     for (int u = 0; u < sets; ++u) steps.push_back(tile(ir::store(setName(u), cell, num(0))));
