@@ -81,14 +81,21 @@ bool meet(const std::set<std::size_t>& a, const std::set<std::size_t>& b) {
   return false;
 }
 
-// EINJIT_CPU_STAGES: "0" never concurrent, "1" wherever stages are independent, else the rule.
-std::optional<bool> stagesOverride() {
-  static const std::optional<bool> value = []() -> std::optional<bool> {
+// EINJIT_CPU_STAGES (or setCpuStages): "0" never concurrent, "1" wherever stages are
+// independent, else the rule.
+std::atomic<int>& stagesMode() {
+  static std::atomic<int> mode = [] {
     const char* e = std::getenv("EINJIT_CPU_STAGES");
-    if (!e || !*e) return std::nullopt;
-    return std::string(e) != "0";
+    if (!e || !*e) return -1;
+    return std::string(e) == "0" ? 0 : 1;
   }();
-  return value;
+  return mode;
+}
+
+std::optional<bool> stagesOverride() {
+  const int mode = stagesMode().load();
+  if (mode < 0) return std::nullopt;
+  return mode != 0;
 }
 
 } // namespace
@@ -162,6 +169,8 @@ CpuStagePlan planCpuStages(const codegen::LoweredProgram& lowered,
   }
   return plan;
 }
+
+void setCpuStages(int mode) { stagesMode().store(mode < 0 ? -1 : mode == 0 ? 0 : 1); }
 
 void runCpuStages(const CpuStagePlan& plan, const std::function<void(std::size_t)>& runFunction) {
   auto inOrder = [&] {

@@ -49,10 +49,17 @@ inline constexpr std::size_t kSmallStageBytes = std::size_t{4} << 20;
 // The stages of a lowered CPU program and whether to run them concurrently; bufferBytes[i]: the
 // size of buffer i (the program's tensors, then its scratch buffers).
 // EINJIT_CPU_STAGES=0 runs every program in order, =1 concurrently wherever two stages are
-// independent whatever their size (for measurements), unset: the rule above.
+// independent whatever their size (for measurements), unset: the rule above; setCpuStages
+// below overrides it.
 // EINJIT_DEBUG_STAGES=1 prints each plan (its stages, their sizes and dependences) on stderr.
 CpuStagePlan planCpuStages(const codegen::LoweredProgram& lowered,
                            const std::vector<std::size_t>& bufferBytes);
+
+// How the plans made from now on run their stages: 0 in order, 1 independent stages at once
+// whatever their size, -1 the rule (the default, or EINJIT_CPU_STAGES). A kernel keeps the plan
+// of its first call per binding, so a benchmark that compares the modes in one process
+// (bench/bench_demo.cpp) sets it before each kernel's first call.
+void setCpuStages(int mode);
 
 // Runs every stage's functions (runFunction(i) runs function i), each stage after those it
 // depends on, independent ones as concurrent oneTBB tasks where the plan says so and more than
