@@ -174,4 +174,54 @@ void BM_DemoBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_DemoBackward)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
+// The large gradient programs with their independent statements forced at once (setCpuStages(1))
+// against in order (0, which the rule picks for them: runtime/CpuStages.h), alternated per
+// iteration in one process on the default threads: range(0) 0 Linear 784->1024 x4096 (dt, db,
+// dx, dw), 1 the distance layer (dw, dx). Counter `stages_gain`: in order ÷ at once (above 1:
+// at once faster), the median over iterations.
+void BM_StagesAtOnce(benchmark::State& state) {
+  constexpr std::int64_t kIn = 784, kOut = 1024, kN = 4096;
+  const bool linear = state.range(0) == 0;
+  auto fwd = einjit::compile(linear ? "t[n,o] := x[n,i] * w[o,i]\ny[n,o] := t[n,o] + b[o]"
+                                    : "y[i,j] := (w[k,i] - x[k,j]) ^ 2");
+  const std::map<std::string, Tensor> all =
+      linear ? std::map<std::string, Tensor>{{"x", Tensor::random({kN, kIn}, DType::f32, 1)},
+                                             {"w", Tensor::random({kOut, kIn}, DType::f32, 2)},
+                                             {"b", Tensor::random({kOut}, DType::f32, 3)},
+                                             {"dy", Tensor::random({kN, kOut}, DType::f32, 4)}}
+             : std::map<std::string, Tensor>{{"w", Tensor::random({kIn, kOut}, DType::f32, 1)},
+                                             {"x", Tensor::random({kIn, kN}, DType::f32, 2)},
+                                             {"dy", Tensor::random({kOut, kN}, DType::f32, 4)}};
+  auto backward = [&](int mode) {
+    einjit::runtime::setCpuStages(mode);
+    auto back = std::make_shared<einjit::Kernel>(fwd.gradient());
+    auto in = std::make_shared<std::map<std::string, Tensor>>();
+    for (const std::string& n : back->tensorArguments()) (*in)[n] = all.at(n);
+    auto call = [back, in] { benchmark::DoNotOptimize(back->call(*in)[std::size_t{0}].data()); };
+    call();
+    einjit::runtime::setCpuStages(-1);
+    return std::function<void()>(call);
+  };
+  const std::function<void()> atOnce = backward(1), inOrder = backward(0);
+  std::vector<double> a, o, gain;
+  for (auto _ : state) {
+    const double x = millis(atOnce), y = millis(inOrder);
+    state.SetIterationTime((x + y) * 1e-3);
+    a.push_back(x);
+    o.push_back(y);
+    gain.push_back(y / x);
+  }
+  state.counters["at_once_ms"] = median(a);
+  state.counters["in_order_ms"] = median(o);
+  state.counters["stages_gain"] = median(gain);
+  state.SetLabel(linear ? "Linear 784->1024 x4096 gradients (dt, db, dx, dw)"
+                        : "distance 784x1024x4096 gradients (dw, dx)");
+}
+BENCHMARK(BM_StagesAtOnce)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
 } // namespace
