@@ -42,7 +42,7 @@ struct CpuStagePlan {
 };
 
 // A stage that touches at most this much memory is small: the README demo's statements touch
-// 0.4-0.8 MiB each and run for 0.1-0.2 ms, Linear's and the distance layer's gradients tens of
+// 0.6-0.7 MB each and run for 0.1-0.2 ms, Linear's and the distance layer's gradients tens of
 // MiB for tens of milliseconds.
 inline constexpr std::size_t kSmallStageBytes = std::size_t{4} << 20;
 
