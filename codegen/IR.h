@@ -407,7 +407,7 @@ struct Func {
   bool explicitCode = false;
   // The CPU program's statement this function lowers (a row run's or element-wise group's
   // first), -1 for a hoisted check: the runtime runs a statement's functions in order, and
-  // statements that share no tensor at the same time (runtime/CpuStages.h).
+  // statements that share no buffer at the same time (runtime/CpuStages.h).
   int statement = -1;
 };
 

@@ -31,9 +31,8 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::
 
 // Runs every function, with scratch buffers of its own: the hoisted checks, then (when they
 // pass) the zero fills and the rest, statement by statement, independent statements at once
-// (CpuStages.h). Returns the status: 0, or nonzero when a checked
-// access went out of bounds (the results are then meaningless; nothing was written when a
-// hoisted check failed).
+// (CpuStages.h). Returns the status: 0, or nonzero when a checked access went out of bounds
+// (the results are then meaningless; nothing was written when a hoisted check failed).
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 
