@@ -405,6 +405,10 @@ struct Func {
   // loops rolled): the CPU JIT compiles it with a short pipeline instead of O3 where the
   // emitted code confirms it (CodeGenLLVM.h, kExplicitCodeAttr).
   bool explicitCode = false;
+  // The CPU program's statement this function lowers (a row run's or element-wise group's
+  // first), -1 for a hoisted check: the runtime runs a statement's functions in order, and
+  // statements that share no buffer at the same time (runtime/CpuStages.h).
+  int statement = -1;
 };
 
 std::string print(const Expr& e);

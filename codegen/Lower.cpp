@@ -39,6 +39,8 @@ auto Lowerer::run() -> LoweredProgram {
     stmt_ = k;
     const std::size_t before = out_.funcs.size();
     const std::size_t last = programStatement(program, k);
+    for (std::size_t f = before; f < out_.funcs.size(); ++f)
+      out_.funcs[f].statement = static_cast<int>(k);
     debugLower((program.rows.runOf[k] >= 0 ? "statements " + std::to_string(k + 1) + "-"
                                            : std::string("statement ")) +
                    std::to_string(last + 1) + " (" + out_.notes.back() + ")",

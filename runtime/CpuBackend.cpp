@@ -55,6 +55,14 @@ std::shared_ptr<const PreparedCpu> prepareCpu(const Program& p, const BoundProgr
       prep->lowered = codegen::lower(p, b, strides, target);
     }
   }
+  std::vector<std::size_t> bufferBytes;
+  for (const ArgSpec& t : b.tensors) {
+    std::size_t n = dtypeSize(t.dtype);
+    for (std::int64_t e : t.shape) n *= static_cast<std::size_t>(e);
+    bufferBytes.push_back(n);
+  }
+  for (const codegen::ScratchBuffer& s : prep->lowered.scratch) bufferBytes.push_back(s.bytes());
+  prep->stages = planCpuStages(prep->lowered, bufferBytes);
   lowering.end();
   prep->code = jitCompile(prep->lowered.funcs, keepIR);
   return prep;
@@ -146,36 +154,35 @@ int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
   }
   void** bufs = all.data();
   const double* prm = params.data();
-  auto run = [&](std::size_t from, std::size_t to) {
-    for (std::size_t i = from; i < to; ++i) {
-      const codegen::ir::Func& f = prep.lowered.funcs[i];
-      KernelFn fn = prep.code->fns[i];
-      if (cpuTaskTimesOn()) {
-        timedRun(f, fn, bufs, prm, &status);
-        continue;
-      }
-#if EINJIT_HAVE_TBB
-      if (f.parallel) {
-        // Each output element (or split reduction chunk) is computed by exactly one task, so
-        // results do not depend on the partition.
-        tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
-                                                           static_cast<std::size_t>(f.grain)),
-                          [&](const tbb::blocked_range<std::int64_t>& r) {
-                            fn(bufs, prm, r.begin(), r.end(), &status);
-                          });
-        continue;
-      }
-#endif
-      fn(bufs, prm, f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo, &status);
+  auto runFunction = [&](std::size_t i) {
+    const codegen::ir::Func& f = prep.lowered.funcs[i];
+    KernelFn fn = prep.code->fns[i];
+    if (cpuTaskTimesOn()) {
+      timedRun(f, fn, bufs, prm, &status);
+      return;
     }
-    return std::atomic_ref<std::int32_t>(status).load();
+#if EINJIT_HAVE_TBB
+    if (f.parallel) {
+      // Each output element (or split reduction chunk) is computed by exactly one task, so
+      // results do not depend on the partition.
+      tbb::parallel_for(tbb::blocked_range<std::int64_t>(f.parallelLo, f.parallelHi,
+                                                         static_cast<std::size_t>(f.grain)),
+                        [&](const tbb::blocked_range<std::int64_t>& r) {
+                          fn(bufs, prm, r.begin(), r.end(), &status);
+                        });
+      return;
+    }
+#endif
+    fn(bufs, prm, f.parallelLo, f.parallel ? f.parallelHi : f.parallelLo, &status);
   };
+  auto statusNow = [&] { return std::atomic_ref<std::int32_t>(status).load(); };
   // The hoisted checks first (Lower.h): nothing is written when they fail.
-  const std::size_t checks = prep.lowered.checks;
-  if (run(0, checks) != 0) return 1;
+  for (std::size_t i = 0; i < prep.lowered.checks; ++i) runFunction(i);
+  if (statusNow() != 0) return 1;
   for (std::size_t t = 0; t < zeroBytes.size(); ++t)
     if (zeroBytes[t] > 0) std::memset(buffers[t], 0, static_cast<std::size_t>(zeroBytes[t]));
-  return run(checks, prep.lowered.funcs.size());
+  runCpuStages(prep.stages, runFunction);
+  return statusNow();
 }
 
 namespace {

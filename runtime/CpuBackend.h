@@ -8,6 +8,7 @@
 #include "codegen/Lower.h"
 #include "dsl/Binding.h"
 #include "runtime/CallLayout.h"
+#include "runtime/CpuStages.h"
 #include "runtime/Jit.h"
 #include "runtime/Memo.h"
 
@@ -20,16 +21,18 @@ struct PreparedCpu {
   // prechecked), and writes tensors the caller passed: those are computed in dense scratch
   // copies and copied back only when the call succeeds.
   bool scratch = false;
+  // The functions after the hoisted checks as statements, and which may run at once.
+  CpuStagePlan stages;
 };
 
 std::shared_ptr<const PreparedCpu> prepareCpu(const dsl::Program& p, const dsl::BoundProgram& b,
                                               codegen::Strides strides, bool keepIR = false,
                                               bool keepIntermediates = false);
 
-// Runs every function in order, with scratch buffers of its own: the hoisted checks, then (when
-// they pass) the zero fills and the rest. Returns the status: 0, or nonzero when a checked
-// access went out of bounds (the results are then meaningless; nothing was written when a
-// hoisted check failed).
+// Runs every function, with scratch buffers of its own: the hoisted checks, then (when they
+// pass) the zero fills and the rest, statement by statement, independent statements at once
+// (CpuStages.h). Returns the status: 0, or nonzero when a checked access went out of bounds
+// (the results are then meaningless; nothing was written when a hoisted check failed).
 int executeCpu(const PreparedCpu& prep, const std::vector<void*>& buffers,
                const std::vector<double>& params, const std::vector<std::int64_t>& zeroBytes);
 
