@@ -700,10 +700,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
         whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
       store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
     }
-    // The half-width kernel's tiles are whole where N's last sliver fills them (N = 56 with
-    // NR = 16, a 1x1 convolution's row: 8 columns): stored as vectors too, but for M's edge.
-    // (Stored element by element from the copy, a rolled loop per tile, they weigh where the
-    // reduction is short: a 1x1 forward's KC of 64 channels.)
+    // Also the half-width kernel's tiles where N's last sliver fills them (N = 56, NR = 16): an
+    // element-wise copy weighs where the reduction is short (a 1x1 forward's KC of 64).
     if ((g.vectorStore || splitK) && (nr == NR || (g.vectorStore && N % NR == nr))) {
       store = finish(tile, a);
       Expr whole;
