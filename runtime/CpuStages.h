@@ -20,7 +20,7 @@
 // and two large GEMMs at once each pack their own panels and share the caches where one at a
 // time has them to itself. So a large stage (its buffers, tensors and scratch, over
 // kSmallStageBytes together) waits for the large stages before it, as in order; small ones run
-// beside anything (bench/RESULTS.md, "CPU: statements run concurrently, session 29").
+// beside anything (measured: bench/RESULTS.md, statements run concurrently).
 #include "codegen/Lower.h"
 
 #include <cstddef>

@@ -9,7 +9,7 @@ namespace einjit::runtime {
 
 namespace {
 // Fitted to EINJIT_DEBUG_JIT's module lines of the packed kernels, forward and gradients, on
-// one thread and two (bench/RESULTS.md, "CPU: JIT compile time, session 29"); only their
+// one thread and two (the fit and its error: bench/RESULTS.md, JIT compile time); only their
 // ratios matter, to order and group the modules. A module's fixed cost is about 5 ms; a
 // product's cost follows its instructions as emitted. A packing function's does not: its
 // loops may grow in the middle end (unrolled: the distance gradient's three packings from 221

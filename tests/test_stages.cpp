@@ -170,14 +170,14 @@ TEST_CASE("stages: each statement a stage, its dependences from what its functio
       for (std::size_t i = 0; i < j; ++i) {
         // i reaches j through the after lists
         std::vector<bool> seen(row.after.size(), false);
-        std::vector<std::size_t> todo{j};
-        while (!todo.empty()) {
-          const std::size_t s = todo.back();
-          todo.pop_back();
+        std::vector<std::size_t> pending{j};
+        while (!pending.empty()) {
+          const std::size_t s = pending.back();
+          pending.pop_back();
           for (std::size_t a : row.after[s])
             if (!seen[a]) {
               seen[a] = true;
-              todo.push_back(a);
+              pending.push_back(a);
             }
         }
         independent = independent || !seen[i];
