@@ -35,4 +35,10 @@ inline Expr gt(Expr a, Expr b) { return binary(BinOp::Gt, std::move(a), std::mov
 inline Expr ge(Expr a, Expr b) { return binary(BinOp::Ge, std::move(a), std::move(b)); }
 inline Expr lt(Expr a, std::int64_t b) { return lt(std::move(a), intImm(b)); }
 
+// Binds `name` to `value` in `body`: a loop of one iteration (the IR has no let).
+inline Stmt let(const std::string& name, Expr value, Stmt body) {
+  Expr hi = add(value, intImm(1));
+  return forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
+}
+
 } // namespace einjit::codegen::ir

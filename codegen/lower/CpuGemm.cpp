@@ -45,11 +45,7 @@ Expr conj(Expr a, Expr b) {
 Expr imm(std::int64_t v) { return ir::intImm(v); }
 Expr var(const std::string& v) { return ir::var(v); }
 
-// Binds `name` to `value` in `body`: a loop of one iteration (the IR has no let).
-Stmt let(const std::string& name, Expr value, Stmt body) {
-  Expr hi = ir::add(value, imm(1));
-  return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(body));
-}
+using ir::let;
 
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
 // of the reduction: 4 cache lines of f32.

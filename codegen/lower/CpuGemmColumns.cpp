@@ -44,9 +44,6 @@ Stmt columnsPacking(std::int64_t columns, const Lanes* terms, const Lanes* safe,
                   conj(safe->cond, conj(le(safe->lo, intImm(0)), le(tc, safe->hi))));
   Stmt run = ifThen(all, copy, ifThen(binary(BinOp::Or, le(H, intImm(0)), le(tc, L)), zeros, each));
   if (terms->cond) run = ifThen(terms->cond, run, zeros);
-  auto let = [](const std::string& v, const Expr& value, Stmt body) {
-    return forLoop(v, value, value + 1, ForKind::Serial, std::move(body));
-  };
   return let(lv, terms->lo, let(hv, terms->hi, run));
 }
 
@@ -56,9 +53,6 @@ Stmt columnsKernel(const ColumnsKernel& c) {
   const std::int64_t G =
       std::max<std::int64_t>(1, std::min<std::int64_t>(c.blockSlivers, 8 / c.columns));
   const std::int64_t lanes = c.width;
-  auto let = [](const std::string& v, const Expr& value, Stmt body) {
-    return forLoop(v, value, value + 1, ForKind::Serial, std::move(body));
-  };
   const Expr first = var(c.ic) + var(cg) * G;
   const Expr end = min(var(c.ic) + c.blockSlivers, var(c.as1));
   // Accumulator sets: chains G x columns x S of at least the FMA chains, at most 4 sets.

@@ -63,10 +63,7 @@ void Lowerer::emitGemmProduct(const std::string& name, const std::vector<GemmTas
 }
 
 Stmt taskChunks(const std::vector<TaskChunk>& chunks, Stmt body) {
-  auto let = [](const std::string& name, Expr value, Stmt in) {
-    Expr hi = ir::add(value, ir::intImm(1));
-    return ir::forLoop(name, std::move(value), std::move(hi), ForKind::Serial, std::move(in));
-  };
+  using ir::let;
   auto at = [](const Expr& c, std::int64_t count, std::int64_t parts) {
     return ir::binary(BinOp::Div, ir::mul(c, ir::intImm(count)), ir::intImm(parts));
   };
