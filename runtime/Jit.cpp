@@ -258,7 +258,8 @@ struct Engine {
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
                       " " + cpu + " " + features + (fullO3 ? " o3" : "") +
-                      (lsrEverywhere ? " lsr" : "") + (moverCodegen ? "" : " mover-dag") + " " + llvmArgs + " " + explicitPipeline + "\n";
+                      (lsrEverywhere ? " lsr" : "") + (moverCodegen ? "" : " mover-dag") + " " +
+                      llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
@@ -270,8 +271,8 @@ struct Engine {
   // threads (instruction selection lowers its level while it compiles an `optnone` function).
   // With `fastIsel`, instruction selection is LLVM's fast selector (moverCodegen).
   llvm::TargetMachine& targetMachine(llvm::CodeGenOptLevel level, bool fastIsel = false) {
-    thread_local std::map<std::pair<llvm::CodeGenOptLevel, bool>, std::unique_ptr<llvm::TargetMachine>>
-        machines;
+    using Level = std::pair<llvm::CodeGenOptLevel, bool>;
+    thread_local std::map<Level, std::unique_ptr<llvm::TargetMachine>> machines;
     std::unique_ptr<llvm::TargetMachine>& tm = machines[{level, fastIsel}];
     if (!tm) {
       llvm::orc::JITTargetMachineBuilder b = *jtmb;
@@ -524,7 +525,8 @@ struct Engine {
     llvm::raw_svector_ostream os(buf);
     const bool moves = explicitModule && !computes(m) && !tilePart(m);
     const bool withoutLsr = explicitModule && !lsrEverywhere &&
-                            (m.getInstructionCount() > kLsrInstructionLimit || moves || tilePart(m));
+                            (m.getInstructionCount() > kLsrInstructionLimit || moves ||
+                             tilePart(m));
     if (withoutLsr) clock.note("without LSR");
     if (moves && moverCodegen) {
       tm = &targetMachine(llvm::CodeGenOptLevel::Aggressive, true);
