@@ -58,7 +58,7 @@
 namespace einjit::runtime {
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-11";
+constexpr const char* kCodegenVersion = "einjit-cpu-12";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -183,6 +183,16 @@ struct Engine {
     const char* e = std::getenv("EINJIT_JIT_LSR");
     return e && std::strcmp(e, "1") == 0;
   }();
+  // EINJIT_JIT_MOVER_ISEL=dag: the modules that only move data get the same instruction
+  // selection as the others (to compare; part of the key). By default they get LLVM's fast
+  // instruction selector: selecting their many small loops was about a third of such a
+  // module's compile time, and the code it selects (an extra register copy and `or` for some
+  // of the packed panel's addresses) moves data at the speed of the selection DAG's
+  // (bench/RESULTS.md, "JIT compile time, session 30").
+  const bool moverCodegen = [] {
+    const char* e = std::getenv("EINJIT_JIT_MOVER_ISEL");
+    return !(e && std::strcmp(e, "dag") == 0);
+  }();
   // EINJIT_JIT_EXPLICIT_PIPELINE: another pipeline (LLVM's textual form) for explicit code,
   // to try one without a rebuild; part of the key.
   const std::string explicitPipeline = [] {
@@ -248,7 +258,8 @@ struct Engine {
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
                       " " + cpu + " " + features + (fullO3 ? " o3" : "") +
-                      (lsrEverywhere ? " lsr" : "") + " " + llvmArgs + " " + explicitPipeline + "\n";
+                      (lsrEverywhere ? " lsr" : "") + (moverCodegen ? "" : " mover-dag") + " " +
+                      llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }
@@ -258,13 +269,16 @@ struct Engine {
   // The host's target machine at a code generation level, one per thread: building one costs
   // about what generating a small function's code does, and one must not be shared between
   // threads (instruction selection lowers its level while it compiles an `optnone` function).
-  llvm::TargetMachine& targetMachine(llvm::CodeGenOptLevel level) {
-    thread_local std::map<llvm::CodeGenOptLevel, std::unique_ptr<llvm::TargetMachine>> machines;
-    std::unique_ptr<llvm::TargetMachine>& tm = machines[level];
+  // With `fastIsel`, instruction selection is LLVM's fast selector (moverCodegen).
+  llvm::TargetMachine& targetMachine(llvm::CodeGenOptLevel level, bool fastIsel = false) {
+    using Level = std::pair<llvm::CodeGenOptLevel, bool>;
+    thread_local std::map<Level, std::unique_ptr<llvm::TargetMachine>> machines;
+    std::unique_ptr<llvm::TargetMachine>& tm = machines[{level, fastIsel}];
     if (!tm) {
       llvm::orc::JITTargetMachineBuilder b = *jtmb;
       b.setCodeGenOptLevel(level);
       tm = check(b.createTargetMachine(), "target machine");
+      if (fastIsel) tm->setFastISel(true);
     }
     return *tm;
   }
@@ -509,10 +523,15 @@ struct Engine {
 
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
+    const bool moves = explicitModule && !computes(m) && !tilePart(m);
     const bool withoutLsr = explicitModule && !lsrEverywhere &&
-                            (m.getInstructionCount() > kLsrInstructionLimit || !computes(m) ||
+                            (m.getInstructionCount() > kLsrInstructionLimit || moves ||
                              tilePart(m));
     if (withoutLsr) clock.note("without LSR");
+    if (moves && moverCodegen) {
+      tm = &targetMachine(llvm::CodeGenOptLevel::Aggressive, true);
+      clock.note("fast instruction selection");
+    }
     CodegenPasses pm(withoutLsr);
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       throw InternalError("LLVM JIT: the target cannot emit object files");
