@@ -341,7 +341,18 @@ void GradientBuilder::assemble() {
   g_.program.source = p_.source;
   for (std::size_t k = 0; k < p_.stmts.size(); ++k)
     if (keep[k]) g_.program.stmts.push_back(p_.stmts[k].ast);
-  for (Stmt& s : stmts_) g_.program.stmts.push_back(std::move(s));
+  // The helper statements of (max)/(min)/(*) next, in their order: they read only forward
+  // values (final before the gradient statements, which write only gradients and helpers), so
+  // running them first changes no value, and they sit beside the forward statements that read
+  // the same tensors (a softmax's first_m reads x as its recomputed exp(x - m) does: one pass
+  // along the row for both in a row loop, where after the gradient statements it was a second
+  // pass over x).
+  std::vector<bool> helper(stmts_.size(), false);
+  for (std::size_t h : helpers_) helper[h] = true;
+  for (std::size_t k = 0; k < stmts_.size(); ++k)
+    if (helper[k]) g_.program.stmts.push_back(std::move(stmts_[k]));
+  for (std::size_t k = 0; k < stmts_.size(); ++k)
+    if (!helper[k]) g_.program.stmts.push_back(std::move(stmts_[k]));
 }
 
 Gradient differentiate(const Program& program, const std::vector<std::string>& wrt,

@@ -219,7 +219,7 @@ TEST_CASE("row blocks: the softmax gradient is one run, its intermediates in scr
   CAPTURE(text);
   std::vector<int> all(back.program().stmts.size(), 1);
   CHECK(runsOf(text, all.size()) == all);
-  CHECK(text.find("scratch: m,e,z,de,dz,dm,first_m)") != std::string::npos);
+  CHECK(text.find("scratch: m,e,z,first_m,de,dz,dm)") != std::string::npos);
   // One parallel function over the task groups of full blocks and one for the partial block.
   CHECK(text.find("func rows0(") != std::string::npos);
   CHECK(text.find("func rows0_tail(") != std::string::npos);
@@ -318,19 +318,35 @@ TEST_CASE("row blocks: row loops, which statements share one loop along the row"
           compareOutputs(row.program, argsOf(k, args, {}), dt, strideArgs);
         }
   }
-  // The softmax gradient (without saved statistics: it recomputes m, e and z, e and z in one
-  // loop): de and dz in one loop, de += dz, dx, dm and first_m in another; the one-hot sum on its
-  // own.
+  // The softmax gradient (without saved statistics: it recomputes m, e and z): e, z and first_m
+  // in one loop (grad/ writes the (max)'s helper first_m before the gradient statements), de and
+  // dz in another, de += dz, dx and dm in a third; the one-hot sum on its own.
   Kernel fwd = einjit::compile(kSoftmax, cpu(DType::f32));
   Kernel back = einjit::compile(fwd.gradient().source(), cpu(DType::f32));
   std::map<std::string, Tensor> in{{"x", Tensor::random({1001, 1024}, DType::f32, 1)},
                                    {"dy", Tensor::random({1001, 1024}, DType::f32, 2)}};
   const std::string text = back.explain(argsOf(back, in, {}));
   CAPTURE(text);
-  CHECK(text.find("one loop along the row with statements 2-3 (1 vector") != std::string::npos);
-  CHECK(text.find("one loop along the row with statements 4-5 (4 vectors") != std::string::npos);
-  CHECK(text.find("one loop along the row with statements 6-9 (4 vectors") != std::string::npos);
+  CHECK(text.find("one loop along the row with statements 2-4 (1 vector") != std::string::npos);
+  CHECK(text.find("one loop along the row with statements 5-6 (4 vectors") != std::string::npos);
+  CHECK(text.find("one loop along the row with statements 7-9 (4 vectors") != std::string::npos);
   CHECK(noteOf(text, 10).find("one-hot along j") != std::string::npos);
+  // With m and z saved (bench_rows' layer), x is read in one loop only: e := exp(x - m) and
+  // first_m, with de and dz; then de += dz, dx and dm; then the one-hot sum.
+  einjit::Options saving = cpu(DType::f32);
+  saving.saved = {"m", "z"};
+  saving.keepIntermediates = false;
+  Kernel fwdSaved = einjit::compile(kSoftmax, saving);
+  Kernel backSaved = einjit::compile(fwdSaved.gradient().source(), cpu(DType::f32));
+  CHECK(backSaved.program().stmts.size() == 8);
+  auto savedIn = in;
+  const einjit::Outputs y = fwdSaved.call(std::map<std::string, Tensor>{{"x", in.at("x")}});
+  savedIn["m"] = y[std::string_view("m")];
+  savedIn["z"] = y[std::string_view("z")];
+  const std::string savedText = backSaved.explain(argsOf(backSaved, savedIn, {}));
+  CAPTURE(savedText);
+  CHECK(loopsOf(savedText, 8) ==
+        std::vector<std::string>{"1-4/1", "1-4/1", "1-4/1", "1-4/1", "5-7/4", "5-7/4", "5-7/4", ""});
 }
 
 TEST_CASE("row blocks: the layernorm gradient is one run, its column sums in it") {
