@@ -2,6 +2,7 @@
 // statement last to first (reads of one element merged), and the final program (the forward
 // statements the gradient reads, recomputed, then the gradient statements).
 #include "grad/GradientBuilder.h"
+#include "grad/ShiftInvariance.h"
 
 #include "dsl/Printer.h"
 #include "grad/Derivative.h"
@@ -31,8 +32,12 @@ Gradient GradientBuilder::run() {
   // Which tensors carry gradient: the requested inputs and every result computed from them.
   needs_.assign(p_.tensors.size(), false);
   for (int id : wrtIds_) needs_[static_cast<std::size_t>(id)] = true;
+  // A tensor the outputs do not depend on (ShiftInvariance.h) carries none: its reads are no
+  // sites, and the statement that computes it is not differentiated.
+  const std::vector<bool> invariant = shiftInvariant(p_);
   for (const Statement& st : p_.stmts)
-    if (readsNeeding(st)) needs_[static_cast<std::size_t>(st.output)] = true;
+    if (readsNeeding(st) && !invariant[static_cast<std::size_t>(st.output)])
+      needs_[static_cast<std::size_t>(st.output)] = true;
   // Output gradients are inputs of the gradient program.
   gradName_.assign(p_.tensors.size(), "");
   for (int id : p_.outputs) {
