@@ -72,10 +72,15 @@ void BM_Rows(benchmark::State& state) {
     // mean and 1/sqrt(var + eps)).
     einjit::Options layer;
     layer.keepIntermediates = false;
-    // (ROWS_SAVED=0: none saved, the gradient recomputes them: the A/B of Options::saved.)
+    // (ROWS_SAVED=0: none saved, the gradient recomputes them: the A/B of Options::saved;
+    // ROWS_SAVED=e: the softmax saves its exponentials e too, which the gradient then reads
+    // instead of computing exp(x - m) again: a full write of e in the forward against an exp
+    // per element in the gradient.)
     const char* savedEnv = std::getenv("ROWS_SAVED");
-    if (!savedEnv || std::string_view(savedEnv) != "0")
+    const std::string_view savedMode = savedEnv ? savedEnv : "";
+    if (savedMode != "0")
       layer.saved = softmax ? std::vector<std::string>{"m", "z"} : std::vector<std::string>{"mu", "var"};
+    if (softmax && savedMode == "e") layer.saved = {"m", "e", "z"};
     auto fwd = einjit::compile(softmax ? kSoftmax : kLayernorm, layer);
     auto back = fwd.gradient();
     std::map<std::string, Tensor> in{{"x", x}};

@@ -4,10 +4,14 @@ bench/bench_rows.cpp (the same rows x columns, dtypes and thread counts). Prints
 object per case: {"case", "rows", "cols", "threads", "dtype", "ms"} (median of the timed
 calls). bench/run_rows.sh alternates it with bench_rows; summarize_rows.py reads both.
 
-    python3 bench/rows_torch.py [--reps 20] [--dtypes f32,f64] [--threads 1,2]
+    python3 bench/rows_torch.py [--reps 20] [--dtypes f32,f64] [--threads 1,2] [--cpu-time]
+
+--cpu-time: the calling thread's CPU time instead of wall time (one thread only: bench_rows'
+cpu_time is the same measure; run_rows.sh's ROWS_CPU_TIME=1).
 """
 import argparse
 import json
+import time
 
 import torch
 
@@ -50,7 +54,9 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--dtypes", default="f32,f64")
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--cpu-time", action="store_true")
     a = ap.parse_args()
+    clock = time.thread_time if a.cpu_time else time.perf_counter
     types = {"f32": torch.float32, "f64": torch.float64}
     for dname in a.dtypes.split(","):
         for threads in (int(t) for t in a.threads.split(",")):
@@ -59,7 +65,7 @@ def main():
                 for name, fn in cases(rows, cols, types[dname]):
                     print(json.dumps({"case": name, "rows": rows, "cols": cols,
                                       "threads": threads, "dtype": dname,
-                                      "ms": timed(fn, a.reps)}), flush=True)
+                                      "ms": timed(fn, a.reps, clock)}), flush=True)
 
 
 if __name__ == "__main__":

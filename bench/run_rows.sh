@@ -6,7 +6,9 @@
 #   environment: ROWS_FILTER (a Google Benchmark filter, default every case),
 #                ROWS_DTYPES (default f32,f64), ROWS_THREADS (default 1,2),
 #                ROWS_BASE (another bench_rows, e.g. the branch point's: run in each round too,
-#                its medians in a column of their own)
+#                its medians in a column of their own),
+#                ROWS_CPU_TIME=1 (CPU time on both sides instead of wall time: one thread only,
+#                e.g. under `taskset -c 0` on a loaded machine)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -24,6 +26,6 @@ for ((r = 0; r < rounds; ++r)); do
       --benchmark_out_format=json >/dev/null 2>"$out/base-$r.log"
   fi
   "$python" "$root/bench/rows_torch.py" --reps 10 --dtypes "${ROWS_DTYPES:-f32,f64}" \
-    --threads "${ROWS_THREADS:-1,2}" >"$out/torch-$r.jsonl"
+    --threads "${ROWS_THREADS:-1,2}" $([ "${ROWS_CPU_TIME:-0}" = 1 ] && echo --cpu-time) >"$out/torch-$r.jsonl"
 done
 python3 "$root/bench/summarize_rows.py" "$out"

@@ -15,6 +15,9 @@ import sys
 
 def main():
     d = sys.argv[1]
+    # ROWS_CPU_TIME=1 (run_rows.sh): CPU times on both sides, one thread only.
+    cpu = os.environ.get("ROWS_CPU_TIME") == "1"
+    clock = "cpu_time" if cpu else "real_time"
     ours, base, torch = {}, {}, {}  # (case, rows, cols, threads, dtype) -> [ms per round]
     for prefix, into in (("einjit", ours), ("base", base)):
         for path in sorted(glob.glob(os.path.join(d, prefix + "-*.json"))):
@@ -27,7 +30,7 @@ def main():
                 label = b.get("label", "")
                 case, dtype = label.rsplit(" ", 1)
                 key = (case, int(rows), int(cols), int(threads), dtype)
-                into.setdefault(key, []).append(b["real_time"])
+                into.setdefault(key, []).append(b[clock])
     for path in sorted(glob.glob(os.path.join(d, "torch-*.jsonl"))):
         with open(path) as f:
             for line in f:
@@ -35,7 +38,8 @@ def main():
                 key = (j["case"], j["rows"], j["cols"], j["threads"], j["dtype"])
                 torch.setdefault(key, []).append(j["ms"])
     med = lambda v: statistics.median(v) if v else float("nan")
-    print(f"Medians over {len(glob.glob(os.path.join(d, 'einjit-*.json')))} alternated rounds.\n")
+    print(f"Medians over {len(glob.glob(os.path.join(d, 'einjit-*.json')))} alternated rounds"
+          f"{', CPU time' if cpu else ''}.\n")
     hb = " base ms | base / einjit |" if base else ""
     print("| case | dtype | rows x cols | threads | copy ms | einjit ms | einjit / copy | "
           "PyTorch ms | PyTorch / einjit |" + hb)

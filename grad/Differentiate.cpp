@@ -2,6 +2,7 @@
 // statement last to first (reads of one element merged), and the final program (the forward
 // statements the gradient reads, recomputed, then the gradient statements).
 #include "grad/GradientBuilder.h"
+#include "grad/ShiftInvariance.h"
 
 #include "dsl/Printer.h"
 #include "grad/Derivative.h"
@@ -31,8 +32,12 @@ Gradient GradientBuilder::run() {
   // Which tensors carry gradient: the requested inputs and every result computed from them.
   needs_.assign(p_.tensors.size(), false);
   for (int id : wrtIds_) needs_[static_cast<std::size_t>(id)] = true;
+  // A tensor the outputs do not depend on (ShiftInvariance.h) carries none: its reads are no
+  // sites, and the statement that computes it is not differentiated.
+  const std::vector<bool> invariant = shiftInvariant(p_);
   for (const Statement& st : p_.stmts)
-    if (readsNeeding(st)) needs_[static_cast<std::size_t>(st.output)] = true;
+    if (readsNeeding(st) && !invariant[static_cast<std::size_t>(st.output)])
+      needs_[static_cast<std::size_t>(st.output)] = true;
   // Output gradients are inputs of the gradient program.
   gradName_.assign(p_.tensors.size(), "");
   for (int id : p_.outputs) {
@@ -341,7 +346,18 @@ void GradientBuilder::assemble() {
   g_.program.source = p_.source;
   for (std::size_t k = 0; k < p_.stmts.size(); ++k)
     if (keep[k]) g_.program.stmts.push_back(p_.stmts[k].ast);
-  for (Stmt& s : stmts_) g_.program.stmts.push_back(std::move(s));
+  // The helper statements of (max)/(min)/(*) next, in their order: they read only forward
+  // values (final before the gradient statements, which write only gradients and helpers), so
+  // running them first changes no value, and they sit beside the forward statements that read
+  // the same tensors (a softmax's first_m reads x as its recomputed exp(x - m) does: one pass
+  // along the row for both in a row loop, where after the gradient statements it was a second
+  // pass over x).
+  std::vector<bool> helper(stmts_.size(), false);
+  for (std::size_t h : helpers_) helper[h] = true;
+  for (std::size_t k = 0; k < stmts_.size(); ++k)
+    if (helper[k]) g_.program.stmts.push_back(std::move(stmts_[k]));
+  for (std::size_t k = 0; k < stmts_.size(); ++k)
+    if (!helper[k]) g_.program.stmts.push_back(std::move(stmts_[k]));
 }
 
 Gradient differentiate(const Program& program, const std::vector<std::string>& wrt,

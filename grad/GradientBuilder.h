@@ -39,6 +39,10 @@ private:
   std::vector<std::string> gradName_;
   std::set<int> defined_; // tensors whose gradient statement exists (':=' emitted)
   std::vector<dsl::Stmt> stmts_;
+  // Indices in stmts_ of the helper statements of (max)/(min)/(*) (first_y, max_y, value_y,
+  // zeros_y, ...): they read forward values only, so assemble() puts them before the gradient
+  // statements (ReductionRules.cpp).
+  std::vector<std::size_t> helpers_;
   std::vector<std::string> extraTensors_; // tensors the gradient program adds (first_y, ...)
   std::vector<dsl::Sym> symValues_;       // Param nodes with param < 0 stand for these
   // resolve()'s answer per size(tensor, dim) atom (null: the atom stays).

@@ -70,6 +70,7 @@ int GradientBuilder::helperStatement(const Statement& st, const std::string& bas
   out.assign = Assign::Define;
   out.rhs = toExpr(rhs, st, varAff, emit);
   forwardRanges(st, out);
+  helpers_.push_back(stmts_.size());
   stmts_.push_back(std::move(out));
   return id;
 }
@@ -168,6 +169,7 @@ CExprPtr GradientBuilder::storedValues(const Statement& st) {
   emit.padReads = inRange != nullptr;
   out.rhs = toExpr(copy(st.rhs), st, varAff, emit);
   if (inRange) out.rhs = Expr::makeTernary(inRange, out.rhs, num(0));
+  helpers_.push_back(stmts_.size());
   stmts_.push_back(std::move(out));
   return std::make_shared<const CExpr>(std::move(read));
 }

@@ -282,10 +282,16 @@ TEST_CASE("gradients: exp, tanh, sigmoid, sqrt read the value their ':=' stateme
                                    "e[i,j]\ny[i,j] := e[i,j] / z[i]");
   CAPTURE(softmax);
   CHECK(softmax.find("dx[i, j] := de[i, j] * e[i, j]") != std::string::npos);
-  CHECK(softmax.find("dm[i] := de[i, j] * -e[i, j]") != std::string::npos);
   CHECK(softmax.find("exp(") == softmax.rfind("exp("));
-  // The (max) path: dm moves into the selection (0 for the elements not selected).
-  CHECK(softmax.find("dx[i, j] += j == first_m[i] ? dm[i] : 0") != std::string::npos);
+  // The row maximum carries no gradient (shift invariance: the next test case).
+  CHECK(softmax.find("dm[i]") == std::string::npos);
+  // Where m is read otherwise (log-sum-exp), the (max) path: dm moves into the selection (0 for
+  // the elements not selected).
+  const std::string lse = text("(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := "
+                               "e[i,j]\ny[i] := log(z[i]) + m[i]");
+  CAPTURE(lse);
+  CHECK(lse.find("dm[i] += de[i, j] * -e[i, j]") != std::string::npos);
+  CHECK(lse.find("dx[i, j] += j == first_m[i] ? dm[i] : 0") != std::string::npos);
   CHECK(text("t[i] := tanh(x[i])\ny[i] := t[i] * 2") ==
         "t[i] := tanh(x[i])\n"
         "dt[i] := dy[i] * 2 where i in 0:size(x, 0)\n"
@@ -294,6 +300,76 @@ TEST_CASE("gradients: exp, tanh, sigmoid, sqrt read the value their ':=' stateme
   CHECK(text("e[i] := exp(x[i])\ne[i] += x[i]\ny[i] := e[i] * 3").find("* exp(x[i])") !=
         std::string::npos);
   CHECK(text("s[i] := exp(x[i,j])\ny[i] := s[i] * 3").find("* exp(x[i, j])") != std::string::npos);
+}
+
+TEST_CASE("gradients: a softmax's row maximum carries no gradient (shift invariance)") {
+  // grad/ShiftInvariance.h: m enters only as exp(A - m), and the exponentials only in sums over
+  // their row and in ratios to such a sum of the same row: the outputs do not depend on m, so
+  // the gradient has no dm, no first_m and no one-hot sum. Where m, e or z is read in any other
+  // way, dm stays. Every row is checked against central finite differences in float64.
+  struct ShiftRow {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    bool invariant;
+  };
+  const std::vector<ShiftRow> rows = {
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[i]",
+       {{"x", {5, 7}}}, true},
+      // rows of two indices, the row last in e, the maximum of a scaled input, two ratios
+      {"(max) m[b,i] := x[b,i,j] * 2\ne[j,b,i] := exp(x[b,i,j] * 2 - m[b,i])\n"
+       "z[b,i] := e[j,b,i]\ny[b,i,j] := e[j,b,i] / z[b,i] * w[j] + (e[j,b,i] / z[b,i])^2",
+       {{"x", {2, 3, 6}}, {"w", {6}}}, true},
+      // a (min) works as well: any m, however computed
+      {"(min) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[i]",
+       {{"x", {4, 5}}}, true},
+      // m read outside exp(x - m): log-sum-exp
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i] := log(z[i]) + m[i]",
+       {{"x", {5, 7}}}, false},
+      // z read outside a ratio
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[i] + z[i]",
+       {{"x", {5, 7}}}, false},
+      // e read outside a ratio
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[i] + e[i,j]",
+       {{"x", {5, 7}}}, false},
+      // a sum over the rows (columns of e), and a ratio of another row
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[j] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[j]",
+       {{"x", {5, 5}}}, false},
+      {"(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[j]",
+       {{"x", {5, 5}}}, false},
+      // the shift through a second statement: n is the pattern's tensor, and m reaches the
+      // outputs only through n, so neither carries gradient
+      {"(max) m[i] := x[i,j]\nn[i] := m[i] + 1\ne[i,j] := exp(x[i,j] - n[i])\nz[i] := e[i,j]\n"
+       "y[i,j] := e[i,j] / z[i]",
+       {{"x", {5, 7}}}, true},
+  };
+  for (const ShiftRow& row : rows) {
+    CAPTURE(std::string(row.program));
+    std::string text;
+    try {
+      text = einjit::dsl::printProgram(
+          einjit::grad::differentiate(einjit::dsl::check(row.program), {}).program);
+    } catch (const std::exception& e) {
+      FAIL("threw: " << std::string(e.what()));
+    }
+    CAPTURE(text);
+    CHECK((text.find("dm[") == std::string::npos) == row.invariant);
+    CHECK((text.find("first_m[") == std::string::npos) == row.invariant);
+    for (std::uint64_t seed : {3, 4}) {
+      einjit::GradCheckResult r = einjit::gradcheck(row.program, row.shapes, {}, {}, seed);
+      for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+        CAPTURE(r.inputs[i]);
+        CHECK(r.maxRelativeError[i] <= 1e-6);
+      }
+      CHECK_MESSAGE(r.passed, r.why);
+    }
+  }
 }
 
 TEST_CASE("gradients: f32() passes the gradient through unchanged") {

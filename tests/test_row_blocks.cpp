@@ -219,7 +219,7 @@ TEST_CASE("row blocks: the softmax gradient is one run, its intermediates in scr
   CAPTURE(text);
   std::vector<int> all(back.program().stmts.size(), 1);
   CHECK(runsOf(text, all.size()) == all);
-  CHECK(text.find("scratch: m,e,z,de,dz,dm,first_m)") != std::string::npos);
+  CHECK(text.find("scratch: m,e,z,de,dz)") != std::string::npos);
   // One parallel function over the task groups of full blocks and one for the partial block.
   CHECK(text.find("func rows0(") != std::string::npos);
   CHECK(text.find("func rows0_tail(") != std::string::npos);
@@ -318,19 +318,59 @@ TEST_CASE("row blocks: row loops, which statements share one loop along the row"
           compareOutputs(row.program, argsOf(k, args, {}), dt, strideArgs);
         }
   }
-  // The softmax gradient (without saved statistics: it recomputes m, e and z, e and z in one
-  // loop): de and dz in one loop, de += dz, dx, dm and first_m in another; the one-hot sum on its
-  // own.
+  // The softmax gradient (without saved statistics: it recomputes m, e and z; its maximum carries
+  // no gradient: grad/ShiftInvariance.h): e and z in one loop, de and dz in another; de += dz
+  // and dx element-wise, fused.
   Kernel fwd = einjit::compile(kSoftmax, cpu(DType::f32));
   Kernel back = einjit::compile(fwd.gradient().source(), cpu(DType::f32));
   std::map<std::string, Tensor> in{{"x", Tensor::random({1001, 1024}, DType::f32, 1)},
                                    {"dy", Tensor::random({1001, 1024}, DType::f32, 2)}};
   const std::string text = back.explain(argsOf(back, in, {}));
   CAPTURE(text);
-  CHECK(text.find("one loop along the row with statements 2-3 (1 vector") != std::string::npos);
-  CHECK(text.find("one loop along the row with statements 4-5 (4 vectors") != std::string::npos);
-  CHECK(text.find("one loop along the row with statements 6-9 (4 vectors") != std::string::npos);
-  CHECK(noteOf(text, 10).find("one-hot along j") != std::string::npos);
+  REQUIRE(back.program().stmts.size() == 7);
+  CHECK(loopsOf(text, 7) == std::vector<std::string>{"", "2-3/1", "2-3/1", "4-5/4", "4-5/4", "", ""});
+  CHECK(noteOf(text, 6).find("fused with statement 7") != std::string::npos);
+  // With m and z saved (bench_rows' layer), x is read in one loop, with dy: e := exp(x - m), de
+  // and dz; then de += dz and dx.
+  einjit::Options saving = cpu(DType::f32);
+  saving.saved = {"m", "z"};
+  saving.keepIntermediates = false;
+  Kernel fwdSaved = einjit::compile(kSoftmax, saving);
+  Kernel backSaved = einjit::compile(fwdSaved.gradient().source(), cpu(DType::f32));
+  auto savedIn = in;
+  const einjit::Outputs y = fwdSaved.call(std::map<std::string, Tensor>{{"x", in.at("x")}});
+  savedIn["m"] = y[std::string_view("m")];
+  savedIn["z"] = y[std::string_view("z")];
+  const std::string savedText = backSaved.explain(argsOf(backSaved, savedIn, {}));
+  CAPTURE(savedText);
+  REQUIRE(backSaved.program().stmts.size() == 5);
+  CHECK(loopsOf(savedText, 5) == std::vector<std::string>{"1-3/1", "1-3/1", "1-3/1", "", ""});
+  // The maximum read again (y = e / z + m) keeps its (max) path: grad/ writes the helper
+  // first_m before the gradient statements, so it joins e and z's loop (x read in one loop),
+  // de, dz and dm's first part in a second, de += dz, dx and dm's rest in a third; the one-hot
+  // sum on its own.
+  Kernel fwdMax = einjit::compile(
+      "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\n"
+      "y[i,j] := e[i,j] / z[i] + m[i]",
+      cpu(DType::f32));
+  Kernel backMax = einjit::compile(fwdMax.gradient().source(), cpu(DType::f32));
+  const std::string maxText = backMax.explain(argsOf(backMax, in, {}));
+  CAPTURE(maxText);
+  REQUIRE(backMax.program().stmts.size() == 11);
+  CHECK(noteOf(maxText, 4).find("one loop along the row with statements 2-4 (1 vector") !=
+        std::string::npos);
+  CHECK(backMax.program().tensors[static_cast<std::size_t>(backMax.program().stmts[3].output)].name ==
+        "first_m");
+  CHECK(noteOf(maxText, 5).find("one loop along the row with statements 5-7 (4 vectors") !=
+        std::string::npos);
+  CHECK(noteOf(maxText, 8).find("one loop along the row with statements 8-10 (4 vectors") !=
+        std::string::npos);
+  CHECK(noteOf(maxText, 11).find("one-hot along j") != std::string::npos);
+  for (DType dt : {DType::f64, DType::f32})
+    for (bool strideArgs : {false, true}) {
+      auto args = randomArgs(backMax.program(), {{"x", {67, 33}}, {"dy", {67, 33}}}, dt, 5);
+      compareOutputs(fwdMax.gradient().source(), argsOf(backMax, args, {}), dt, strideArgs);
+    }
 }
 
 TEST_CASE("row blocks: the layernorm gradient is one run, its column sums in it") {
