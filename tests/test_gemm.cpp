@@ -565,8 +565,8 @@ TEST_CASE("gemm: the packing loops reach LLVM marked to stay rolled") {
 }
 
 // Indices merged into one GEMM index (GemmPlan::merged, schedule/GemmBinding.h): a 1x1
-// convolution's pixels (N h*w, batch n) forward, input gradient (whose tap ranges are their
-// whole hulls) and weight gradient (K n,h*w), 7 x 9 pixels (63: an edge sliver at every
+// convolution's pixels (N h*w, batch n) forward and input gradient (whose tap ranges are their
+// whole hulls), its weight gradient (K n,h,w: not merged), 7 x 9 pixels (63: an edge sliver at every
 // width), '+=', an epilogue, a plain GEMM over x[c,i,j] (N i*j); and forms that must not
 // merge: padding, stride 2, a view whose rows are not W columns apart (a slice of wider rows).
 // f32 and f64 against the interpreter in three views (the every-other-element view still
@@ -583,7 +583,7 @@ TEST_CASE("gemm: indices merged into one (1x1 convolutions as one GEMM per image
   const std::vector<MergeRow> table = {
       {conv1, odd, {}, "N h*w"},
       {conv1, odd, {"x"}, "N u*v"},
-      {conv1, odd, {"k"}, "K n,h*w"},
+      {conv1, odd, {"k"}, nullptr}, // reduction indices stay apart (GemmBinding.h)
       {conv1, {{"x", {3, 72, 7, 9}}, {"k", {44, 72, 1, 1}}}, {"x"}, "N u*v"},
       {"y[n,o,h,w] := d[n,o,h,w]\ny[n,o,h,w] += x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{"d", {4, 40, 7, 9}}, {"x", {4, 64, 7, 9}}, {"k", {40, 64, 1, 1}}},

@@ -113,7 +113,7 @@ std::vector<GemmMerge> planMerges(const Program& p, const BoundProgram& b, std::
     found = false;
     for (std::size_t o = 0; o < n && !found; ++o)
       for (std::size_t i = 0; i < n && !found; ++i) {
-        if (o == i || !can[o] || !can[i] || (o < nOut) != (i < nOut)) continue;
+        if (o == i || !can[o] || !can[i] || o >= nOut || i >= nOut) continue;
         if (cur.hi[o] - cur.lo[o] < 2 || cur.hi[i] - cur.lo[i] < 2) continue;
         bool read = false;
         for (const CExpr* a : accs) read = read || strideAlong(*a, i, strides) != 0;
@@ -159,7 +159,7 @@ bool mergesHold(const Program& p, const BoundProgram& b, std::size_t j, const St
     if (merged[v] && !mergeable(p, b, cur, accs, v)) return false;
   for (const GemmMerge& m : merges) {
     const auto o = static_cast<std::size_t>(m.outer), i = static_cast<std::size_t>(m.inner);
-    if (o >= n || i >= n) continue; // reduction indices: an epilogue has none
+    if (o >= n || i >= n) return false;
     if (!oneRun(accs, o, i, cur.hi[i] - cur.lo[i], strides)) return false;
     apply(cur, m);
   }
