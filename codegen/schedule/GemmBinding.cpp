@@ -12,7 +12,8 @@ namespace {
 
 // Every access of a statement: its output and each read of its right-hand side (gathers'
 // index reads too); false where an index's value is read (a merged index has no value).
-bool accesses(const Statement& st, std::vector<const CExpr*>& out, const std::vector<bool>& merged) {
+bool accesses(const Statement& st, std::vector<const CExpr*>& out,
+              const std::vector<bool>& merged) {
   out.push_back(st.lhs.get());
   bool ok = true;
   std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
@@ -57,7 +58,8 @@ bool mergeable(const Program& p, const BoundProgram& b, const BoundStatement& bs
                const std::vector<const CExpr*>& accs, std::size_t v) {
   if (bs.dependent[v] || bs.hi[v] - bs.lo[v] < 2) return false;
   for (std::size_t u = 0; u < bs.dependent.size(); ++u)
-    if (bs.dependent[u] && (reads(bs.loBound[u], v, bs.lo.size()) || reads(bs.hiBound[u], v, bs.lo.size())) &&
+    if (bs.dependent[u] &&
+        (reads(bs.loBound[u], v, bs.lo.size()) || reads(bs.hiBound[u], v, bs.lo.size())) &&
         !wholeHull(bs, u))
       return false;
   Box box;

@@ -23,8 +23,8 @@
 namespace einjit::codegen {
 
 // The merges for statement k, in the order they apply (a merged index may merge again).
-std::vector<GemmMerge> planMerges(const dsl::Program& p, const dsl::BoundProgram& b,
-                                  std::size_t k, const Strides& strides);
+std::vector<GemmMerge> planMerges(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k,
+                                  const Strides& strides);
 
 // Statement k's binding with `merges` applied: each outer index one value, its inner index
 // extent(outer) x extent(inner) values from its first; dependent ranges that are their whole

@@ -19,6 +19,12 @@ namespace {
 constexpr std::int64_t kWholeBytes = 32 << 20;
 // A task should hold at least this many flops: below it the scheduling overhead shows.
 constexpr double kTaskFlops = 2e5;
+// A window of one tap along a merged N (a 1x1 convolution's x[n,c,h+a,w+b] over N h*w, a and b
+// of extent 1) packs each element once, as any B: read in place only where M is shorter than
+// this many rows. Measured on the 1x1 rows (bench/RESULTS.md, "1x1 convolutions as one GEMM
+// per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
+// sliver serves few A slivers.
+constexpr std::int64_t kPackedOneTapRows = 128;
 
 bool uses(const CExpr& read, int v) {
   for (const Subscript& s : read.subs)
@@ -686,13 +692,18 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       masksInPlace = false;
   if (inside && !g.whole[1] && !g.batchInside && masksInPlace && g.kSets == 1 &&
       strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 1 && inside(*op[1])) {
-    bool window = false;
+    bool window = false, oneTap = true;
     for (const Subscript& sub : op[1]->subs) {
       bool reduction = false;
-      for (int v : g.k) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
-      window = window || (reduction && sub.coef[static_cast<std::size_t>(g.n)] != 0);
+      const bool alongN = sub.coef[static_cast<std::size_t>(g.n)] != 0;
+      for (int v : g.k) {
+        const bool reads = sub.coef[static_cast<std::size_t>(v)] != 0;
+        reduction = reduction || reads;
+        oneTap = oneTap && (!reads || !alongN || extent(v) == 1);
+      }
+      window = window || (reduction && alongN);
     }
-    g.bInPlace = window;
+    g.bInPlace = window && (merged.empty() || !oneTap || extent(g.m) < kPackedOneTapRows);
   }
   if (g.bInPlace) {
     // The slivers of N read without a mask: every lane inside N, and every range that reads N
