@@ -3,9 +3,7 @@
 // merged into one"): two output indices of a statement that every access reads as one
 // contiguous run (in each tensor the outer index's stride is the inner one's extent times its
 // stride, so (outer, inner) addresses what one index of extent(outer) x extent(inner) would).
-// Output indices only: a 1x1 weight gradient's reduction over h*w (KC 242 or 224 pixels in
-// one loop) ran slower than over h,w (KC 4 rows of 56) with the same blocks (bench/RESULTS.md,
-// "1x1 convolutions as one GEMM per image"). A 1x1 convolution's image rows and columns:
+// A 1x1 convolution's image rows and columns:
 // `y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]` is one GEMM per image over its H x W pixels,
 // where the plan otherwise saw a GEMM per image row of W columns (a short N: a partial sliver
 // per row, many small GEMMs). The plan and its lowering see the merged binding (mergedBinding):
@@ -14,7 +12,10 @@
 // apart: every subscript that reads either is plain and proven inside its dimension over the
 // statement's own ranges (so neither the checks nor padding see a merged value), no index's
 // value is read, and no dependent range reads either (unless the range is its whole hull
-// wherever it is evaluated: a 1x1 input gradient's taps).
+// wherever it is evaluated: a 1x1 input gradient's taps). Output indices only: a 1x1 weight
+// gradient's reduction over h*w (KC 242 or 224 pixels in one loop) ran slower than over h,w
+// (KC 4 rows of 56) with the same blocks (bench/RESULTS.md, "1x1 convolutions as one GEMM per
+// image").
 #include "codegen/Schedule.h"
 #include "codegen/schedule/GemmPlan.h"
 
