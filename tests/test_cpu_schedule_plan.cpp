@@ -92,6 +92,48 @@ const PlanRow kRows[] = {
      "108 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks in "
      "parallel, partial sums added in order)",
      0},
+    // A 1x1 convolution: its pixels merged into one index (GemmBinding.h: every access reads
+    // h and w as one run), one GEMM per image over N h*w; M 256 rows: its one-tap window x
+    // packed. The bias after it in the tile stores (it reads no merged index).
+    {"t[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]\ny[n,o,h,w] := t[n,o,h,w] + bias[o]",
+     {{8, 64, 56, 56}, {256, 64, 1, 1}, {256}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M o, N h*w, K c,a,b, batch n; micro-kernel 13x32, MC 260 KC 64 NC 800; A "
+     "packed whole, B packed per block; 8 tasks in 8 parallel groups; epilogue: statement 2 in "
+     "its tile stores",
+     1},
+    // ... an epilogue that reads h and w apart (a transposed residual): no epilogue, the
+    // product still merged.
+    {"t[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]\ny[n,o,h,w] := t[n,o,h,w] + r[n,o,w,h]",
+     {{8, 64, 56, 56}, {256, 64, 1, 1}, {8, 256, 56, 56}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M o, N h*w, K c,a,b, batch n; micro-kernel 13x32, MC 260 KC 64 NC 800; A "
+     "packed whole, B packed per block; 8 tasks in 8 parallel groups",
+     0},
+    // Its input gradient, M 64 rows: dy read in place (the taps' ranges, their whole hulls,
+    // bound nothing).
+    {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 55, "
+     "0):min(u + 1, 1), b in max(v - 55, 0):min(v + 1, 1)",
+     {{8, 256, 56, 56}, {256, 64, 1, 1}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 128 NC 448; A "
+     "packed whole, B read in place; 8 tasks in 8 parallel groups",
+     0},
+    // A 3x3 window: x's rows are W + 2 apart, nothing merged.
+    {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+     {{8, 64, 56, 56}, {64, 64, 3, 3}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 117 NC 64; A "
+     "packed whole, B read in place; 432 tasks in 8 parallel groups",
+     0},
     // A stride-1 input gradient's band: a core where every range is its hull, tiled.
     {"dx[u] := dy[u - k] * w[k] where u in 0:100, k in max(u - 97, 0):min(u + 1, 3)",
      {{98}, {3}},

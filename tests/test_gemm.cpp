@@ -563,3 +563,84 @@ TEST_CASE("gemm: the packing loops reach LLVM marked to stay rolled") {
   CHECK(tiled.find("!\"llvm.loop.vectorize.enable\", i1 false") == std::string::npos);
   CHECK(packed.find("!\"llvm.loop.vectorize.enable\", i1 false") != std::string::npos);
 }
+
+// Indices merged into one GEMM index (GemmPlan::merged, schedule/GemmBinding.h): a 1x1
+// convolution's pixels (N h*w, batch n) forward and input gradient (whose tap ranges are their
+// whole hulls), its weight gradient (K n,h,w: not merged), 7 x 9 pixels (63: an edge sliver at every
+// width), '+=', an epilogue, a plain GEMM over x[c,i,j] (N i*j); and forms that must not
+// merge: padding, stride 2, a view whose rows are not W columns apart (a slice of wider rows).
+// f32 and f64 against the interpreter in three views (the every-other-element view still
+// merges: its rows are W x 2 apart), the same bits on one thread and two.
+TEST_CASE("gemm: indices merged into one (1x1 convolutions as one GEMM per image)") {
+  struct MergeRow {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    std::vector<std::string> wrt; // the gradient program's (none: the program itself)
+    const char* merged;           // the merged index in the note (null: none)
+  };
+  const char* const conv1 = "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]";
+  const std::map<std::string, Shape> odd = {{"x", {4, 64, 7, 9}}, {"k", {40, 64, 1, 1}}};
+  const std::vector<MergeRow> table = {
+      {conv1, odd, {}, "N h*w"},
+      {conv1, odd, {"x"}, "N u*v"},
+      {conv1, odd, {"k"}, nullptr}, // reduction indices stay apart (GemmBinding.h)
+      {conv1, {{"x", {3, 72, 7, 9}}, {"k", {44, 72, 1, 1}}}, {"x"}, "N u*v"},
+      {"y[n,o,h,w] := d[n,o,h,w]\ny[n,o,h,w] += x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"d", {4, 40, 7, 9}}, {"x", {4, 64, 7, 9}}, {"k", {40, 64, 1, 1}}},
+       {},
+       "N h*w"},
+      {"t[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]\ny[n,o,h,w] := t[n,o,h,w] + bias[o]",
+       {{"x", {4, 64, 7, 9}}, {"k", {40, 64, 1, 1}}, {"bias", {40}}},
+       {},
+       "N h*w"},
+      {"y[o,i,j] := w[o,c] * x[c,i,j]", {{"w", {72, 64}}, {"x", {64, 11, 13}}}, {}, "N i*j"},
+      {"y[n,o,h,w] := x[n,c,pad(h+a),pad(w+b)] * k[o,c,a,b] where h in 0:size(x,2), w in "
+       "0:size(x,3)",
+       {{"x", {4, 64, 7, 21}}, {"k", {40, 64, 1, 1}}},
+       {},
+       nullptr},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {4, 64, 13, 41}}, {"k", {40, 64, 1, 1}}},
+       {},
+       nullptr},
+  };
+  for (const MergeRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+      if (!row.wrt.empty()) {
+        std::vector<Arg> args;
+        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+        const Outputs y = ref.call(args);
+        ref = ref.gradient(row.wrt);
+        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+      }
+      Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
+      std::vector<Arg> args;
+      for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+      const std::string text = jit.explain(args);
+      INFO(text);
+      CHECK(takesPacked(jit, args));
+      if (row.merged)
+        CHECK(text.find(row.merged) != std::string::npos);
+      else
+        CHECK(text.find("h*w") == std::string::npos);
+      if (row.program[0] == 't') CHECK(text.find("epilogue") != std::string::npos);
+      checkViews(jit, in, ref.tensorArguments(), ref.call(args), assigned(ref), dt, true);
+    }
+  // A slice of wider rows: x's rows 24 columns apart, 21 of them read; not merged, the same
+  // values as the contiguous copy. (Rows unmerged: N is 21 columns, wide enough for a tile.)
+  for (DType dt : {DType::f32, DType::f64}) {
+    Kernel ref = einjit::compile(conv1, on(Device::reference(), dt));
+    Kernel jit = einjit::compile(conv1, on(Device::cpu(), dt));
+    const Tensor wide = Tensor::random({4, 64, 7, 24}, dt, 3);
+    const Tensor x = wide.slice(3, 0, 21), k = Tensor::random({40, 64, 1, 1}, dt, 4);
+    const std::vector<Arg> args{x, k};
+    const std::string text = jit.explain(args);
+    INFO(text);
+    CHECK(takesPacked(jit, args));
+    CHECK(text.find("h*w") == std::string::npos);
+    checkSame(jit.call(args), ref.call(std::vector<Arg>{x.contiguous(), k}), assigned(ref), dt);
+  }
+}

@@ -6,6 +6,7 @@
 #include "codegen/lower/Lowerer.h"
 
 #include "codegen/schedule/CpuStatementPlan.h"
+#include "codegen/schedule/GemmBinding.h"
 
 namespace einjit::codegen::lowering {
 
@@ -76,7 +77,12 @@ std::size_t Lowerer::lowerStatement(const CpuStatementPlan& plan) {
     for (std::size_t j = k + 1; j <= last; ++j) zeroFillUncovered(j, sched);
     {
       const Scoped<std::size_t> tail(ctx_.epilogueThrough, last);
-      emitGemm(st, bs, sched, ranges, base);
+      // Merged indices (GemmPlan::merged): the product runs the merged binding; subscripts
+      // are proven over the statement's own ranges, which address the same elements.
+      const std::vector<GemmMerge>& merged = sched.gemm->merged;
+      const BoundStatement mbs = mergedBinding(bs, merged);
+      const Scoped<Ranges> proven(ctx_.provenRanges, merged.empty() ? Ranges{} : ranges);
+      emitGemm(st, mbs, sched, statementRanges(mbs), base);
     }
     for (std::size_t j = k + 1; j <= last; ++j) out_.notes.push_back(plan.epilogue.memberNote);
     return last;

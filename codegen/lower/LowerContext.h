@@ -76,6 +76,9 @@ struct LowerContext {
   // The last element-wise statement after the current one that its tile stores also run; 0
   // when none does.
   std::size_t epilogueThrough = 0;
+  // Indices a packed GEMM merged (GemmPlan::merged): the statement's own ranges, over which
+  // setRanges proves subscripts (the merged ranges address the same elements); empty otherwise.
+  std::vector<std::pair<std::int64_t, std::int64_t>> provenRanges;
   // --- a statement inside row blocks (schedule/RowBlocks.h) ---
   RowBlockContext rows;
   // --- a residue phase of a strided gradient (schedule/GpuStatementPlan.h, PhaseSub) ---

@@ -337,6 +337,10 @@ void Lowerer::setRanges(const Statement& st, const Ranges& r) {
     varExpr_.push_back(v < ctx_.pinned.size() && ctx_.pinned[v] ? ir::intImm(r[v].first)
                                                                 : ir::var(st.vars[v].name));
     varRange_.push_back({r[v].second > r[v].first, r[v].first, r[v].second - 1});
+    if (v < ctx_.provenRanges.size()) {
+      const auto& [lo, hi] = ctx_.provenRanges[v];
+      varRange_.back() = {hi > lo, lo, hi - 1};
+    }
   }
   // In a row block the row index is local; accesses are proven over the run's rows.
   if (ctx_.rows.var >= 0 && static_cast<std::size_t>(ctx_.rows.var) < varRange_.size())

@@ -1,6 +1,7 @@
 #include "codegen/schedule/CpuStatementPlan.h"
 
 #include "codegen/schedule/CpuPhases.h"
+#include "codegen/schedule/GemmBinding.h"
 
 namespace einjit::codegen {
 
@@ -113,6 +114,11 @@ CpuStatementInput cpuStatementInput(const Program& p, const BoundProgram& b, std
   in.sched = scheduleStatement(p, b, k, strides, t);
   in.epilogue = epilogue;
   const StatementSchedule& s = in.sched;
+  // An epilogue runs in the tile stores over the product's indices: merged ones only where
+  // its statements read them as one run too (GemmBinding.h); otherwise no epilogue.
+  if (s.gemm && !s.gemm->merged.empty())
+    for (std::size_t j = k + 1; j <= epilogue.last; ++j)
+      if (!mergesHold(p, b, j, strides, s.gemm->merged)) in.epilogue = EpiloguePlan{k, {}, {}};
   const bool oneHot = s.oneHot && s.oneHot->var != rowVar;
   if (s.run && s.splitChunks == 0 && !s.gemm && !oneHot) {
     const Statement& st = p.stmts[k];

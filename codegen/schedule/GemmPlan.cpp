@@ -1,6 +1,7 @@
 #include "codegen/schedule/GemmPlan.h"
 
 #include "codegen/Schedule.h"
+#include "codegen/schedule/GemmBinding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,12 @@ namespace {
 constexpr std::int64_t kWholeBytes = 32 << 20;
 // A task should hold at least this many flops: below it the scheduling overhead shows.
 constexpr double kTaskFlops = 2e5;
+// A window of one tap along a merged N (a 1x1 convolution's x[n,c,h+a,w+b] over N h*w, a and b
+// of extent 1) packs each element once, as any B: read in place only where M is shorter than
+// this many rows. Measured on the 1x1 rows (bench/RESULTS.md, "1x1 convolutions as one GEMM
+// per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
+// sliver serves few A slivers.
+constexpr std::int64_t kPackedOneTapRows = 128;
 
 bool uses(const CExpr& read, int v) {
   for (const Subscript& s : read.subs)
@@ -122,9 +129,20 @@ std::int64_t fittedRowsFew(std::int64_t m, std::int64_t mrMax, std::int64_t lowe
   return (padded(mrMax) - padded(best)) * 10 >= m ? best : mrMax;
 }
 
-std::string names(const Statement& st, const std::vector<int>& vs) {
+// Index names for `einjit explain`; merged indices (GemmPlan::merged) as one, "h*w", the outer
+// index not on its own.
+std::string names(const Statement& st, const std::vector<int>& vs,
+                  const std::vector<GemmMerge>& merged = {}) {
   std::string s;
-  for (int v : vs) s += (s.empty() ? "" : ",") + st.vars[static_cast<std::size_t>(v)].name;
+  for (int v : vs) {
+    bool outer = false;
+    std::string name = st.vars[static_cast<std::size_t>(v)].name;
+    for (const GemmMerge& m : merged) {
+      outer = outer || m.outer == v;
+      if (m.inner == v) name = st.vars[static_cast<std::size_t>(m.outer)].name + "*" + name;
+    }
+    if (!outer) s += (s.empty() ? "" : ",") + name;
+  }
   return s.empty() ? "-" : s;
 }
 
@@ -160,6 +178,18 @@ double meanShare(const BoundStatement& bs, int v, const std::vector<bool>& reads
   };
   walk(0);
   return points > 0 ? sum / (points * static_cast<double>(hull)) : 0;
+}
+
+// NC of a batched plan (batch values outside the GEMM): where a task's chunk of M is one MC
+// block, that block stays in L2 across the NC panels, so nothing asks for a panel longer than
+// L2 holds beside it; a longer one (a merged 1x1 input gradient's 256 x 3136 per image, NC
+// 3136) is packed through L3 and read back from there, where a panel of half of L2 is read
+// back from L2. (Without batch values the threads' chunks of N keep panels that short.)
+std::int64_t boundedNc(const GemmPlan& g, const Target& t, std::int64_t batchTotal,
+                       std::int64_t elem) {
+  if (batchTotal <= 1 || g.batchInside || g.mChunk * g.mr > g.mc) return g.nc;
+  const std::int64_t l2 = std::max<std::int64_t>(t.l2Bytes / 2 / (g.kc * elem) / g.nr, 1) * g.nr;
+  return std::min(g.nc, l2);
 }
 
 } // namespace
@@ -258,13 +288,18 @@ std::optional<GemmOperands> gemmOperands(const CExpr& rhs, int outputs) {
 std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::size_t k,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t) {
-  const BoundStatement& bs = b.stmts[k];
-  // Every subscript of the read inside its dimension over the statement's ranges.
+  // Indices that every access reads as one run are planned as one (GemmBinding.h).
+  const std::vector<GemmMerge> merged = planMerges(p, b, k, strides);
+  const BoundStatement mergedBs = mergedBinding(b.stmts[k], merged);
+  const BoundStatement& bs = merged.empty() ? b.stmts[k] : mergedBs;
+  // Every subscript of the read inside its dimension over the statement's ranges (its own:
+  // the merged ranges address the same elements).
   auto inside = [&](const CExpr& read) {
-    return readInside(read, bs, b.tensors[static_cast<std::size_t>(read.tensor)].shape,
+    return readInside(read, b.stmts[k], b.tensors[static_cast<std::size_t>(read.tensor)].shape,
                       [&](std::size_t d) { return b.eval(p, read.subs[d].constant); });
   };
-  std::optional<GemmPlan> g = planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside);
+  std::optional<GemmPlan> g =
+      planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside, merged);
   if (!g || t.threads <= 1) return g;
   // The reduction split across the threads (GemmPlan::kParts): the one-thread plan, its KC
   // blocks in one run per thread, where that plan is a single task (no batch values outside
@@ -274,7 +309,7 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   Target one = t;
   one.threads = 1;
   std::optional<GemmPlan> s =
-      planGemm(p.stmts[k], bs, b.dtype, strides, one, kGemmMinFlops, inside);
+      planGemm(p.stmts[k], bs, b.dtype, strides, one, kGemmMinFlops, inside, merged);
   if (!s || s->tasks != 1) return g;
   auto extent = [&](int v) {
     return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
@@ -299,15 +334,17 @@ namespace {
 std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
-                                 const std::function<bool(const CExpr&)>& inside, int nrVectors);
+                                 const std::function<bool(const CExpr&)>& inside, int nrVectors,
+                                 const std::vector<GemmMerge>& merged);
 
 } // namespace
 
 std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
-                                 const std::function<bool(const CExpr&)>& inside) {
-  std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2);
+                                 const std::function<bool(const CExpr&)>& inside,
+                                 const std::vector<GemmMerge>& merged) {
+  std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2, merged);
   // With 32 registers NR is two 16-lane vectors, wider than a short contiguous index (a
   // stride-2 convolution's 28 output columns, its input gradient's residue phases of 28): M and
   // N are then picked among the indices at least NR long, with scattered tile stores or strided
@@ -316,7 +353,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
   if (t.vectorRegisters() >= 32) {
-    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1);
+    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
     if (one && (!two || one->m != two->m || one->n != two->n)) return one;
   }
   return two;
@@ -327,7 +364,8 @@ namespace {
 std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
-                                 const std::function<bool(const CExpr&)>& inside, int nrVectors) {
+                                 const std::function<bool(const CExpr&)>& inside, int nrVectors,
+                                 const std::vector<GemmMerge>& merged) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -613,6 +651,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     const std::int64_t per = std::max<std::int64_t>(block / lanes, 1);
     return cdiv(slivers, cdiv(slivers, per)) * lanes;
   };
+  g.nc = boundedNc(g, t, batchTotal, e);
   g.mc = equalBlocks(g.mc, g.mChunk, g.mr);
   g.nc = equalBlocks(g.nc, g.nChunk, g.nr);
   g.batchGroups = g.batchInside ? bGroups : 1;
@@ -669,13 +708,18 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       masksInPlace = false;
   if (inside && !g.whole[1] && !g.batchInside && masksInPlace && g.kSets == 1 &&
       strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 1 && inside(*op[1])) {
-    bool window = false;
+    bool window = false, oneTap = true;
     for (const Subscript& sub : op[1]->subs) {
       bool reduction = false;
-      for (int v : g.k) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
-      window = window || (reduction && sub.coef[static_cast<std::size_t>(g.n)] != 0);
+      const bool alongN = sub.coef[static_cast<std::size_t>(g.n)] != 0;
+      for (int v : g.k) {
+        const bool reads = sub.coef[static_cast<std::size_t>(v)] != 0;
+        reduction = reduction || reads;
+        oneTap = oneTap && (!reads || !alongN || extent(v) == 1);
+      }
+      window = window || (reduction && alongN);
     }
-    g.bInPlace = window;
+    g.bInPlace = window && (merged.empty() || !oneTap || extent(g.m) < kPackedOneTapRows);
   }
   if (g.bInPlace) {
     // The slivers of N read without a mask: every lane inside N, and every range that reads N
@@ -725,8 +769,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       g.product ? "packed GEMM"
                 : "packed contraction (element-wise summand" +
                       (g.scale != 1 ? ", scaled by " + formatScale(g.scale) : std::string()) + ")";
-  g.why = what + ": M " + names(st, {g.m}) + ", N " + names(st, {g.n}) + ", K " + names(st, g.k) +
-          ", batch " + names(st, g.batch) +
+  g.merged = merged;
+  g.why = what + ": M " + names(st, {g.m}, merged) + ", N " + names(st, {g.n}, merged) + ", K " +
+          names(st, g.k, merged) + ", batch " + names(st, g.batch, merged) +
           (g.batchInside ? " inside the KC blocks" +
                                (g.batchGroups > 1
                                     ? " (" + std::to_string(g.batchGroups) + " groups)"

@@ -45,6 +45,12 @@ struct GemmOperands {
 };
 std::optional<GemmOperands> gemmOperands(const dsl::CExpr& rhs, int outputs);
 
+// Two indices the plan runs as one (schedule/GemmBinding.h): `outer` takes its first value
+// only, `inner` extent(outer) x extent(inner) values.
+struct GemmMerge {
+  int outer = -1, inner = -1;
+};
+
 struct GemmPlan {
   int aFactor = 0;        // which operand read is A (0: the first, gemmOperands)
   bool product = true;    // the summand is A * B (else an element-wise expression, GemmOperands)
@@ -109,6 +115,9 @@ struct GemmPlan {
   // two threads read twice what one does. The split count is the plan's, not the machine's:
   // the same bits on any number of threads.
   std::int64_t kParts = 1;
+  // Indices run as one (GemmBinding.h), in the order they apply: the plan's indices and
+  // extents are those of mergedBinding, which the lowering runs.
+  std::vector<GemmMerge> merged;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
   std::string why;         // one line for `einjit explain`
 };
@@ -140,11 +149,13 @@ void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 // The same for a statement and its binding given apart (a residue phase of one: CpuGemmPhases,
 // which judges the phases' flops together).
 // `inside(read)`: whether every subscript of a read stays inside its dimension over the
-// statement's ranges (B is read in place only then); none: B is always packed.
+// statement's ranges (B is read in place only then); none: B is always packed. `merged`: the
+// merges `bs` has applied (mergedBinding), for the plan's note and GemmPlan::merged.
 std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
                                  DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops = kGemmMinFlops,
-                                 const std::function<bool(const dsl::CExpr&)>& inside = {});
+                                 const std::function<bool(const dsl::CExpr&)>& inside = {},
+                                 const std::vector<GemmMerge>& merged = {});
 
 } // namespace einjit::codegen
