@@ -321,15 +321,19 @@ std::function<Sym(const Sym&)> GradientBuilder::resolver() const {
 void GradientBuilder::assemble() {
   for (Stmt& s : stmts_) foldUnusedIndices(s);
   std::set<std::string> read, values; // every tensor read; those read as values
-  // A copy of an earlier version needs the forward statements that compute the tensor.
-  std::map<std::string, std::string> copied;
-  for (const VersionCopy& c : copies_) copied[c.name] = tensorName(c.tensor);
+  // A copy of an earlier version needs the forward statements up to the one it copies after.
+  std::map<std::string, const VersionCopy*> copied;
+  for (const VersionCopy& c : copies_) copied[c.name] = &c;
+  std::map<int, int> upTo; // tensor: the last statement writing it that a copy needs
   std::function<void(const Expr&)> names = [&](const Expr& e) {
     if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) {
-      auto c = copied.find(e.name);
-      const std::string& n = c == copied.end() ? e.name : c->second;
-      read.insert(n);
-      values.insert(n);
+      if (auto c = copied.find(e.name); c != copied.end()) {
+        int& last = upTo.try_emplace(c->second->tensor, -1).first->second;
+        last = std::max(last, c->second->after);
+      } else {
+        read.insert(e.name);
+        values.insert(e.name);
+      }
     }
     if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty()) {
       read.insert(e.args[0]->name);
@@ -351,13 +355,16 @@ void GradientBuilder::assemble() {
     const Statement& st = p_.stmts[k];
     const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
     // An argument read only for its shape is passed in, not recomputed; so is a saved tensor.
+    auto copy = upTo.find(st.output);
+    const bool forCopy = copy != upTo.end() && static_cast<int>(k) <= copy->second;
     if (p_.tensors[static_cast<std::size_t>(st.output)].saved ||
-        (!values.count(out) &&
+        (!values.count(out) && !forCopy &&
          (!read.count(out) || p_.tensors[static_cast<std::size_t>(st.output)].isArgument)))
       continue;
     keep[k] = true;
     collect(st.ast);
   }
+  dropNeedlessCopies(keep);
   // The gradient program takes the forward inputs as they were before the forward call: a
   // tensor the program changes in place has no such value any more after it.
   for (int id : p_.arguments) {

@@ -88,6 +88,7 @@ private:
   bool coversWhole(const dsl::Statement& st) const;
   std::string readName(int tensor);
   dsl::Stmt versionCopy(const VersionCopy& c);
+  void dropNeedlessCopies(const std::vector<bool>& keep);
 
   // --- (max), (min), (*) (ReductionRules.cpp) ---
   std::vector<dsl::CExprPtr> iterationGroups(const dsl::Statement& st);

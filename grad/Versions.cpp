@@ -93,6 +93,46 @@ std::string GradientBuilder::readName(int tensor) {
   return copies_.back().name;
 }
 
+namespace {
+
+ExprPtr renamed(const ExprPtr& e, const std::string& from, const std::string& to) {
+  if (!e) return e;
+  bool same = !((e->kind == ExprKind::Access || e->kind == ExprKind::Ident) && e->name == from);
+  std::vector<ExprPtr> args;
+  for (const ExprPtr& a : e->args) {
+    args.push_back(renamed(a, from, to));
+    same = same && args.back() == a;
+  }
+  if (same) return e;
+  auto c = std::make_shared<Expr>(*e);
+  if ((c->kind == ExprKind::Access || c->kind == ExprKind::Ident) && c->name == from) c->name = to;
+  c->args = std::move(args);
+  return c;
+}
+
+} // namespace
+
+// A copy taken after the last statement writing its tensor that the gradient program keeps
+// holds what the tensor itself holds there: its reads read the tensor, and the copy goes.
+void GradientBuilder::dropNeedlessCopies(const std::vector<bool>& keep) {
+  for (VersionCopy& c : copies_) {
+    bool later = false;
+    for (int j : p_.tensors[static_cast<std::size_t>(c.tensor)].writtenBy)
+      later = later || (j > c.after && keep[static_cast<std::size_t>(j)]);
+    if (later) continue;
+    const std::string& t = tensorName(c.tensor);
+    for (Stmt& s : stmts_) {
+      s.rhs = renamed(s.rhs, c.name, t);
+      for (ExprPtr& l : s.lhs) l = renamed(l, c.name, t);
+      for (RangeDecl& r : s.where) {
+        r.lo = renamed(r.lo, c.name, t);
+        r.hi = renamed(r.hi, c.name, t);
+      }
+    }
+    c.after = -1; // not emitted
+  }
+}
+
 Stmt GradientBuilder::versionCopy(const VersionCopy& c) {
   return copyStatement(c.name, tensorName(c.tensor),
                        p_.tensors[static_cast<std::size_t>(c.tensor)].rank,
