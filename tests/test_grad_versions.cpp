@@ -54,6 +54,14 @@ const std::vector<Row>& rows() {
        {{"x", {5}}}},
       {"e[i] := exp(x[i])\ny[i] := e[i]*2\ne[i] += x[i]\nq[i] := e[i]*e[i]\ne[i] = e[i]*x[i]",
        {{"x", {5}}}},
+      // A (max) '=' over every element reading the old value (a snapshot and stored summands),
+      // a '+=' reducing over the old value with a read after it, a strided '+=' on some
+      // elements (the others pass the gradient on unchanged).
+      {"e[i] := x[i]*2\ny[i] := e[i]*e[i]\n(max) e[i] = A[i,j]*e[i]",
+       {{"x", {4}}, {"A", {4, 3}}}},
+      {"e[i] := x[i]*2\ny[i] := e[i]*e[i]\ne[i] += A[i,j]*e[j]\nz[i] := e[i]*x[i]",
+       {{"x", {4}}, {"A", {4, 4}}}},
+      {"e[i] := x[i]*2\ny[i] := e[i]*e[i]\ne[2i] += x[i]*e[2i] where i in 0:2", {{"x", {4}}}},
       // A scalar.
       {"s := x[i]*x[i]\ny := s*2\ns += x[i]", {{"x", {5}}}},
       // Arguments updated in place after a read: p's first value carries no gradient, the
