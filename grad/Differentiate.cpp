@@ -43,9 +43,11 @@ Gradient GradientBuilder::run() {
   for (int id : p_.outputs) {
     std::string n = fresh("d" + p_.tensors[static_cast<std::size_t>(id)].name);
     gradName_[static_cast<std::size_t>(id)] = n;
+    passedIn_.insert(id);
     g_.outputGrads.push_back(n);
   }
   for (std::size_t k = p_.stmts.size(); k-- > 0;) {
+    cur_ = k;
     try {
       statement(k);
     } catch (const SymOverflow&) {
@@ -54,6 +56,7 @@ Gradient GradientBuilder::run() {
            "integers (coefficients or constants too large)");
     }
   }
+  cur_ = static_cast<std::size_t>(-1);
   // Inputs that no contribution reached have a zero gradient.
   for (int id : wrtIds_) {
     const TensorInfo& t = p_.tensors[static_cast<std::size_t>(id)];
@@ -139,26 +142,38 @@ bool GradientBuilder::holdsItsValue(const Statement& st) const {
 void GradientBuilder::statement(std::size_t k) {
   const Statement& st = p_.stmts[k];
   int y = st.output;
-  if (gradName_[static_cast<std::size_t>(y)].empty() ||
-      (!defined_.count(y) &&
-       std::find(p_.outputs.begin(), p_.outputs.end(), y) == p_.outputs.end()))
-    return; // no gradient reaches this statement's output
-  if (!readsNeeding(st)) return;
-  // '+=' adds to what earlier statements wrote: the gradient of the final value flows to
-  // every writer unchanged (gradient programs are built this way). '=' hides the earlier
-  // values of the elements it covers: their gradient would be dY with those elements zeroed,
-  // so '=' is differentiated only when nothing before it wrote the tensor (its old value is
-  // then an argument's, which carries no gradient).
-  if (st.assign == Assign::Overwrite && writtenBefore(y, k))
-    fail(src_, st.ast.assignRange,
-         "cannot differentiate this '=': it overwrites values of '" + tensorName(y) +
-             "' that an earlier statement computed (use '+=' or a new tensor with ':=')");
+  if (!defined_.count(y) && !passedIn_.count(y)) return; // no gradient reaches this version
+  // The gradient of the version this statement makes; its summand's reads get it.
+  dyName_ = gradName_[static_cast<std::size_t>(y)];
+  // Versions (docs/GRADIENTS.md): an '=' or '+=' over a tensor that an earlier statement
+  // computed from differentiated inputs makes a new version of it, and the old version's
+  // gradient comes from this one passed back through the statement. '+=' with (+) passes it
+  // unchanged (the same gradient tensor goes on collecting the reads of the old version).
+  // An '=' that writes every element hides the old values from everything after it: the old
+  // version's gradient is only what reads of it contribute, from here on a new tensor (this
+  // statement's summand still reads the gradient of the new version, dyName_). An '=' that
+  // keeps some elements would pass the gradient on with the covered elements zeroed, which
+  // is not done.
+  const bool oldVersion = st.assign != Assign::Define && writtenBefore(y, k) && needsGrad(y);
+  if (oldVersion && st.assign == Assign::Overwrite) {
+    if (!coversWhole(st))
+      fail(src_, st.ast.assignRange,
+           "cannot differentiate this '=': it overwrites some of the values of '" +
+               tensorName(y) + "' that an earlier statement computed and keeps the others "
+               "(write every element, use '+=', or compute the result into a new tensor with "
+               "':=')");
+    gradName_[static_cast<std::size_t>(y)] = fresh("d" + tensorName(y));
+    defined_.erase(y);
+    passedIn_.erase(y);
+  }
   // (max)/(min)/(*) '+=' combine with the old value, which the statement loses.
-  if (st.assign == Assign::Accumulate && st.reduce != Reduce::Add)
+  if (st.assign == Assign::Accumulate && st.reduce != Reduce::Add &&
+      (oldVersion || readsNeeding(st)))
     fail(src_, st.ast.assignRange,
          "cannot differentiate '+=' with a (" + std::string(reduceSpelling(st.reduce)) +
              ") reduction: the value it combines with is overwritten (write the reduction "
              "into a new tensor with ':=' and combine it in a second statement)");
+  if (!readsNeeding(st)) return;
   // Every read of a tensor that carries gradient is a site, except reads of a value no
   // statement computed yet (an argument's old value, before the program writes it).
   std::vector<const CExpr*> sites;
@@ -170,6 +185,10 @@ void GradientBuilder::statement(std::size_t k) {
     for (const auto& a : e->args) walk(a);
   };
   walk(st.rhs);
+  // Reads of the statement's own output (in place: the old version) last: with '+=' their
+  // contribution goes into the gradient tensor that the other reads' contributions read as dY.
+  std::stable_partition(sites.begin(), sites.end(),
+                        [&](const CExpr* s) { return s->tensor != y; });
   // (max)/(min) and (*) become a (+) statement whose summand carries the local derivative
   // of the reduction as a factor that is not differentiated itself.
   Statement sum = st;
@@ -240,6 +259,7 @@ bool GradientBuilder::needsGrad(int id) const {
 void GradientBuilder::contribution(const Statement& st, const CExpr& site,
                                    const CExprPtr& partial) {
   if (isConstant(*partial, 0)) return;
+  ownGradient(site.tensor);
   bool gathers = false, wraps = false;
   for (const Subscript& s : site.subs) {
     gathers = gathers || s.gather != nullptr;
@@ -301,10 +321,19 @@ std::function<Sym(const Sym&)> GradientBuilder::resolver() const {
 void GradientBuilder::assemble() {
   for (Stmt& s : stmts_) foldUnusedIndices(s);
   std::set<std::string> read, values; // every tensor read; those read as values
+  // A copy of an earlier version needs the forward statements up to the one it copies after.
+  std::map<std::string, const VersionCopy*> copied;
+  for (const VersionCopy& c : copies_) copied[c.name] = &c;
+  std::map<int, int> upTo; // tensor: the last statement writing it that a copy needs
   std::function<void(const Expr&)> names = [&](const Expr& e) {
     if (e.kind == ExprKind::Access || e.kind == ExprKind::Ident) {
-      read.insert(e.name);
-      values.insert(e.name);
+      if (auto c = copied.find(e.name); c != copied.end()) {
+        int& last = upTo.try_emplace(c->second->tensor, -1).first->second;
+        last = std::max(last, c->second->after);
+      } else {
+        read.insert(e.name);
+        values.insert(e.name);
+      }
     }
     if (e.kind == ExprKind::Call && e.name == "size" && !e.args.empty()) {
       read.insert(e.args[0]->name);
@@ -326,13 +355,16 @@ void GradientBuilder::assemble() {
     const Statement& st = p_.stmts[k];
     const std::string& out = p_.tensors[static_cast<std::size_t>(st.output)].name;
     // An argument read only for its shape is passed in, not recomputed; so is a saved tensor.
+    auto copy = upTo.find(st.output);
+    const bool forCopy = copy != upTo.end() && static_cast<int>(k) <= copy->second;
     if (p_.tensors[static_cast<std::size_t>(st.output)].saved ||
-        (!values.count(out) &&
+        (!values.count(out) && !forCopy &&
          (!read.count(out) || p_.tensors[static_cast<std::size_t>(st.output)].isArgument)))
       continue;
     keep[k] = true;
     collect(st.ast);
   }
+  dropNeedlessCopies(keep);
   // The gradient program takes the forward inputs as they were before the forward call: a
   // tensor the program changes in place has no such value any more after it.
   for (int id : p_.arguments) {
@@ -344,8 +376,12 @@ void GradientBuilder::assemble() {
                "with ':=')");
   }
   g_.program.source = p_.source;
-  for (std::size_t k = 0; k < p_.stmts.size(); ++k)
-    if (keep[k]) g_.program.stmts.push_back(p_.stmts[k].ast);
+  for (std::size_t k = 0; k < p_.stmts.size(); ++k) {
+    if (!keep[k]) continue;
+    g_.program.stmts.push_back(p_.stmts[k].ast);
+    for (const VersionCopy& c : copies_)
+      if (static_cast<std::size_t>(c.after) == k) g_.program.stmts.push_back(versionCopy(c));
+  }
   // The helper statements of (max)/(min)/(*) next, in their order: they read only forward
   // values (final before the gradient statements, which write only gradients and helpers), so
   // running them first changes no value, and they sit beside the forward statements that read

@@ -63,7 +63,7 @@ void GradientBuilder::maskedGather(const Statement& st, const CExpr& site, const
     out.where.push_back({u, {}, num(0), ext, {}});
   }
   out.assign = defined_.count(x) ? Assign::Accumulate : Assign::Define;
-  ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+  ExprPtr dy = accessOfOutput(st, dyName_, varAff, emit);
   out.rhs = summand(dy, partial, st, varAff, emit);
   if (cond) out.rhs = Expr::makeTernary(cond, out.rhs, num(0));
   forwardRanges(st, out);
@@ -100,7 +100,7 @@ void GradientBuilder::scatter(const Statement& st, const CExpr& site, const CExp
   out.outputBracketed = !site.subs.empty();
   for (const Subscript& s : site.subs) out.lhs.push_back(subscriptExpr(s, st, varAff, emit));
   out.assign = Assign::Accumulate;
-  ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+  ExprPtr dy = accessOfOutput(st, dyName_, varAff, emit);
   out.rhs = summand(dy, partial, st, varAff, emit);
   forwardRanges(st, out);
   foldUnusedIndices(out);

@@ -49,7 +49,7 @@ void GradientBuilder::emitSolution(const Statement& st, const CExpr& site, const
   emit.padReads = !sol.conditions.empty();
   // The summand: dY[o(v)] * partial(v), with v = sigma(u, z).
   std::vector<Aff> varAff = sol.varAff;
-  ExprPtr dy = accessOfOutput(st, gradOf(st.output), varAff, emit);
+  ExprPtr dy = accessOfOutput(st, dyName_, varAff, emit);
   ExprPtr rhs = summand(dy, partial, st, varAff, emit);
   // Element conditions (>= 0) and unparametrised sub-lattice equalities (== 0) mask the sum.
   ExprPtr cond;
@@ -169,7 +169,7 @@ ExprPtr GradientBuilder::toExpr(const CExprPtr& e, const Statement& st,
     return ident(p_.params[static_cast<std::size_t>(e->param)].name);
   case CKind::Size: return fn("size", {ident(tensorName(e->tensor)), num(e->dim)});
   case CKind::Read: {
-    const std::string& name = tensorName(e->tensor);
+    const std::string name = readName(e->tensor);
     if (e->subs.empty()) return ident(name);
     std::vector<ExprPtr> idx;
     for (const Subscript& s : e->subs) idx.push_back(subscriptExpr(s, st, varAff, emit));

@@ -10,6 +10,8 @@
 //   GatherEmission.cpp  one solved phase as a statement; checked expressions as syntax
 //   WrapReads.cpp       wrap() reads over one period re-expressed over the wrapped index
 //   Fallbacks.cpp       zero fills, the masked gather and the scatter (G8)
+//   Versions.cpp        tensors written by several statements: a gradient per version, copies
+//                       of the earlier versions that partial derivatives read
 #include "dsl/Program.h"
 #include "grad/Differentiate.h"
 #include "grad/IndexSolver.h"
@@ -38,6 +40,21 @@ private:
   std::vector<bool> needs_;
   std::vector<std::string> gradName_;
   std::set<int> defined_; // tensors whose gradient statement exists (':=' emitted)
+  // Tensors whose current gradient is an output gradient the caller passes in (not to be
+  // written: ownGradient copies it first).
+  std::set<int> passedIn_;
+  // The forward statement being differentiated, and the name of its output's gradient as it
+  // was when the sweep reached it (the gradient of the version it made).
+  std::size_t cur_ = static_cast<std::size_t>(-1);
+  std::string dyName_;
+  // Copies of earlier versions of a tensor that partial derivatives read: `name` holds
+  // `tensor` as statement `after` left it (assemble() puts the copy right after it).
+  struct VersionCopy {
+    int tensor;
+    int after;
+    std::string name;
+  };
+  std::vector<VersionCopy> copies_;
   std::vector<dsl::Stmt> stmts_;
   // Indices in stmts_ of the helper statements of (max)/(min)/(*) (first_y, max_y, value_y,
   // zeros_y, ...): they read forward values only, so assemble() puts them before the gradient
@@ -65,6 +82,13 @@ private:
   dsl::Sym resolve(const dsl::Sym& s) const;
   std::function<dsl::Sym(const dsl::Sym&)> resolver() const;
   void assemble();
+
+  // --- versions of tensors written several times (Versions.cpp) ---
+  void ownGradient(int x);
+  bool coversWhole(const dsl::Statement& st) const;
+  std::string readName(int tensor);
+  dsl::Stmt versionCopy(const VersionCopy& c);
+  void dropNeedlessCopies(const std::vector<bool>& keep);
 
   // --- (max), (min), (*) (ReductionRules.cpp) ---
   std::vector<dsl::CExprPtr> iterationGroups(const dsl::Statement& st);

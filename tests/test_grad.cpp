@@ -218,7 +218,8 @@ TEST_CASE("gradients: what cannot be differentiated is an error") {
       CHECK(msg.find('^') != std::string::npos);
     }
   };
-  fails("t[i] := x[i]; t[i] = x[i]^2", "overwrites values of 't' that an earlier statement", 1, 20);
+  fails("t[i] := x[i]; t[i] = x[i]^2 where i in 0:2", "overwrites some of the values of 't'", 1,
+        20);
   fails("(max) y[i] += x[i,j]", "with a (max) reduction", 1, 12);
   fails("y[i] = x[i]^2; z[i] := y[i]^2", "changes in place", 1, 1);
 }
