@@ -292,9 +292,9 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
       }
     }
   }
-  // One task whose output is not contiguous along N, over several KC blocks: the tiles summed
-  // into a contiguous partial (one part; GemmPlan::staged), stored into the output by one pass.
-  if (g->tasks == 1 && !g->vectorStore && g->kBlocks >= 2 && partialFits(*g) &&
+  // One thread's tasks, their output not contiguous along N, over several KC blocks: the tiles
+  // summed into a contiguous partial (one part; GemmPlan::staged), stored by one pass.
+  if (!g->parallel && !g->vectorStore && g->kBlocks >= 2 && partialFits(*g) &&
       gemmKnobs().stage != 0) {
     g->staged = true;
     g->why += "; output staged in a contiguous partial";
