@@ -338,14 +338,15 @@ const ScheduleRow kRows[] = {
      1,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
      "KC 243 NC 64; A packed whole, B packed per block; one thread"},
-    // The README demo's weight gradient (18 KB of output, 1024 terms): the reduction split.
+    // The README demo's weight gradient (18 KB of output, 1024 terms): the reduction split;
+    // 16 channels in 4-row tiles (6-row ones compute 18).
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
      {{4, 32, 16, 16}, {4, 16, 33, 33}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 18 "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 4x16, MC 16 "
      "KC 256 NC 32; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks "
      "in parallel, partial sums added in order)"},
     // Too few chunks of M and N for the threads (one sliver each), which left the taps

@@ -99,7 +99,12 @@ std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_
 // rows from `minRows` up (the one-vector tile: as many rows as the FMA pipes' chains): the
 // README demo's input gradient (16 channels, residue phases of 16 and 17 columns) otherwise
 // has no packed plan on AVX-512 and runs the generic loops; shorter still, no plan (the
-// register tiles). With 16 registers (AVX2) the tile is 6 rows, always.
+// register tiles).
+// With 16 registers (AVX2) the tile is 6 x 16 unless a tile of as few rows as keep the FMA
+// pipes' chains busy (4 x 16: 8 chains) pads M by at least a tenth less: 16 and 32 channels
+// (the README demo's layer) compute 18 and 36 rows in 6-row tiles. Its broadcasts per FMA rise
+// by half, which costs more than a few padded rows where B is read in place (64 channels, a
+// stride-1 window: measured slower), so the gain must be large.
 std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax, std::int64_t minRows) {
   auto padded = [&](std::int64_t mr) { return (m + mr - 1) / mr * mr; };
   if (m < mrMax) return m >= minRows ? m : mrMax;
@@ -107,6 +112,15 @@ std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax, std::int64_t minRows
   for (std::int64_t mr = mrMax - 1; mr * 4 >= mrMax * 3; --mr)
     if (padded(mr) < padded(best)) best = mr;
   return (padded(mrMax) - padded(best)) * 50 > m ? best : mrMax;
+}
+
+std::int64_t fittedRowsFew(std::int64_t m, std::int64_t mrMax, std::int64_t lowest) {
+  auto padded = [&](std::int64_t mr) { return (m + mr - 1) / mr * mr; };
+  if (m < mrMax) return mrMax;
+  std::int64_t best = mrMax;
+  for (std::int64_t mr = mrMax - 1; mr >= lowest; --mr)
+    if (padded(mr) < padded(best)) best = mr;
+  return (padded(mrMax) - padded(best)) * 10 >= m ? best : mrMax;
 }
 
 std::string names(const Statement& st, const std::vector<int>& vs) {
@@ -458,9 +472,11 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   g.n = g.aFactor == 0 ? y : x;
   g.width = width;
   g.nr = nrWanted;
-  g.mr = registers >= 32 && ops->tile.empty()
-             ? static_cast<int>(fittedRows(extent(g.m), mrWanted, nrVectors == 1 ? t.fmaChains : mrWanted))
-             : mrWanted;
+  g.mr = mrWanted;
+  if (ops->tile.empty() && registers >= 32)
+    g.mr = static_cast<int>(fittedRows(extent(g.m), mrWanted, nrVectors == 1 ? t.fmaChains : mrWanted));
+  else if (ops->tile.empty())
+    g.mr = static_cast<int>(fittedRowsFew(extent(g.m), mrWanted, (t.fmaChains + nrVectors - 1) / nrVectors));
   g.kSets = kSets;
   applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)
