@@ -9,7 +9,8 @@
 # environment) per process, the variants in a rotated order each round, on 1 thread
 # (taskset -c 0) and 2 (taskset -c 0,1).
 #   bash .cpuk/xeon-sweep.sh [ROUNDS] [MIN_TIME_S] [PART]   (default 3 0.3 all; PART fwd|wgrad)
-# Unpacks only its bundle, .cpuk/$CPUK_TAR (default avx30-cpuk.tar.xz), into a fresh directory;
+# Unpacks only its bundle, .cpuk/$CPUK_TAR (default avx30-cpuk.tar.xz), and .cpuk/avx30-extra*.tar.xz
+# (cpuk/bench_cpu* of a later build) over it, into a fresh directory;
 # stops starting processes after $BUDGET seconds (default 470) so that the summary still prints
 # inside the device tool's limit.
 # Prints per row, threads and variant the median over rounds of the ratio (oneDNN time / einjit
@@ -22,6 +23,8 @@ out="${OUT:-/tmp/xeon-sweep-out}"; run="${CPUK_RUN:-/tmp/xeon-sweep-run}"
 rm -rf "$run"; mkdir -p "$out" "$run"
 t0=$(date +%s)
 tar -C "$run" -xJf "$here/${CPUK_TAR:-avx30-cpuk.tar.xz}" || exit 1
+# A later build's binaries over the bundle's (same libraries: einjit links statically).
+for a in "$here"/avx30-extra*.tar.xz; do [ -e "$a" ] && tar -C "$run" -xJf "$a"; done
 cd "$run/cpuk"
 lscpu | grep -E "Model name|^CPU\(s\)|L1d|L2|L3"
 export OPENBLAS_THREAD_TIMEOUT=4 OMP_WAIT_POLICY=passive
