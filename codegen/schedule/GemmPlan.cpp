@@ -503,11 +503,16 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     g.masks[static_cast<std::size_t>(chosen)].push_back(v);
   }
 
-  // KC blocks: a B sliver (KC x NR) fills half of L1. The block runs over whole ranges of the
-  // innermost reduction indices and a chunk of the next one (no division per element).
+  // KC blocks: a B sliver (KC x NR) fills half of L1; with 32 registers (AVX-512), all of it:
+  // each KC block ends in a pass over its tiles of the output, which the convolution forwards'
+  // short reductions (576 terms) felt, and the Xeon ran them faster with twice the blocks
+  // (bench/RESULTS.md, "AVX-512 forwards and one-thread weight gradients"; as BLIS blocks K by
+  // 384 there). The block runs over whole ranges of the innermost reduction indices and a
+  // chunk of the next one (no division per element).
+  const std::int64_t l1Share = registers >= 32 ? t.l1Bytes : t.l1Bytes / 2;
   const std::int64_t kcWanted =
       gemmKnobs().kc > 0 ? gemmKnobs().kc
-                         : std::clamp<std::int64_t>(t.l1Bytes / 2 / (g.nr * e), 16, 1024);
+                         : std::clamp<std::int64_t>(l1Share / (g.nr * e), 16, 1024);
   const std::size_t nk = g.k.size();
   std::vector<std::int64_t> suffix(nk + 1, 1);
   for (std::size_t q = nk; q-- > 0;) suffix[q] = suffix[q + 1] * extent(g.k[q]);
