@@ -8,7 +8,10 @@
 # between processes, so a variant is judged by its in-process ratio to oneDNN), one variant (an
 # environment) per process, the variants in a rotated order each round, on 1 thread
 # (taskset -c 0) and 2 (taskset -c 0,1).
-#   bash .cpuk/xeon-sweep.sh [ROUNDS] [MIN_TIME_S] [PART]   (default 3 0.3 all; PART fwd|wgrad)
+#   bash .cpuk/xeon-sweep.sh [ROUNDS] [MIN_TIME_S] [PART]   (default 3 0.3 all; PART fwd|wgrad|kc)
+# PART kc: the six BM_ConvAlt rows and BM_Gemm 1024 (four forms, against OpenBLAS) for the
+# bundle's binaries: bench_cpu.base, bench_cpu (`default`) and bench_cpu.kc (a later build, from
+# avx30-extra*.tar.xz: the AVX-512 KC rule).
 # Unpacks only its bundle, .cpuk/$CPUK_TAR (default avx30-cpuk.tar.xz), and .cpuk/avx30-extra*.tar.xz
 # (cpuk/bench_cpu* of a later build) over it, into a fresh directory;
 # stops starting processes after $BUDGET seconds (default 470) so that the summary still prints
@@ -50,6 +53,11 @@ fwd=(
   "sets2mr7|bench_cpu|EINJIT_GEMM_KSETS=2 EINJIT_GEMM_MR=7"
   "nopfo|bench_cpu|EINJIT_GEMM_PREFETCH_OUT=0"
 )
+kcv=(
+  "default|bench_cpu|"
+  "kcl1|bench_cpu.kc|"
+  "base|bench_cpu.base|"
+)
 wgrad=(
   "base|bench_cpu.base|"
   "default|bench_cpu|"
@@ -77,18 +85,23 @@ case "$part" in all | fwd) sweep fwd 'BM_ConvAlt/[12]/0/' "0 0,1" "${fwd[@]}" ;;
 echo "forwards done at $(($(date +%s) - t0)) s"
 case "$part" in all | wgrad) sweep wgrad 'BM_ConvAlt/[12]/2/|BM_ConvAlt1x1/[0-9]+/[0-9]+/2/' "0" "${wgrad[@]}" ;; esac
 echo "weight gradients done at $(($(date +%s) - t0)) s"
+case "$part" in kc)
+  sweep kc 'BM_ConvAlt/[12]/[012]/|BM_Gemm/[0-3]/1024/0/1/' "0" "${kcv[@]}"
+  sweep kc 'BM_ConvAlt/[12]/[012]/|BM_Gemm/[0-3]/1024/0/2/' "0,1" "${kcv[@]}" ;;
+esac
 # One line per JSON row: tag variant cpus round row ratio einjit_GFLOPs oneDNN_GFLOPs.
 for f in "$out"/*.json; do
   [ -e "$f" ] || continue
   IFS=- read -r tag name cpus r <<<"$(basename "$f" .json)"
   awk -v t="$tag" -v v="$name" -v c="$cpus" -v r="$r" '
-    /"name": "BM_ConvAlt/ { split($0, q, "\""); row = q[4]; sub(/^BM_ConvAlt/, "", row); sub(/\/manual_time$/, "", row) }
-    /"einjit_GFLOPs"/ { e = $2 + 0 } /"oneDNN_GFLOPs"/ { d = $2 + 0 }
+    /"name": "BM_/ { split($0, q, "\""); row = q[4]; sub(/^BM_ConvAlt/, "", row); sub(/^BM_Gemm/, "gemm", row)
+      sub(/\/manual_time$/, "", row); sub(/\/min_time:[0-9.]+/, "", row) }
+    /"einjit_GFLOPs"/ { e = $2 + 0 } /"(oneDNN|peer)_GFLOPs"/ { d = $2 + 0 }
     /"ratio"/ { print t, v, c, r, row, $2 + 0, e, d }' "$f"
 done >"$out/rows.txt"
 med() { sort -g | awk '{v[NR] = $1} END {if (NR) print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-echo "== row (BM_ConvAlt: /stride/pass; 1x1: /C/O/pass), threads, variant: ratios by round | median ratio | rel to default | einjit / oneDNN GFLOP/s"
-for tag in fwd wgrad; do
+echo "== row (BM_ConvAlt: /stride/pass; 1x1: /C/O/pass; gemm/form/n/dtype/threads), threads, variant: ratios by round | median ratio (peer time / einjit time) | rel to default | einjit / peer GFLOP/s"
+for tag in fwd wgrad kc; do
   for row in $(awk -v t=$tag '$1 == t {print $5}' "$out/rows.txt" | sort -u); do
     for cpus in 0 0,1; do
       th=1; [ "$cpus" = 0,1 ] && th=2
