@@ -46,7 +46,7 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Gemm,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 128 NC 256; A packed "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 256; A packed "
      "whole, B packed whole; 8 tasks in 8 parallel groups",
      0},
     // ... with the element-wise statement after it in its tile stores (an epilogue).
@@ -55,7 +55,7 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Gemm,
-     "packed GEMM: M i, N j, K k, batch -; micro-kernel 14x32, MC 518 KC 112 NC 1024; A packed "
+     "packed GEMM: M i, N j, K k, batch -; micro-kernel 14x32, MC 266 KC 196 NC 1024; A packed "
      "whole, B packed whole; 8 tasks in 8 parallel groups; epilogue: statement 2 in its tile "
      "stores",
      1},
@@ -89,7 +89,7 @@ const PlanRow kRows[] = {
      0,
      Family::Gemm,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 KC "
-     "108 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks in "
+     "216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks in "
      "parallel, partial sums added in order)",
      0},
     // A 1x1 convolution: its pixels merged into one index (GemmBinding.h: every access reads

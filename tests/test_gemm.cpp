@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <optional>
 
 #if EINJIT_HAVE_TBB
@@ -407,7 +408,8 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
 // machine: a small output over a long reduction, each part's KC blocks summed into its own
 // partial output and the partials added in order by a last pass. Weight gradients of stride 1
 // and 2 and with padding, odd sizes (edge slivers on both sides, a count of KC blocks that two
-// parts do not share equally), a plain product, '+=' (the last pass adds to the output) and an
+// parts do not share equally; reductions long enough for four KC blocks where AVX-512's
+// blocks are twice as long), a plain product, '+=' (the last pass adds to the output) and an
 // epilogue (run by the last pass), f32 and f64, against the interpreter in three views, the
 // same bits on one thread and two.
 TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an epilogue)") {
@@ -418,14 +420,14 @@ TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an ep
   };
   const char* const conv1 = "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]";
   const std::vector<SplitRow> table = {
-      {conv1, {{"x", {3, 36, 12, 40}}, {"k", {20, 36, 3, 3}}}, {"k"}},
-      {conv1, {{"x", {3, 19, 15, 37}}, {"k", {23, 19, 3, 3}}}, {"k"}},
+      {conv1, {{"x", {5, 36, 12, 40}}, {"k", {20, 36, 3, 3}}}, {"k"}},
+      {conv1, {{"x", {5, 19, 15, 37}}, {"k", {23, 19, 3, 3}}}, {"k"}},
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
-       {{"x", {4, 17, 33, 35}}, {"k", {19, 17, 3, 3}}},
+       {{"x", {9, 17, 33, 35}}, {"k", {19, 17, 3, 3}}},
        {"k"}},
       {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
        "0:size(x,3)",
-       {{"x", {3, 20, 14, 33}}, {"k", {24, 20, 3, 3}}},
+       {{"x", {5, 20, 14, 33}}, {"k", {24, 20, 3, 3}}},
        {"k"}},
       {"C[i,k] := A[i,j] * B[j,k]", {{"A", {29, 3001}}, {"B", {3001, 37}}}, {}},
       {"C[i,k] := D[i,k]\nC[i,k] += A[i,j] * B[k,j]",
@@ -457,6 +459,68 @@ TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an ep
       const std::string text = jit.explain(args);
       INFO(text);
       CHECK(text.find("the reduction split in 2 parts") != std::string::npos);
+      if (row.program[0] == 't') CHECK(text.find("epilogue") != std::string::npos);
+      checkViews(jit, in, ref.tensorArguments(), ref.call(args), assigned(ref), dt, true);
+    }
+}
+
+// A one-thread plan's output not contiguous along N (a weight gradient's dk[o,c,a,b], channels
+// 9 apart) over several KC blocks, staged (GemmPlan::staged): the tiles summed into a
+// contiguous partial, one pass into the output. Weight gradients of stride 1 and 2 and with
+// padding, odd sizes, '+=' (the pass adds to the output), an epilogue (run by the pass), a
+// product with its batch outside the GEMM (tasks of batch values), f32 and f64, against the
+// interpreter in three views. One and two oneTBB threads give the same bits (the plan's); a
+// two-thread plan (the reduction split in 2 parts) adds its partials in another order.
+TEST_CASE("gemm: a one-thread plan's output staged in a contiguous partial") {
+  struct StagedRow {
+    std::string program;
+    std::map<std::string, Shape> shapes;
+    std::vector<std::string> wrt; // the gradient program's (none: the program itself)
+  };
+  const char* const conv1 = "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]";
+  const char* const dk = "dy[n,o,h,w] * x[n,c,a+h,b+w]";
+  const std::vector<StagedRow> table = {
+      {conv1, {{"x", {3, 36, 12, 40}}, {"k", {20, 36, 3, 3}}}, {"k"}},
+      {conv1, {{"x", {3, 19, 15, 37}}, {"k", {23, 19, 3, 3}}}, {"k"}},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {4, 17, 33, 35}}, {"k", {19, 17, 3, 3}}},
+       {"k"}},
+      {"y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in 0:size(x,2), w in "
+       "0:size(x,3)",
+       {{"x", {3, 20, 14, 33}}, {"k", {24, 20, 3, 3}}},
+       {"k"}},
+      {std::string("dk[o,c,a,b] := k[o,c,a,b]\ndk[o,c,a,b] += ") + dk,
+       {{"k", {20, 36, 3, 3}}, {"dy", {3, 20, 10, 38}}, {"x", {3, 36, 12, 40}}},
+       {}},
+      {std::string("t[o,c,a,b] := ") + dk +
+           " where a in 0:3, b in 0:3\ndk[o,c,a,b] := t[o,c,a,b] * 0.5 + k[o,c,a,b]",
+       {{"k", {20, 36, 3, 3}}, {"dy", {3, 20, 10, 38}}, {"x", {3, 36, 12, 40}}},
+       {}},
+      {"C[i,k,r] := A[i,j,r] * B[j,k]", {{"A", {29, 3001, 2}}, {"B", {3001, 37}}}, {}},
+  };
+  einjit::runtime::setCpuPlanThreads(1);
+  struct Restore {
+    ~Restore() { einjit::runtime::setCpuPlanThreads(0); }
+  } restore;
+  for (const StagedRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(row.program << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+      if (!row.wrt.empty()) {
+        std::vector<Arg> args;
+        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+        const Outputs y = ref.call(args);
+        ref = ref.gradient(row.wrt);
+        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+      }
+      Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
+      std::vector<Arg> args;
+      for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+      const std::string text = jit.explain(args);
+      INFO(text);
+      if (!std::getenv("EINJIT_GEMM_STAGE")) // (the experiment knob that turns staging off)
+        CHECK(text.find("output staged in a contiguous partial") != std::string::npos);
       if (row.program[0] == 't') CHECK(text.find("epilogue") != std::string::npos);
       checkViews(jit, in, ref.tensorArguments(), ref.call(args), assigned(ref), dt, true);
     }

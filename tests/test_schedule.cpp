@@ -96,7 +96,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by 2): M i, N k, K j, batch -; "
-     "micro-kernel 14x32, MC 140 KC 128 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
+     "micro-kernel 14x32, MC 140 KC 256 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
      "parallel groups"},
     // The packed GEMM path (GemmPlan.h): a product of two reads of at least 10^6 flops with
     // an M and an N side of at least MR and NR. N is the output's unit-stride index; MR x NR
@@ -133,7 +133,7 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed contraction (element-wise summand, scaled by 2): M k, N i, K j, batch -; "
-     "micro-kernel 6x32, MC 396 KC 128 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
+     "micro-kernel 6x32, MC 198 KC 256 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
      "parallel groups"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{512, 512}, {512, 512}},
@@ -141,7 +141,7 @@ const ScheduleRow kRows[] = {
      64,
      13,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 128 NC 256; "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 256; "
      "A packed whole, B packed whole; 8 tasks in 8 parallel groups"},
     {"C[i,k] := A[i,j] * B[j,k]",
      {{1024, 1024}, {1024, 1024}},
@@ -205,7 +205,7 @@ const ScheduleRow kRows[] = {
      64,
      13,
      2,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 12x32, MC 24 KC 72 NC 64; A "
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 12x32, MC 24 KC 144 NC 64; A "
      "packed whole, B read in place; 72 tasks in 8 parallel groups"},
     // Padded (a zero outside the image: nothing to read there), or strided along N (lanes two
     // elements apart): B packed per block.
@@ -235,22 +235,21 @@ const ScheduleRow kRows[] = {
      64,
      4,
      2,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 198 NC 32; A "
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 288 NC 32; A "
      "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
     // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
     // input gradient's residue phases of 28 x 28): one vector of columns and a tall tile plan
-    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56). An
-    // output this small against its reduction (4 KC blocks) is planned as for one thread, the
-    // reduction split across the two (GemmPlan::kParts).
+    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56). Its
+    // reduction is 2 KC blocks with 32 registers (a B sliver fills L1), too few to split across
+    // two threads (GemmPlan::kParts: two blocks per part): 4 tasks over chunks of the output.
     {"C[i,k] := A[i,j] * B[j,k]",
      {{30, 1000}, {1000, 20}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 42 KC 250 NC 32; A packed per "
-     "block, B packed per block; the reduction split in 2 parts (2 tasks in parallel, partial "
-     "sums added in order)"},
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 21 KC 500 NC 16; A packed "
+     "whole, B packed whole; 4 tasks in 4 parallel groups"},
     // The input gradient: dy read in place, the taps a (a range of the batch index u) over
     // their own loop's bounds, b (a range of N) by masked loads in the first and last slivers
     // (the middle two, 32 of 56 columns, read without masks).
@@ -314,7 +313,7 @@ const ScheduleRow kRows[] = {
      4,
      2,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
-     "KC 108 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "KC 216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
      "in parallel, partial sums added in order)"},
     // Unequal chunks (5 slivers of N): 2 tasks per thread and a multiple of the threads, as
     // before, here 5 chunks of N x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
@@ -337,7 +336,8 @@ const ScheduleRow kRows[] = {
      13,
      1,
      "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
-     "KC 243 NC 64; A packed whole, B packed per block; one thread"},
+     "KC 243 NC 64; A packed whole, B packed per block; one thread; output staged in a "
+     "contiguous partial"},
     // The README demo's weight gradient (18 KB of output, 1024 terms): the reduction split;
     // 16 channels in 4-row tiles (6-row ones compute 18).
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",

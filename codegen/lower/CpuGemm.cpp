@@ -461,8 +461,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   laneMajorA = !kInner.empty() && laneMajorPanel(g, *ops[0], sideVar[0], kInner.back(),
                                                   ext(kInner.back()), tailColumns > 0);
   const std::int64_t perTask = g.mTasks * g.nTasks;
-  // Split (GemmPlan::kParts): task tk is task tk mod T of part tk / T, T = tasks / kParts.
-  const bool splitK = g.kParts > 1;
+  // Staged (GemmPlan::staged): task tk is task tk mod T of part tk / T, T = tasks / kParts.
+  const bool splitK = g.staged;
   const Expr task = splitK ? var(tk) % (g.tasks / g.kParts) : var(tk);
   const Expr kPart = var(tk) / (g.tasks / g.kParts);
   const std::string partial = name + ".partial", pb0 = "gemm.pb0", pb1 = "gemm.pb1";
@@ -712,7 +712,7 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     // output: the stores (or loads and stores) after the reduction then find them in L1. A
     // task's part of the output is larger than L2, so each KC block's tiles came from L3 or
     // memory, a load per line that the reduction's loop no longer hides once it has ended.
-    if (g.vectorStore && !splitK) { // (a split's partial output stays in L2)
+    if (g.vectorStore && !splitK && g.prefetchOut) { // (a partial output stays in L2)
       const Expr savedM = varExpr_[m], savedN = varExpr_[n];
       varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
       std::vector<Stmt> lines;

@@ -2,6 +2,8 @@
 
 #include "codegen/Schedule.h"
 #include "codegen/schedule/GemmBinding.h"
+#include "codegen/schedule/GemmKnobs.h"
+#include "codegen/schedule/GemmParts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +149,15 @@ std::string names(const Statement& st, const std::vector<int>& vs,
 }
 
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The experiment knobs (schedule/GemmKnobs.h) that set the tile: MR and the accumulator sets
+// of a product's tile (a tile with reads of output indices keeps its own).
+void applyKnobs(GemmPlan& g, bool plainTile) {
+  const GemmKnobs& k = gemmKnobs();
+  if (plainTile && k.mr > 0) g.mr = k.mr;
+  if (plainTile && k.kSets > 0) g.kSets = k.kSets;
+  g.prefetchOut = k.prefetchOut;
+}
 
 // Dependent ranges may hold this share of their hulls on average, at the least.
 constexpr double kMinShare = 0.5;
@@ -300,31 +311,10 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
   };
   std::optional<GemmPlan> g =
       planGemm(p.stmts[k], bs, b.dtype, strides, t, kGemmMinFlops, inside, merged);
-  if (!g || t.threads <= 1) return g;
-  // The reduction split across the threads (GemmPlan::kParts): the one-thread plan, its KC
-  // blocks in one run per thread, where that plan is a single task (no batch values outside
-  // the GEMM: those give tasks that share nothing), each part holds two KC blocks or more, and
-  // a part's partial output fits half of L2 (the tiles it adds to after every KC block stay
-  // in cache, and the last pass reads them from there).
-  Target one = t;
-  one.threads = 1;
-  std::optional<GemmPlan> s =
-      planGemm(p.stmts[k], bs, b.dtype, strides, one, kGemmMinFlops, inside, merged);
-  if (!s || s->tasks != 1) return g;
-  auto extent = [&](int v) {
-    return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
-  };
-  std::int64_t outputs = extent(s->m) * extent(s->n);
-  for (int v : s->batch) outputs *= extent(v);
-  const std::int64_t parts = t.threads, elem = b.dtype == DType::f64 ? 8 : 4;
-  if (s->kBlocks < 2 * parts || outputs * elem > t.l2Bytes / 2) return g;
-  s->kParts = parts;
-  s->tasks = s->groups = parts;
-  s->parallel = true;
-  s->why = s->why.substr(0, s->why.rfind("; ")) + "; the reduction split in " +
-           std::to_string(parts) + " parts (" + std::to_string(parts) +
-           " tasks in parallel, partial sums added in order)";
-  return s;
+  if (!g) return g;
+  return withParts(std::move(*g), bs, b.dtype, t, [&](const Target& other) {
+    return planGemm(p.stmts[k], bs, b.dtype, strides, other, kGemmMinFlops, inside, merged);
+  });
 }
 
 namespace {
@@ -344,7 +334,14 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside,
                                  const std::vector<GemmMerge>& merged) {
+  if (gemmKnobs().nrVectors > 0) {
+    std::optional<GemmPlan> g =
+        planTile(st, bs, dtype, strides, t, minFlops, inside, gemmKnobs().nrVectors, merged);
+    if (g) g->why += gemmKnobs().note();
+    return g;
+  }
   std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2, merged);
+  if (two) two->why += gemmKnobs().note();
   // With 32 registers NR is two 16-lane vectors, wider than a short contiguous index (a
   // stride-2 convolution's 28 output columns, its input gradient's residue phases of 28): M and
   // N are then picked among the indices at least NR long, with scattered tile stores or strided
@@ -354,7 +351,10 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    if (one && (!two || one->m != two->m || one->n != two->n)) return one;
+    if (one && (!two || one->m != two->m || one->n != two->n)) {
+      one->why += gemmKnobs().note();
+      return one;
+    }
   }
   return two;
 }
@@ -401,6 +401,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // 16 vector registers (AVX2) hold 6 x 2, 32 (AVX-512) hold 14 x 2.
   const int registers = t.vectorRegisters();
   int nrWanted = nrVectors * width, mrWanted = (registers - 4) / nrVectors;
+  if (nrVectors > 2) mrWanted = (registers - nrVectors - 1) / nrVectors; // (a knob's)
   // Reads of output indices only (GemmOperands::tile) keep a tile of values each beside the
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
@@ -481,6 +482,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   else if (ops->tile.empty())
     g.mr = static_cast<int>(fittedRowsFew(extent(g.m), mrWanted, (t.fmaChains + nrVectors - 1) / nrVectors));
   g.kSets = kSets;
+  applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)
     if (v != g.m && v != g.n) g.batch.push_back(v);
   for (int v = nOut; v < n; ++v) g.k.push_back(v);
@@ -539,9 +541,16 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     g.masks[static_cast<std::size_t>(chosen)].push_back(v);
   }
 
-  // KC blocks: a B sliver (KC x NR) fills half of L1. The block runs over whole ranges of the
-  // innermost reduction indices and a chunk of the next one (no division per element).
-  const std::int64_t kcWanted = std::clamp<std::int64_t>(t.l1Bytes / 2 / (g.nr * e), 16, 1024);
+  // KC blocks: a B sliver (KC x NR) fills half of L1; with 32 registers (AVX-512), all of it:
+  // each KC block ends in a pass over its tiles of the output, which the convolution forwards'
+  // short reductions (576 terms) felt, and the Xeon ran them faster with twice the blocks
+  // (bench/RESULTS.md, "AVX-512 forwards and one-thread weight gradients"; as BLIS blocks K by
+  // 384 there). The block runs over whole ranges of the innermost reduction indices and a
+  // chunk of the next one (no division per element).
+  const std::int64_t l1Share = registers >= 32 ? t.l1Bytes : t.l1Bytes / 2;
+  const std::int64_t kcWanted =
+      gemmKnobs().kc > 0 ? gemmKnobs().kc
+                         : std::clamp<std::int64_t>(l1Share / (g.nr * e), 16, 1024);
   const std::size_t nk = g.k.size();
   std::vector<std::int64_t> suffix(nk + 1, 1);
   for (std::size_t q = nk; q-- > 0;) suffix[q] = suffix[q + 1] * extent(g.k[q]);
@@ -706,7 +715,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     if (bs.dependent[static_cast<std::size_t>(v)] && uses(*op[1], v) &&
         std::find(g.masks[1].begin(), g.masks[1].end(), v) == g.masks[1].end())
       masksInPlace = false;
-  if (inside && !g.whole[1] && !g.batchInside && masksInPlace && g.kSets == 1 &&
+  if (inside && !gemmKnobs().packB && !g.whole[1] && !g.batchInside && masksInPlace && g.kSets == 1 &&
       strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 1 && inside(*op[1])) {
     bool window = false, oneTap = true;
     for (const Subscript& sub : op[1]->subs) {

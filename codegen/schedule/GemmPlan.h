@@ -118,6 +118,12 @@ struct GemmPlan {
   // Indices run as one (GemmBinding.h), in the order they apply: the plan's indices and
   // extents are those of mergedBinding, which the lowering runs.
   std::vector<GemmMerge> merged;
+  // The output staged (always where kParts > 1): the tiles summed into the contiguous partial
+  // output above, one pass then storing it into the output. Also for one part: a one-thread
+  // plan whose output is not contiguous along N (a weight gradient's dk[o,c,a,b], channels 9
+  // apart) over several KC blocks otherwise adds every block's tiles into it element by element.
+  bool staged = false;
+  bool prefetchOut = true; // the tile's output lines fetched before its reduction (lower/CpuGemm)
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
   std::string why;         // one line for `einjit explain`
 };
