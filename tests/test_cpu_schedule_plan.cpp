@@ -122,7 +122,7 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Gemm,
-     "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 128 NC 448; A "
+     "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
      "packed whole, B read in place; 8 tasks in 8 parallel groups",
      0},
     // A 3x3 window: x's rows are W + 2 apart, nothing merged.
@@ -131,7 +131,7 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Gemm,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 117 NC 64; A "
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
      "packed whole, B read in place; 432 tasks in 8 parallel groups",
      0},
     // A stride-1 input gradient's band: a core where every range is its hull, tiled.

@@ -4,6 +4,7 @@
 #include "codegen/schedule/GemmBinding.h"
 #include "codegen/schedule/GemmKnobs.h"
 #include "codegen/schedule/GemmParts.h"
+#include "codegen/schedule/GemmRows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,39 +97,6 @@ std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_
   for (std::size_t d = 0; d < read.subs.size(); ++d)
     c += read.subs[d].coef[static_cast<std::size_t>(v)] * st[d];
   return c;
-}
-
-// MR for 32 vector registers (AVX-512): the tallest tile, unless one at most a quarter shorter
-// pads M by less. M is often a channel count (64: 14-row tiles compute 70 rows, 28-row ones 84,
-// a tenth and a quarter of the FMAs on zeros; 13 and 22 rows compute 65 and 66). A shorter
-// tile still keeps more accumulator chains than the FMA pipes need and its broadcasts per FMA
-// the same (two vectors) or within a twentieth (one). A gain under 2% of M keeps the tallest
-// (fewer kernel calls and tile stores). An M shorter than the tallest tile is one tile of M
-// rows from `minRows` up (the one-vector tile: as many rows as the FMA pipes' chains): the
-// README demo's input gradient (16 channels, residue phases of 16 and 17 columns) otherwise
-// has no packed plan on AVX-512 and runs the generic loops; shorter still, no plan (the
-// register tiles).
-// With 16 registers (AVX2) the tile is 6 x 16 unless a tile of as few rows as keep the FMA
-// pipes' chains busy (4 x 16: 8 chains) pads M by at least a tenth less: 16 and 32 channels
-// (the README demo's layer) compute 18 and 36 rows in 6-row tiles. Its broadcasts per FMA rise
-// by half, which costs more than a few padded rows where B is read in place (64 channels, a
-// stride-1 window: measured slower), so the gain must be large.
-std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax, std::int64_t minRows) {
-  auto padded = [&](std::int64_t mr) { return (m + mr - 1) / mr * mr; };
-  if (m < mrMax) return m >= minRows ? m : mrMax;
-  std::int64_t best = mrMax;
-  for (std::int64_t mr = mrMax - 1; mr * 4 >= mrMax * 3; --mr)
-    if (padded(mr) < padded(best)) best = mr;
-  return (padded(mrMax) - padded(best)) * 50 > m ? best : mrMax;
-}
-
-std::int64_t fittedRowsFew(std::int64_t m, std::int64_t mrMax, std::int64_t lowest) {
-  auto padded = [&](std::int64_t mr) { return (m + mr - 1) / mr * mr; };
-  if (m < mrMax) return mrMax;
-  std::int64_t best = mrMax;
-  for (std::int64_t mr = mrMax - 1; mr >= lowest; --mr)
-    if (padded(mr) < padded(best)) best = mr;
-  return (padded(mrMax) - padded(best)) * 10 >= m ? best : mrMax;
 }
 
 // Index names for `einjit explain`; merged indices (GemmPlan::merged) as one, "h*w", the outer

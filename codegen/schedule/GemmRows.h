@@ -1,0 +1,13 @@
+#pragma once
+// A packed GEMM plan's micro-kernel height (MR) for an M and the target's tallest tile: the
+// rows a shorter tile saves against its cost (docs/CPU_SCHEDULES.md, "fittedRows").
+#include <cstdint>
+
+namespace einjit::codegen {
+
+// 32 vector registers (AVX-512): the tallest tile or one at most a quarter shorter.
+std::int64_t fittedRows(std::int64_t m, std::int64_t mrMax, std::int64_t minRows);
+// 16 vector registers (AVX2): the tallest tile or one down to `lowest` rows.
+std::int64_t fittedRowsFew(std::int64_t m, std::int64_t mrMax, std::int64_t lowest);
+
+} // namespace einjit::codegen
