@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -45,6 +46,22 @@ inline void checkGolden(const std::string& path, const std::string& actual) {
   std::string expected = readFile(path);
   REQUIRE_MESSAGE(!expected.empty(), "missing golden file (run with EINJIT_ACCEPT=1 to create)");
   CHECK(actual == expected);
+}
+
+// f() must throw an einjit::Error whose message holds `what`, names <program>:LINE:COLUMN first
+// and draws a caret.
+inline void checkCaretError(const std::function<void()>& f, const std::string& what, int line,
+                            int column) {
+  try {
+    f();
+    FAIL_CHECK("no error");
+  } catch (const einjit::Error& e) {
+    std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(msg.find(what) != std::string::npos);
+    CHECK(msg.find("<program>:" + std::to_string(line) + ":" + std::to_string(column) + ":") == 0);
+    CHECK(msg.find('^') != std::string::npos);
+  }
 }
 
 } // namespace einjit::test

@@ -412,6 +412,27 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
 // blocks are twice as long), a plain product, '+=' (the last pass adds to the output) and an
 // epilogue (run by the last pass), f32 and f64, against the interpreter in three views, the
 // same bits on one thread and two.
+namespace {
+
+// A table row's reference kernel and random inputs: the program itself or, with `wrt`, its
+// gradient program with a random dy of the forward output's shape.
+std::pair<Kernel, std::map<std::string, Tensor>> referenceRow(
+    const std::string& program, const std::map<std::string, Shape>& shapes,
+    const std::vector<std::string>& wrt, DType dt) {
+  Kernel ref = einjit::compile(program, on(Device::reference(), dt));
+  auto in = randomArgs(ref.program(), shapes, dt, 5);
+  if (!wrt.empty()) {
+    std::vector<Arg> args;
+    for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+    const Outputs y = ref.call(args);
+    ref = ref.gradient(wrt);
+    in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+  }
+  return {std::move(ref), std::move(in)};
+}
+
+} // namespace
+
 TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an epilogue)") {
   struct SplitRow {
     const char* program;
@@ -444,15 +465,7 @@ TEST_CASE("gemm: the reduction split across tasks (weight gradients, '+=', an ep
   for (const SplitRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {
       INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
-      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
-      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
-      if (!row.wrt.empty()) {
-        std::vector<Arg> args;
-        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
-        const Outputs y = ref.call(args);
-        ref = ref.gradient(row.wrt);
-        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
-      }
+      auto [ref, in] = referenceRow(row.program, row.shapes, row.wrt, dt);
       Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
       std::vector<Arg> args;
       for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
@@ -505,15 +518,7 @@ TEST_CASE("gemm: a one-thread plan's output staged in a contiguous partial") {
   for (const StagedRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {
       INFO(row.program << " " << einjit::dtypeName(dt));
-      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
-      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
-      if (!row.wrt.empty()) {
-        std::vector<Arg> args;
-        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
-        const Outputs y = ref.call(args);
-        ref = ref.gradient(row.wrt);
-        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
-      }
+      auto [ref, in] = referenceRow(row.program, row.shapes, row.wrt, dt);
       Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
       std::vector<Arg> args;
       for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
@@ -671,15 +676,7 @@ TEST_CASE("gemm: indices merged into one (1x1 convolutions as one GEMM per image
   for (const MergeRow& row : table)
     for (DType dt : {DType::f32, DType::f64}) {
       INFO(std::string(row.program) << " " << einjit::dtypeName(dt));
-      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
-      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
-      if (!row.wrt.empty()) {
-        std::vector<Arg> args;
-        for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
-        const Outputs y = ref.call(args);
-        ref = ref.gradient(row.wrt);
-        in["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
-      }
+      auto [ref, in] = referenceRow(row.program, row.shapes, row.wrt, dt);
       Kernel jit = einjit::compile(ref.source(), on(Device::cpu(), dt));
       std::vector<Arg> args;
       for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
