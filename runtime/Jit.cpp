@@ -188,7 +188,7 @@ struct Engine {
   // instruction selector: selecting their many small loops was about a third of such a
   // module's compile time, and the code it selects (an extra register copy and `or` for some
   // of the packed panel's addresses) moves data at the speed of the selection DAG's
-  // (bench/RESULTS.md, "JIT compile time, session 30").
+  // (bench/RESULTS.md, the JIT compile time sections).
   const bool moverCodegen = [] {
     const char* e = std::getenv("EINJIT_JIT_MOVER_ISEL");
     return !(e && std::strcmp(e, "dag") == 0);
