@@ -3,6 +3,7 @@
 #include "dsl/Ast.h"
 #include "dsl/Parser.h"
 #include "dsl/Printer.h"
+#include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
 
@@ -61,6 +62,22 @@ inline void checkCaretError(const std::function<void()>& f, const std::string& w
     CHECK(msg.find(what) != std::string::npos);
     CHECK(msg.find("<program>:" + std::to_string(line) + ":" + std::to_string(column) + ":") == 0);
     CHECK(msg.find('^') != std::string::npos);
+  }
+}
+
+// run() is a gradcheck that must pass: every input within 1e-6 of central differences, and no
+// exception.
+inline void checkGradcheckPasses(const std::function<einjit::GradCheckResult()>& run) {
+  try {
+    const einjit::GradCheckResult r = run();
+    for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+      CAPTURE(r.inputs[i]);
+      CHECK(r.maxRelativeError[i] <= 1e-6);
+    }
+    CHECK_MESSAGE(r.passed, r.why);
+    CHECK(!r.inputs.empty());
+  } catch (const std::exception& e) {
+    FAIL_CHECK("threw: " << std::string(e.what()));
   }
 }
 
