@@ -110,7 +110,8 @@ constexpr double kColdIterations = 256;
 
 class Emitter {
 public:
-  Emitter(llvm::Module& m) : m_(m), ctx_(m.getContext()), b_(ctx_) {
+  Emitter(llvm::Module& m)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), avx512_(m.getModuleFlag(kAvx512Flag) != nullptr) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     b_.setFastMathFlags(fmf);
@@ -221,6 +222,7 @@ private:
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
+  const bool avx512_; // the module is for a CPU with AVX-512 (kAvx512Flag)
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *params_ = nullptr, *begin_ = nullptr, *end_ = nullptr, *status_ = nullptr;
@@ -729,7 +731,7 @@ private:
     llvm::Value* a = expr(n.args[0]);
     auto unaryIntrinsic = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
     switch (n.fn) {
-    case Fn::Exp: return emitExp(b_, a);
+    case Fn::Exp: return emitExp(b_, a, avx512_);
     case Fn::Log: return unaryIntrinsic(llvm::Intrinsic::log);
     case Fn::Sqrt: return unaryIntrinsic(llvm::Intrinsic::sqrt);
     case Fn::Sin: return unaryIntrinsic(llvm::Intrinsic::sin);
@@ -758,7 +760,7 @@ private:
     }
     case Fn::Sigmoid: {
       llvm::Value* one = constLike(a, 1.0);
-      llvm::Value* ex = emitExp(b_, b_.CreateFNeg(a));
+      llvm::Value* ex = emitExp(b_, b_.CreateFNeg(a), avx512_);
       return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
     }
     case Fn::Relu: {
@@ -850,12 +852,14 @@ private:
     case NodeKind::Evaluate: expr(static_cast<const Evaluate&>(*s).value); return;
     case NodeKind::Prefetch: {
       // llvm.prefetch(address, write, locality 3: keep in every level, data): prefetchw on
-      // x86 where the CPU has it, else prefetcht0; never a fault.
+      // x86 where the CPU has it, else prefetcht0; never a fault. Ahead of a later read:
+      // (read, locality 2): prefetcht1.
       const auto& n = static_cast<const Prefetch&>(*s);
       const Buf& buf = lookup(n.buffer);
       llvm::Value* addr = b_.CreateGEP(buf.elem, buf.ptr, expr(n.index));
       b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()},
-                         {addr, b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
+                         {addr, b_.getInt32(n.ahead ? 0 : 1), b_.getInt32(n.ahead ? 2 : 3),
+                          b_.getInt32(1)});
       return;
     }
     case NodeKind::Barrier: throw InternalError("codegen: a GPU barrier in CPU code");

@@ -34,6 +34,10 @@ inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
 // reduction, runtime/Jit.cpp).
 inline constexpr const char* kTilePartAttr = "einjit-tile-part";
 
+// A module flag the JIT sets when the target CPU has AVX-512 (512-bit vectors' exponentials
+// are then scaled by vscalef: VectorMath.h).
+inline constexpr const char* kAvx512Flag = "einjit-avx512";
+
 // Whether f is emitted `optnone` (body and entry point): ir::iterationBound bounds it to a few
 // hundred stores (an edge tile, a border, the combine of a split reduction's partials), where
 // optimizing costs more compile time than it can save at run time.

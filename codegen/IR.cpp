@@ -255,8 +255,8 @@ Stmt asyncWait(int pending, bool products) {
   return std::make_shared<AsyncWait>(pending, products);
 }
 Stmt evaluate(Expr value) { return std::make_shared<Evaluate>(std::move(value)); }
-Stmt prefetch(const std::string& buffer, Expr index) {
-  return std::make_shared<Prefetch>(buffer, std::move(index));
+Stmt prefetch(const std::string& buffer, Expr index, bool ahead) {
+  return std::make_shared<Prefetch>(buffer, std::move(index), ahead);
 }
 
 // --- visitor ---------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ Stmt Mutator::mutateEvaluate(const Stmt& self, const Evaluate& n) {
 }
 Stmt Mutator::mutatePrefetch(const Stmt& self, const Prefetch& n) {
   Expr i = mutate(n.index);
-  return i == n.index ? self : prefetch(n.buffer, i);
+  return i == n.index ? self : prefetch(n.buffer, i, n.ahead);
 }
 
 // --- queries ---------------------------------------------------------------------------------

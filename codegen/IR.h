@@ -302,11 +302,14 @@ struct Evaluate : StmtNode {
 // A hint that buffer[index] is about to be written (and read): its cache line is fetched now,
 // nothing else changes (no fault, no value read). The packed GEMM's micro-kernel asks for its
 // output tile's lines before the reduction, so that storing (or adding to) the tile after it
-// does not wait on memory.
+// does not wait on memory. `ahead`: the line is only read, later (a row block's input one block
+// ahead, lower/CpuRows.cpp): fetched into the second-level cache, not for writing.
 struct Prefetch : StmtNode {
   std::string buffer;
   Expr index;
-  Prefetch(std::string b, Expr i) : StmtNode(NodeKind::Prefetch), buffer(std::move(b)), index(std::move(i)) {}
+  bool ahead = false;
+  Prefetch(std::string b, Expr i, bool a = false)
+      : StmtNode(NodeKind::Prefetch), buffer(std::move(b)), index(std::move(i)), ahead(a) {}
 };
 
 // --- constructors (integer arithmetic folds constants) ---------------------------------------
@@ -345,7 +348,7 @@ Stmt copyVector(const std::string& dst, Expr dstIndex, const std::string& src, E
 Stmt asyncCommit();
 Stmt asyncWait(int pending, bool products = false);
 Stmt evaluate(Expr value);
-Stmt prefetch(const std::string& buffer, Expr index);
+Stmt prefetch(const std::string& buffer, Expr index, bool ahead = false);
 
 bool isConst(const Expr& e, std::int64_t* value = nullptr);
 

@@ -147,7 +147,8 @@ public:
       return;
     case NodeKind::Prefetch: {
       const auto& n = static_cast<const Prefetch&>(*s);
-      out << pad << "prefetch " << n.buffer << "[" << expr(n.index) << "]\n";
+      out << pad << (n.ahead ? "prefetch.ahead " : "prefetch ") << n.buffer << "["
+          << expr(n.index) << "]\n";
       return;
     }
     case NodeKind::AsyncCommit: out << pad << "async.commit\n"; return;

@@ -2,12 +2,13 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include <cmath>
 
 namespace einjit::codegen {
 
-llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
+llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x, bool scalef) {
   llvm::Type* t = x->getType();
   const bool f64 = t->getScalarType()->isDoubleTy();
   const unsigned bits = f64 ? 64 : 32, mantissa = f64 ? 52 : 23;
@@ -44,6 +45,15 @@ llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   for (int q = degree - 1; q >= 0; --q) {
     fact /= q + 1;
     p = b.CreateFAdd(b.CreateFMul(p, r), c(1.0 / fact));
+  }
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (scalef && vt && vt->getPrimitiveSizeInBits() == 512) {
+    // vscalef(p, n) = p * 2^floor(n), n integral here; all lanes, current rounding (4).
+    const auto id = f64 ? llvm::Intrinsic::x86_avx512_mask_scalef_pd_512
+                        : llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+    llvm::Value* y = b.CreateIntrinsic(
+        id, {}, {p, n, llvm::PoisonValue::get(t), b.getIntN(vt->getNumElements(), (1ull << vt->getNumElements()) - 1), b.getInt32(4)});
+    return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
   }
   // 2^n as two normal powers 2^(n>>1) and 2^(n - (n>>1)).
   llvm::Value* n1 = b.CreateAShr(k, ci(1));

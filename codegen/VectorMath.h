@@ -12,6 +12,10 @@ namespace einjit::codegen {
 // tenth of an ulp), scaled by 2^n in two halves so that subnormal results stay exact to
 // rounding. Within 2 ulp of the correctly rounded value; exp(+inf) = inf, exp(-inf) = 0,
 // NaN stays NaN, overflow gives inf and underflow 0.
-llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x);
+// `scalef`: the target has AVX-512 (CodeGenLLVM.h, kAvx512Flag); a 512-bit vector is then scaled
+// by one vscalefps / vscalefpd (2^n from n as a float, rounded once, subnormals included)
+// instead of the two halves' eight integer and multiply instructions (of about thirty): a
+// softmax's row loop is made of exponentials.
+llvm::Value* emitExp(llvm::IRBuilder<>& b, llvm::Value* x, bool scalef = false);
 
 } // namespace einjit::codegen

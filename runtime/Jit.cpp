@@ -58,7 +58,7 @@
 namespace einjit::runtime {
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-12";
+constexpr const char* kCodegenVersion = "einjit-cpu-13";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.
@@ -479,6 +479,8 @@ struct Engine {
                                                                 : llvm::CodeGenOptLevel::None);
     m.setDataLayout(tm.createDataLayout());
     m.setTargetTriple(tm.getTargetTriple().str());
+    if (tm.getTargetFeatureString().contains("+avx512f"))
+      m.addModuleFlag(llvm::Module::Warning, codegen::kAvx512Flag, 1);
     e.clock.lap("target machine");
     // The whole functions in one call (the unoptimized ones share what they declare), then
     // each part.

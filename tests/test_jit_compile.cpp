@@ -373,10 +373,13 @@ TEST_CASE("jit_compile: a loop around a vectorizer-hinted loop is not unrolled")
   REQUIRE(from != std::string::npos);
   const std::string module = text.substr(from, text.find("; ModuleID", at) - from);
   CAPTURE(module);
+  // Vectorized loops that load (the sum's); with AVX-512, LLVM also turns the three-element
+  // zeroing loop over k into one masked scatter block, also named vector.body.
   std::size_t vectorBodies = 0;
   for (auto b = module.find("\nvector.body"); b != std::string::npos;
        b = module.find("\nvector.body", b + 1))
-    ++vectorBodies;
+    if (module.substr(b, module.find("\n\n", b) - b).find(" load <") != std::string::npos)
+      ++vectorBodies;
   CHECK(vectorBodies == 1);
   Kernel ref = einjit::compile(g.source(), on(Device::reference(), DType::f32));
   checkSame(g.call(args), ref.call(args), assigned(ref), DType::f32);

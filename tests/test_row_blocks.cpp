@@ -535,14 +535,15 @@ TEST_CASE("row blocks: which outputs are stored non-temporally") {
 }
 
 TEST_CASE("row blocks: non-temporal stores, rows aligned or not, against the interpreter") {
-  // Outputs of 4 MiB and more (8 L2s of this machine's 512 KiB) are streamed. 1024 columns: every
+  // Outputs of 8 L2s and more are streamed: 16 MiB (4096 rows of f32, 2048 of f64) reach that
+  // for L2s up to 2 MiB (512 KiB to 2 MiB on the machines seen). 1024 columns: every
   // row starts on a vector boundary (the non-temporal path); 1030: rows alternate between
   // aligned and not (the address test's ordinary stores), and the rows' tails are scalar.
   for (std::int64_t cols : {1024, 1030})
     for (DType dt : {DType::f32, DType::f64}) {
       CAPTURE(cols);
       CAPTURE(dt == DType::f32);
-      const std::int64_t rows = 1024;
+      const std::int64_t rows = dt == DType::f32 ? 4096 : 2048;
       Kernel fwd = einjit::compile(kSoftmax, cpu(dt));
       Kernel back = einjit::compile(fwd.gradient().source(), cpu(dt));
       std::map<std::string, Tensor> in{{"x", Tensor::random({rows, cols}, dt, 5)},
@@ -561,4 +562,47 @@ TEST_CASE("row blocks: non-temporal stores, rows aligned or not, against the int
       checkSame(fwd.call({in.at("x")}), ref.call({in.at("x")}), {"y"}, dt);
       checkSame(back.call(argsOf(back, in, {})), refBack.call(argsOf(refBack, in, {})), {"dx"}, dt);
     }
+}
+
+TEST_CASE("row blocks: inputs larger than L2 fetched one block ahead where the step computes exp") {
+  // 8 MiB of x (larger than any L2 here) is read one block ahead in the softmax's exponential
+  // loop, forward and gradient (x and dy); the layernorm's row loop (subtract and square) gets
+  // no hints, nor does a softmax whose input fits in L2. The results against the interpreter
+  // (the hints change no value): 2 and 1 threads, f32 and f64, a row length with a tail.
+  const std::int64_t rows = 2048, cols = 1030;
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt == DType::f32);
+    // As a layer saves them (bench_rows): the row statistics m and z, so that the gradient
+    // recomputes e in the loop that reads dy.
+    einjit::Options layer = cpu(dt);
+    layer.saved = {"m", "z"};
+    Kernel fwd = einjit::compile(kSoftmax, layer);
+    Kernel back = einjit::compile(fwd.gradient().source(), cpu(dt));
+    std::map<std::string, Tensor> in{{"x", Tensor::random({rows, cols}, dt, 7)},
+                                     {"dy", Tensor::random({rows, cols}, dt, 8)}};
+    const Outputs y = fwd.call({in.at("x")});
+    in["m"] = y["m"];
+    in["z"] = y["z"];
+    const std::string f = fwd.explain({in.at("x")}, true), b = back.explain(argsOf(back, in, {}), true);
+    CHECK(f.find("prefetch.ahead x[") != std::string::npos);
+    CHECK(f.find("(1 vector of partial results; x fetched one block ahead)") != std::string::npos);
+    CHECK(b.find("; x, dy fetched one block ahead)") != std::string::npos);
+    CHECK(b.find("prefetch.ahead x[") != std::string::npos);
+    CHECK(b.find("prefetch.ahead dy[") != std::string::npos);
+    Kernel ref = einjit::compile(kSoftmax, on(Device::reference(), dt));
+    Kernel refBack = einjit::compile(back.source(), on(Device::reference(), dt));
+    for (int threads : {2, 1})
+      withThreads(threads, [&] {
+        checkSame(fwd.call({in.at("x")}), ref.call({in.at("x")}), {"y", "m", "z"}, dt);
+        checkSame(back.call(argsOf(back, in, {})), refBack.call(argsOf(refBack, in, {})), {"dx"}, dt);
+      });
+  }
+  Kernel small = einjit::compile(kSoftmax, cpu(DType::f32));
+  CHECK(small.explain({Tensor::random({64, 256}, DType::f32, 1)}, true).find("prefetch") ==
+        std::string::npos);
+  Kernel ln = einjit::compile(kLayernorm, cpu(DType::f32));
+  std::map<std::string, Tensor> lin{{"x", Tensor::random({rows, 1024}, DType::f32, 1)},
+                                    {"g", Tensor::random({1024}, DType::f32, 2)},
+                                    {"b", Tensor::random({1024}, DType::f32, 3)}};
+  CHECK(ln.explain(argsOf(ln, lin, {{"eps", 1e-5}}), true).find("prefetch") == std::string::npos);
 }

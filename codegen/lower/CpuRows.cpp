@@ -3,6 +3,8 @@
 // of blocks.
 #include "codegen/lower/Lowerer.h"
 
+#include <set>
+
 namespace einjit::codegen::lowering {
 
 namespace {
@@ -16,6 +18,27 @@ public:
     return ir::forLoop(n.var, n.lo, n.hi,
                        n.forKind == ForKind::Parallel ? ForKind::Serial : n.forKind, body, n.width);
   }
+};
+
+// The loads of `e` whose buffer is one of `inputs` and whose index depends on `row`, each
+// index once.
+class RowInputLoads : public ir::Visitor {
+public:
+  RowInputLoads(const std::set<std::string>& inputs, std::string row)
+      : inputs_(inputs), row_(std::move(row)) {}
+  std::vector<std::pair<std::string, Expr>> found;
+  void visitLoad(const ir::Load& n) override {
+    if (inputs_.count(n.buffer) && ir::dependsOn(n.index, row_)) {
+      const std::string key = n.buffer + " " + ir::print(n.index);
+      if (seen_.insert(key).second) found.emplace_back(n.buffer, n.index);
+    }
+    Visitor::visitLoad(n);
+  }
+
+private:
+  const std::set<std::string>& inputs_;
+  std::string row_;
+  std::set<std::string> seen_;
 };
 
 } // namespace
@@ -263,10 +286,13 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
         ir::intImm(lc),
         ir::add(ir::mul(ir::add(ir::mul(ir::var(co), ir::intImm(U)), ir::var(cu)), ir::intImm(W)),
                 ir::var(ci)));
-    if (Stmt e = element(col, ir::add(ir::mul(ir::var(cu), ir::intImm(W)), ir::var(ci))))
+    if (Stmt e = element(col, ir::add(ir::mul(ir::var(cu), ir::intImm(W)), ir::var(ci)))) {
+      Stmt step = vector(ci, e);
+      if (Stmt ahead = prefetchNextBlock(loop, block, e, r, ci)) step = ir::block({ahead, step});
       all.push_back(ir::forLoop(co, ir::intImm(0), ir::intImm(steps), ForKind::Serial,
                                 ir::forLoop(cu, ir::intImm(0), ir::intImm(U), ForKind::Unrolled,
-                                            vector(ci, e))));
+                                            step)));
+    }
   }
   if (rv < rm)
     if (Stmt e = element(ir::add(ir::intImm(rv), ir::add(ir::mul(ir::var(cv), ir::intImm(W)),
@@ -313,6 +339,28 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
   ir::Func f = newFunc("s" + std::to_string(first));
   f.body = ir::forLoop(r, ir::intImm(0), ir::intImm(block.rows), ForKind::Serial, body);
   out_.funcs.push_back(std::move(f));
+}
+
+// The row loop's step reads its inputs one vector at a time along the row; the plan's
+// `ahead` inputs (RowRun::Loop::ahead) get a hint for the same vector of the next block (the
+// row `rows` further on), so that the next block's first pass over its rows (a row maximum:
+// only loads) finds them in L2 instead of waiting on memory. The last block's hints point past
+// its rows: a prefetch never faults.
+Stmt Lowerer::prefetchNextBlock(const RowRun::Loop& loop, const RowBlockContext& block,
+                                const Stmt& e, const std::string& row,
+                                const std::string& lane) const {
+  std::set<std::string> inputs;
+  for (int t : loop.ahead) inputs.insert(bufferName(t));
+  RowInputLoads loads(inputs, row);
+  loads.visit(e);
+  std::vector<Stmt> hints;
+  for (const auto& [buffer, index] : loads.found)
+    hints.push_back(ir::prefetch(
+        buffer,
+        ir::substitute(ir::substitute(index, lane, ir::intImm(0)), row,
+                       ir::add(ir::var(row), ir::intImm(block.rows))),
+        /*ahead=*/true));
+  return hints.empty() ? nullptr : ir::block(hints);
 }
 
 // The column sum k's output: its partial sums added in slot order (the task groups', then the

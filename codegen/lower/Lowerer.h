@@ -189,6 +189,8 @@ private:
   // A row loop of the run (RowRun::loops) over the block of `block` (its rows, base and slot;
   // each statement's row index and stores set per statement): one function whose loop along
   // each row runs every statement's update of an element in order.
+  Stmt prefetchNextBlock(const RowRun::Loop& loop, const RowBlockContext& block, const Stmt& e,
+                         const std::string& row, const std::string& lane) const;
   void rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop& loop,
                const RowBlockContext& block);
   // After the run: column sum k's partial sums added into its output (a function of its own).

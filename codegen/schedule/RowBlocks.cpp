@@ -312,6 +312,36 @@ bool callsPolynomial(const CExpr& e) {
   return false;
 }
 
+// The inputs of the row loop of statements first..last that are fetched one block ahead
+// (RowRun::Loop::ahead): read with the row index as their first subscript, written by no
+// statement of the run, larger than L2 (a smaller one stays cached between calls).
+std::vector<int> fetchedAhead(const dsl::Program& p, const dsl::BoundProgram& b, const Target& t,
+                              const std::vector<int>& rowVar, const RowRun& run,
+                              std::size_t first, std::size_t last) {
+  std::vector<int> out;
+  if (t.gpu) return out;
+  std::vector<char> written(p.tensors.size(), 0);
+  for (std::size_t k = run.first; k <= run.last; ++k)
+    written[static_cast<std::size_t>(p.stmts[k].output)] = 1;
+  for (std::size_t j = first; j <= last; ++j)
+    eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+      const auto u = static_cast<std::size_t>(e.tensor);
+      if (write || written[u] || !rowSubscript(p, b, e, rowVar[j])) return;
+      if (std::find(out.begin(), out.end(), e.tensor) != out.end()) return;
+      std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
+      for (std::int64_t x : b.tensors[u].shape) bytes *= x;
+      if (bytes > t.l2Bytes) out.push_back(e.tensor);
+    });
+  return out;
+}
+
+// "; x, dy fetched one block ahead" for a loop's RowRun::Loop::ahead, else "".
+std::string aheadNote(const dsl::Program& p, const RowRun::Loop& l) {
+  std::string names;
+  for (int t : l.ahead) names += (names.empty() ? "" : ", ") + p.tensors[static_cast<std::size_t>(t)].name;
+  return names.empty() ? "" : "; " + names + " fetched one block ahead";
+}
+
 // The row loops of `run` (RowRun::loops): from each member on, the longest stretch of members
 // that qualify; kept where it holds two statements or more, one of them a reduction.
 void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides& strides,
@@ -338,7 +368,11 @@ void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides&
       reduces |= p.stmts[j].numOutputVars() == 1;
       polynomial |= callsPolynomial(*p.stmts[j].rhs);
     }
-    if (last > k && reduces) run.loops.push_back({k, last, polynomial ? 1 : kRowLoopChains});
+    if (last > k && reduces) {
+      RowRun::Loop loop{k, last, polynomial ? 1 : kRowLoopChains, {}};
+      if (polynomial) loop.ahead = fetchedAhead(p, b, t, rowVar, run, k, last);
+      run.loops.push_back(std::move(loop));
+    }
     k = last + 1;
   }
 }
@@ -531,7 +565,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
         if (j >= l.first && j <= l.last)
           note += "; one loop along the row with statements " + std::to_string(l.first + 1) +
                   "-" + std::to_string(l.last + 1) + " (" + std::to_string(l.chains) +
-                  (l.chains == 1 ? " vector" : " vectors") + " of partial results)";
+                  (l.chains == 1 ? " vector" : " vectors") + " of partial results" +
+                  aheadNote(p, l) + ")";
       if (run.streams(j)) note += "; stored non-temporally";
       plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
     }

@@ -116,6 +116,11 @@ struct RowRun {
   struct Loop {
     std::size_t first = 0, last = 0;
     std::int64_t chains = 1;
+    // Inputs the loop reads along the row whose same vector of the next block (`blockRows`
+    // rows on) each step fetches into L2 (ir::Prefetch::ahead): tensors no member writes,
+    // larger than L2, read in a loop that evaluates a polynomial function (arithmetic for
+    // the fetch to overlap with). docs/CPU_SCHEDULES.md, "Row loops".
+    std::vector<int> ahead;
   };
   std::vector<Loop> loops;
   // The row loop that statement k starts, or null.
