@@ -300,6 +300,13 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
+      // Stride 4: 16 phases of 18 and 19 columns, each tile row stored 4 elements apart (with
+      // 64-byte vectors: spread over four vectors by masked stores).
+      {"y[n,o,h,w] := x[n,c,4h+a,4w+b] * k[o,c,a,b]",
+       {{"x", {1, 16, 70, 75}}, {"k", {20, 16, 4, 4}}},
+       2,
+       {1, 2},
+       {1, 2}},
       {"y[n,o,h,w] := x[n,c,3h+a,3w+b] * k[o,c,a,b]",
        {{"x", {1, 8, 50, 50}}, {"k", {24, 8, 5, 5}}},
        2,
