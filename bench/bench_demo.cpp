@@ -116,6 +116,67 @@ BENCHMARK(BM_DemoLayer)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);
 
+// The demo's three passes one by one beside oneDNN's, alternated per iteration in one process:
+// einjit's forward, input gradient (a program of dx only) and weight gradient (dk only), then
+// oneDNN's forward, backward data and backward weights. Counters, medians over the iterations:
+// each call's milliseconds and oneDNN's time over einjit's per pass (above 1: einjit faster).
+// range: threads, as BM_DemoLayer.
+void BM_DemoPasses(benchmark::State& state) {
+  const einjit::Shape xs{4, 16, 33, 33}, ks{32, 16, 3, 3};
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            static_cast<std::size_t>(state.range(0)));
+  auto conv = einjit::compile("y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]");
+  auto dxOnly = conv.gradient({"x"}), dkOnly = conv.gradient({"k"});
+  Tensor x = Tensor::random(xs, DType::f32, 1), k = Tensor::random(ks, DType::f32, 2);
+  Tensor dy = Tensor::random(conv(x, k)[std::size_t{0}].shape(), DType::f32, 3);
+  auto args = [&](const einjit::Kernel& g) {
+    std::map<std::string, Tensor> in;
+    const std::map<std::string, Tensor> all{{"dy", dy}, {"x", x}, {"k", k}};
+    for (const std::string& n : g.tensorArguments()) in[n] = all.at(n);
+    return in;
+  };
+  const auto inDx = args(dxOnly), inDk = args(dkOnly);
+  DnnlLayer dnn(xs, ks, 2);
+  const std::function<void()> calls[6] = {
+      [&] { benchmark::DoNotOptimize(conv(x, k)[std::size_t{0}].data()); },
+      [&] { benchmark::DoNotOptimize(dxOnly.call(inDx)[std::size_t{0}].data()); },
+      [&] { benchmark::DoNotOptimize(dkOnly.call(inDk)[std::size_t{0}].data()); },
+      [&] {
+        dnn.fwd.prim.execute(dnn.s, dnn.fwd.args);
+        dnn.s.wait();
+      },
+      [&] {
+        dnn.bwdData.prim.execute(dnn.s, dnn.bwdData.args);
+        dnn.s.wait();
+      },
+      [&] {
+        dnn.bwdWeights.prim.execute(dnn.s, dnn.bwdWeights.args);
+        dnn.s.wait();
+      }};
+  for (const auto& f : calls) f(); // compile, scratch
+  std::vector<double> ms[6], speed[3];
+  for (auto _ : state) {
+    double t[6], sum = 0;
+    for (int i = 0; i < 6; ++i) sum += t[i] = millis(calls[i]);
+    state.SetIterationTime(sum * 1e-3);
+    for (int i = 0; i < 6; ++i) ms[i].push_back(t[i]);
+    for (int i = 0; i < 3; ++i) speed[i].push_back(t[i + 3] / t[i]);
+  }
+  const char* names[3] = {"fwd", "dx", "dk"};
+  for (int i = 0; i < 3; ++i) {
+    state.counters[std::string("einjit_") + names[i] + "_ms"] = median(ms[i]);
+    state.counters[std::string("onednn_") + names[i] + "_ms"] = median(ms[i + 3]);
+    state.counters[std::string(names[i]) + "_speed"] = median(speed[i]);
+  }
+  state.SetLabel("the demo's conv: forward, input gradient, weight gradient, each alone");
+}
+BENCHMARK(BM_DemoPasses)
+    ->Arg(2)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+
 // The demo's backward (dx and dk, one program) with its statements at once and in order
 // (runtime::setCpuStages, planned before each kernel's first call), alternated in one process:
 // each iteration calls the forward on two threads, the backward with concurrent stages on two

@@ -455,7 +455,11 @@ private:
   // Lanes this many elements apart or fewer are read as one contiguous run and picked out of
   // it (a stride-2 convolution's window): a few vector loads and shuffles, where a gather
   // costs a load per lane (and is slow on AMD). The run spans only elements between the first
-  // and the last lane, which lie in the same buffer.
+  // and the last lane, which lie in the same buffer. With 64-byte vectors of lanes the run is
+  // read as whole vectors (stride x lanes elements), its elements past the last lane masked off
+  // (a masked load reads nothing there): two loads and one two-source permute for a stride of
+  // 2, where a run of 31 floats was legalised as pieces of 16, 8, 4, 2 and 1 put together by
+  // a dozen inserts and shuffles (the README demo's forward packing).
   static constexpr std::int64_t kShuffledStride = 4;
 
   llvm::Value* loadExpr(const Load& n) {
@@ -465,8 +469,19 @@ private:
       if (c && *c >= 2 && *c <= kShuffledStride) {
         const auto span = static_cast<unsigned>((lanes_ - 1) * *c + 1);
         llvm::Value* base = scalarAddress(buf, n.index);
-        llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
-                                                alignOf(buf.elem));
+        const llvm::TypeSize bits = buf.elem->getPrimitiveSizeInBits();
+        llvm::Value* run = nullptr;
+        if (bits.getFixedValue() * static_cast<std::uint64_t>(lanes_) == 512) {
+          const auto whole = static_cast<unsigned>(lanes_ * *c);
+          llvm::SmallVector<llvm::Constant*, 64> on;
+          for (unsigned l = 0; l < whole; ++l) on.push_back(b_.getInt1(l < span));
+          auto* vt = llvm::FixedVectorType::get(buf.elem, whole);
+          run = b_.CreateMaskedLoad(vt, base, alignOf(buf.elem), llvm::ConstantVector::get(on),
+                                    llvm::PoisonValue::get(vt));
+        } else {
+          run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
+                                     alignOf(buf.elem));
+        }
         llvm::SmallVector<int, 16> pick;
         for (unsigned l = 0; l < static_cast<unsigned>(lanes_); ++l)
           pick.push_back(static_cast<int>(l * static_cast<unsigned>(*c)));
@@ -508,6 +523,29 @@ private:
   void storeValue(const std::string& buffer, const Expr& index, llvm::Value* v, llvm::Value* mask,
                   bool nonTemporal = false) {
     const Buf& buf = lookup(buffer);
+    // Lanes a few elements apart, with 64-byte vectors of lanes (a residue phase's tile row,
+    // dx[2q + rho]): the lanes spread over whole vectors of the run they span and stored by a
+    // masked store, which writes nothing between them (another phase's elements), where a
+    // scatter costs a store per lane.
+    if (!mask && lanes_ > 1 && inVector() && dependsOn(index, vecVar_) &&
+        buf.elem->getPrimitiveSizeInBits().getFixedValue() * static_cast<std::uint64_t>(lanes_) ==
+            512) {
+      auto c = linearCoefficient(index, vecVar_);
+      if (c && *c >= 2 && *c <= kShuffledStride) {
+        const auto whole = static_cast<unsigned>(lanes_ * *c);
+        llvm::SmallVector<int, 64> spread;
+        llvm::SmallVector<llvm::Constant*, 64> on;
+        for (unsigned l = 0; l < whole; ++l) {
+          const bool lane = l % static_cast<unsigned>(*c) == 0;
+          spread.push_back(lane ? static_cast<int>(l / static_cast<unsigned>(*c)) : -1);
+          on.push_back(b_.getInt1(lane));
+        }
+        b_.CreateMaskedStore(b_.CreateShuffleVector(splat(v), spread),
+                             scalarAddress(buf, index), alignOf(buf.elem),
+                             llvm::ConstantVector::get(on));
+        return;
+      }
+    }
     bool contiguous = false;
     llvm::Value* idx = nullptr;
     llvm::Value* addr = address(buf, index, &contiguous, &idx);

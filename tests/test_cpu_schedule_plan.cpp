@@ -80,6 +80,27 @@ const PlanRow kRows[] = {
      "16 KC 64 NC 32; A packed whole, B packed per block, ranges of h,w; 224 tasks in 8 parallel "
      "groups",
      4},
+    // The README demo's forward: 32 output channels, past the tallest one-vector tile (28
+    // rows), are two equal tiles of 16 rows (21 rows computed 42).
+    {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+     {{4, 16, 33, 33}, {32, 16, 3, 3}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16, MC 32 KC 144 NC 16; A packed "
+     "whole, B packed per block; 64 tasks in 8 parallel groups",
+     0},
+    // ... and its weight gradient: 16 input channels, past the tallest two-vector tile (14
+    // rows), two equal tiles of 8 rows (11 rows computed 22).
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3, h in 0:16, w in 0:16",
+     {{4, 32, 16, 16}, {4, 16, 33, 33}},
+     DType::f32,
+     0,
+     Family::Gemm,
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 8x32, MC 16 KC "
+     "256 NC 32; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks in "
+     "parallel, partial sums added in order)",
+     0},
     // A weight gradient on two threads: the reduction split across them (GemmPlan::kParts),
     // each summing half of it into its own partial output (tasks over chunks of the output
     // each streamed the whole reduction).

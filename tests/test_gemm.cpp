@@ -249,6 +249,15 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
+      // Channel counts just past the tallest tile (AVX-512): the forward's 33 output channels
+      // two equal one-vector tiles of 17 rows (the last 16), the weight gradient's 15 input
+      // channels two of 8 rows x 2 vectors (the last 7) over 33 output channels (a last sliver
+      // of one), 20 output columns (a one-vector sliver and an edge of 4).
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 15, 21, 41}}, {"k", {33, 15, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
       // More input than output channels: the weight gradient's x is operand B (lanes the
       // channels), packed per block for each tap, 24 = 16 + 8 channels (an edge sliver).
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
@@ -288,6 +297,13 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       // own row body (the columns unrolled), the channels' last (4 rows) by the general code.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
+      // Stride 4: 16 phases of 18 and 19 columns, each tile row stored 4 elements apart (with
+      // 64-byte vectors: spread over four vectors by masked stores).
+      {"y[n,o,h,w] := x[n,c,4h+a,4w+b] * k[o,c,a,b]",
+       {{"x", {1, 16, 70, 75}}, {"k", {20, 16, 4, 4}}},
        2,
        {1, 2},
        {1, 2}},

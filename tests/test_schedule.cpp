@@ -239,7 +239,8 @@ const ScheduleRow kRows[] = {
      "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
     // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
     // input gradient's residue phases of 28 x 28): one vector of columns and a tall tile plan
-    // it, where two vectors would leave the register tiles (21 rows: 30 in 42, not 56). Its
+    // it, where two vectors would leave the register tiles (two equal tiles of 15 rows: 30 in
+    // 30, where 21-row tiles computed 42 and the tallest, 28 rows, 56). Its
     // reduction is 2 KC blocks with 32 registers (a B sliver fills L1), too few to split across
     // two threads (GemmPlan::kParts: two blocks per part): 4 tasks over chunks of the output.
     {"C[i,k] := A[i,j] * B[j,k]",
@@ -248,7 +249,7 @@ const ScheduleRow kRows[] = {
      64,
      4,
      2,
-     "packed GEMM: M i, N k, K j, batch -; micro-kernel 21x16, MC 21 KC 500 NC 16; A packed "
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 15x16, MC 15 KC 500 NC 16; A packed "
      "whole, B packed whole; 4 tasks in 4 parallel groups"},
     // The input gradient: dy read in place, the taps a (a range of the batch index u) over
     // their own loop's bounds, b (a range of N) by masked loads in the first and last slivers

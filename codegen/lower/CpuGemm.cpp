@@ -680,10 +680,22 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
       // percent faster but was about half of a phase's code to compile; a loop per element
       // (rows and columns rolled, as for a partial tile) ran slower. Tiles stored once per KC
       // block of a long reduction keep the general loops (less code to compile, little time).
+      // With 64-byte vectors a row of whole vectors a few elements apart in the output (the
+      // phase's stride 2) is stored as vectors instead: each spread over the run it spans and
+      // written by a masked store (codegen), two permutes and two stores where a row of 16
+      // columns took 16 loads and 16 stores.
+      std::int64_t outStep = 0;
+      const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(st.output)];
+      for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
+        outStep += st.lhs->subs[d].coef[static_cast<std::size_t>(n)] * os[d];
+      const bool rowVectors = target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 &&
+                              ctx_.epilogueThrough <= stmt_;
       auto fixed = [&](std::int64_t cols) {
+        const bool vec = rowVectors && cols % g.width == 0;
         const Stmt rowsOut = finish(
             [&](Stmt body) {
-              body = ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
+              body = vec ? ir::forLoop(jj, imm(0), imm(cols), ForKind::Vectorized, body, g.width)
+                         : ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
               return ir::forLoop(ii, imm(0), imm(MR), ForKind::Rolled, body);
             },
             ir::load(vt_, edge, cell));

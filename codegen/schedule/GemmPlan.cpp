@@ -446,7 +446,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   g.nr = nrWanted;
   g.mr = mrWanted;
   if (ops->tile.empty() && registers >= 32)
-    g.mr = static_cast<int>(fittedRows(extent(g.m), mrWanted, nrVectors == 1 ? t.fmaChains : mrWanted));
+    g.mr = static_cast<int>(fittedRows(extent(g.m), mrWanted, nrVectors == 1 ? t.fmaChains : mrWanted,
+                                       (t.fmaChains + nrVectors - 1) / nrVectors));
   else if (ops->tile.empty())
     g.mr = static_cast<int>(fittedRowsFew(extent(g.m), mrWanted, (t.fmaChains + nrVectors - 1) / nrVectors));
   g.kSets = kSets;
