@@ -5,6 +5,7 @@
 #include "codegen/schedule/GemmKnobs.h"
 #include "codegen/schedule/GemmParts.h"
 #include "codegen/schedule/GemmRows.h"
+#include "codegen/schedule/GemmSummand.h"
 
 #include <algorithm>
 #include <cmath>
@@ -317,9 +318,14 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // columns and a taller tile (28 x 16: as many accumulators) lets the pick follow the strides;
   // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
+  // Where 512-bit operations are split (Zen 4), an element-wise summand whose A read is a
+  // subtrahend (the distance layer's) also takes it: A's broadcast then folds into the
+  // subtraction (GemmSummand.h), 1.0 cycle per FMA against 1.5 (docs/CPU_SCHEDULES.md).
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    if (one && (!two || one->m != two->m || one->n != two->n)) {
+    const bool folds = one && t.splitWideVectors && !one->product &&
+                       broadcastFolds(one->summand, *gemmOperands(*st.rhs, st.numOutputVars())->read[one->aFactor]);
+    if (one && (folds || !two || one->m != two->m || one->n != two->n)) {
       one->why += gemmKnobs().note();
       return one;
     }
@@ -374,11 +380,15 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
+  // Where 512-bit operations are split and a read's broadcast folds: one vector (planGemm).
+  const bool splitFolds = t.splitWideVectors && registers >= 32 && !ops->product &&
+                          (broadcastFolds(st.rhs, *f[0]) || broadcastFolds(st.rhs, *f[1]));
   if (!ops->tile.empty()) {
-    if (nrVectors != 2) return std::nullopt; // the tile reads choose their own width
+    // The tile reads choose their own width, but for a broadcast that folds (planGemm).
+    if (nrVectors != 2 && (nrVectors != 1 || !splitFolds)) return std::nullopt;
     const int per = static_cast<int>(ops->tile.size()) + 1;
     int vectors = 2;
-    if ((registers - vectors - 4) / (per * vectors) < 4) vectors = 1;
+    if ((registers - vectors - 4) / (per * vectors) < 4 || nrVectors == 1) vectors = 1;
     mrWanted = std::max(1, (registers - vectors - 4) / (per * vectors));
     nrWanted = vectors * width;
     // Fewer independent accumulator chains than the FMA pipes keep in flight: the tile waits
@@ -440,6 +450,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       g.scale = 1;
     }
   }
+  if (!g.product && t.splitWideVectors && nrWanted == width)
+    g.summand = broadcastAsSubtrahend(g.summand, *f[g.aFactor], g.scale);
   g.m = g.aFactor == 0 ? x : y;
   g.n = g.aFactor == 0 ? y : x;
   g.width = width;
