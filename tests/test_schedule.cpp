@@ -458,7 +458,7 @@ const ScheduleRow kRows[] = {
      64,
      13,
      2,
-     "packed contraction (element-wise summand): M i, N j, K k, batch -; micro-kernel 28x16, MC "
+     "packed contraction (element-wise summand): M i, N j, K k, batch -; micro-kernel 14x16, MC "
      "140 KC 392 NC 1024; A packed whole, B packed whole; 8 tasks in 8 parallel groups",
      -1,
      true},

@@ -380,9 +380,12 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
-  // Where 512-bit operations are split and a read's broadcast folds: one vector (planGemm).
+  // Where 512-bit operations are split and a read's broadcast folds: one vector (planGemm),
+  // without a local tile as tall as two vectors' (14 rows): as fast as 28, and its kernel
+  // compiles in two thirds of the time.
   const bool splitFolds = t.splitWideVectors && registers >= 32 && !ops->product &&
                           (broadcastFolds(st.rhs, *f[0]) || broadcastFolds(st.rhs, *f[1]));
+  if (splitFolds && nrVectors == 1) mrWanted = (registers - 4) / 2;
   if (!ops->tile.empty()) {
     // The tile reads choose their own width, but for a broadcast that folds (planGemm).
     if (nrVectors != 2 && (nrVectors != 1 || !splitFolds)) return std::nullopt;
