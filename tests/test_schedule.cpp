@@ -28,7 +28,7 @@ struct ScheduleRow {
   const char* expected; // the schedule line of the last statement
   // Argument whose two dimensions are stored transposed (column-major), or -1.
   int transposed = -1;
-  bool splitWide = false; // Target::splitWideVectors (AMD Zen 4)
+  bool splitWide = false; // Target::halvedVectors (AMD Zen 4)
 };
 
 
@@ -527,7 +527,7 @@ TEST_CASE("schedule table: each statement's schedule for its shapes, layouts and
     t.vectorBytes = row.vectorBytes;
     t.gatherCost = row.gatherCost;
     t.threads = row.threads;
-    t.splitWideVectors = row.splitWide;
+    t.halvedVectors = row.splitWide;
     const StatementSchedule s = scheduleStatement(p, b, p.stmts.size() - 1, strides, t);
     CHECK(s.why == row.expected);
     CHECK(s.gemm.has_value() == (std::string(row.expected).rfind("packed ", 0) == 0));
@@ -603,7 +603,7 @@ TEST_CASE("packed plan: the broadcast read as the subtraction's subtrahend where
       Target t;
       t.vectorBytes = 64;
       t.threads = 2;
-      t.splitWideVectors = split;
+      t.halvedVectors = split;
       const StatementSchedule s = scheduleStatement(r.program, r.bound, 0, r.strides, t);
       REQUIRE(s.gemm.has_value());
       CHECK(s.gemm->nr == (split ? 16 : 32));

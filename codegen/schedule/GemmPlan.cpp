@@ -311,6 +311,16 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   }
   std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2, merged);
   if (two) two->why += gemmKnobs().note();
+  // Where 512-bit operations run in halves (Zen 4), an element-wise summand whose A read is a
+  // subtrahend (the distance layer's) takes one vector: A's broadcast then folds into the
+  // subtraction (GemmSummand.h), 1.0 cycle per FMA against 1.5 (docs/CPU_SCHEDULES.md).
+  if (t.halvedVectors && t.vectorRegisters() >= 32 && two && !two->product) {
+    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
+    if (one && broadcastFolds(one->summand, *gemmOperands(*st.rhs, st.numOutputVars())->read[one->aFactor])) {
+      one->why += gemmKnobs().note();
+      return one;
+    }
+  }
   // With 32 registers NR is two 16-lane vectors, wider than a short contiguous index (a
   // stride-2 convolution's 28 output columns, its input gradient's residue phases of 28): M and
   // N are then picked among the indices at least NR long, with scattered tile stores or strided
@@ -318,14 +328,9 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // columns and a taller tile (28 x 16: as many accumulators) lets the pick follow the strides;
   // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
-  // Where 512-bit operations are split (Zen 4), an element-wise summand whose A read is a
-  // subtrahend (the distance layer's) also takes it: A's broadcast then folds into the
-  // subtraction (GemmSummand.h), 1.0 cycle per FMA against 1.5 (docs/CPU_SCHEDULES.md).
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    const bool folds = one && t.splitWideVectors && !one->product &&
-                       broadcastFolds(one->summand, *gemmOperands(*st.rhs, st.numOutputVars())->read[one->aFactor]);
-    if (one && (folds || !two || one->m != two->m || one->n != two->n)) {
+    if (one && (!two || one->m != two->m || one->n != two->n)) {
       one->why += gemmKnobs().note();
       return one;
     }
@@ -380,10 +385,10 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
-  // Where 512-bit operations are split and a read's broadcast folds: one vector (planGemm),
+  // Where 512-bit operations run in halves and a read's broadcast folds: one vector (planGemm),
   // without a local tile as tall as two vectors' (14 rows): as fast as 28, and its kernel
   // compiles in two thirds of the time.
-  const bool splitFolds = t.splitWideVectors && registers >= 32 && !ops->product &&
+  const bool splitFolds = t.halvedVectors && registers >= 32 && !ops->product &&
                           (broadcastFolds(st.rhs, *f[0]) || broadcastFolds(st.rhs, *f[1]));
   if (splitFolds && nrVectors == 1) mrWanted = (registers - 4) / 2;
   if (!ops->tile.empty()) {
@@ -453,7 +458,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       g.scale = 1;
     }
   }
-  if (!g.product && t.splitWideVectors && nrWanted == width)
+  if (!g.product && t.halvedVectors && nrWanted == width)
     g.summand = broadcastAsSubtrahend(g.summand, *f[g.aFactor], g.scale);
   g.m = g.aFactor == 0 ? x : y;
   g.n = g.aFactor == 0 ? y : x;
