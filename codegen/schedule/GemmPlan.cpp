@@ -289,12 +289,13 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
 namespace {
 
 // The plan with a micro-kernel `vectors` vectors of columns wide (where no read of output
-// indices sets the tile).
+// indices sets the tile). `folded`: the one-vector plan for a broadcast that folds into a
+// subtraction where 512-bit operations run in halves (planGemm).
 std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged);
+                                 const std::vector<GemmMerge>& merged, bool folded = false);
 
 } // namespace
 
@@ -315,7 +316,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // subtrahend (the distance layer's) takes one vector: A's broadcast then folds into the
   // subtraction (GemmSummand.h), 1.0 cycle per FMA against 1.5 (docs/CPU_SCHEDULES.md).
   if (t.halvedVectors && t.vectorRegisters() >= 32 && two && !two->product) {
-    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
+    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, true);
     if (one && broadcastFolds(one->summand, *gemmOperands(*st.rhs, st.numOutputVars())->read[one->aFactor])) {
       one->why += gemmKnobs().note();
       return one;
@@ -344,7 +345,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged) {
+                                 const std::vector<GemmMerge>& merged, bool folded) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -385,15 +386,13 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
-  // Where 512-bit operations run in halves and a read's broadcast folds: one vector (planGemm),
-  // without a local tile as tall as two vectors' (14 rows): as fast as 28, and its kernel
-  // compiles in two thirds of the time.
-  const bool splitFolds = t.halvedVectors && registers >= 32 && !ops->product &&
-                          (broadcastFolds(st.rhs, *f[0]) || broadcastFolds(st.rhs, *f[1]));
-  if (splitFolds && nrVectors == 1) mrWanted = (registers - 4) / 2;
+  // A folded one-vector plan without a local tile is as tall as two vectors' (14 rows): as fast
+  // as 28, and its kernel compiles in two thirds of the time.
+  folded = folded && nrVectors == 1 && !ops->product;
+  if (folded) mrWanted = (registers - 4) / 2;
   if (!ops->tile.empty()) {
-    // The tile reads choose their own width, but for a broadcast that folds (planGemm).
-    if (nrVectors != 2 && (nrVectors != 1 || !splitFolds)) return std::nullopt;
+    // The tile reads choose their own width, but for a broadcast that folds.
+    if (nrVectors != 2 && !folded) return std::nullopt;
     const int per = static_cast<int>(ops->tile.size()) + 1;
     int vectors = 2;
     if ((registers - vectors - 4) / (per * vectors) < 4 || nrVectors == 1) vectors = 1;
@@ -458,8 +457,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       g.scale = 1;
     }
   }
-  if (!g.product && t.halvedVectors && nrWanted == width)
-    g.summand = broadcastAsSubtrahend(g.summand, *f[g.aFactor], g.scale);
+  if (folded) g.summand = broadcastAsSubtrahend(g.summand, *f[g.aFactor], g.scale);
   g.m = g.aFactor == 0 ? x : y;
   g.n = g.aFactor == 0 ? y : x;
   g.width = width;
