@@ -630,6 +630,56 @@ TEST_CASE("gemm: element-wise summands (the distance layer) forward and every gr
     }
 }
 
+// A squared difference and a gradient's difference written in either order give the same bits
+// (a difference rounds symmetrically; a product, an FMA, a sum of negated terms and the scale
+// carry the sign exactly): where 512-bit operations are split (Zen 4) the plan rewrites the
+// distance layer's `w - x` as `x - w` so that w's broadcast folds into the subtraction
+// (schedule/GemmSummand.h), and every other target runs both forms as written. Equal elements
+// (w = x, the difference zero) and an odd shape (edge tiles along both outputs and a partial
+// last KC block) included; f32 and f64, 1 and 2 threads through checkViews.
+TEST_CASE("gemm: a difference in either order gives the same bits (the distance layer)") {
+  struct OrderRow {
+    const char* program;
+    const char* swapped;
+    std::map<std::string, Shape> shapes;
+  };
+  const std::vector<OrderRow> table = {
+      {"y[i,j] := (w[k,i] - x[k,j]) ^ 2", "y[i,j] := (x[k,j] - w[k,i]) ^ 2",
+       {{"w", {403, 61}}, {"x", {403, 77}}}},
+      {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))", "dw[k,i] := dy[i,j] * (-2 * (x[k,j] - w[k,i]))",
+       {{"dy", {45, 523}}, {"w", {67, 45}}, {"x", {67, 523}}}},
+      {"dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j]))", "dx[k,j] := dy[i,j] * (2 * (x[k,j] - w[k,i]))",
+       {{"dy", {301, 83}}, {"w", {59, 301}}, {"x", {59, 83}}}},
+  };
+  for (const OrderRow& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(row.program << " " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      Kernel jit = einjit::compile(row.program, on(Device::cpu(), dt));
+      Kernel swapped = einjit::compile(row.swapped, on(Device::cpu(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 11);
+      // A few columns of x equal to w's first column: zero differences.
+      const Tensor& w = in.at("w");
+      const Shape xs = in.at("x").shape();
+      const std::vector<double> wv = w.toVector();
+      std::vector<double> xv = in.at("x").toVector();
+      for (std::int64_t k = 0; k < xs[0]; ++k)
+        for (std::int64_t j = 0; j < xs[1]; j += 7)
+          xv[static_cast<std::size_t>(k * xs[1] + j)] = wv[static_cast<std::size_t>(k * w.shape()[1])];
+      in["x"] = Tensor::fromValues(xs, xv, dt);
+      const std::vector<std::string> order = ref.tensorArguments();
+      std::vector<Arg> args;
+      for (const std::string& n : order) args.push_back(in.at(n));
+      std::vector<Arg> swappedArgs; // (its arguments in their own order of first appearance)
+      for (const std::string& n : swapped.tensorArguments()) swappedArgs.push_back(in.at(n));
+      CHECK(takesPacked(jit, args));
+      CHECK(takesPacked(swapped, swappedArgs));
+      const Outputs got = jit.call(args);
+      CHECK(bits(got) == bits(swapped.call(swappedArgs)));
+      checkViews(jit, in, order, ref.call(args), assigned(ref), dt, true);
+    }
+}
+
 // The packing loops are ForKind::Rolled: LLVM keeps them rolled (loop metadata that disables
 // unrolling survives into the optimized module); code without such loops carries none.
 TEST_CASE("gemm: the packing loops reach LLVM marked to stay rolled") {

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ScheduleRow {
   const char* expected; // the schedule line of the last statement
   // Argument whose two dimensions are stored transposed (column-major), or -1.
   int transposed = -1;
+  bool splitWide = false; // Target::halvedVectors (AMD Zen 4)
 };
 
 
@@ -447,6 +449,53 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "register tile 8x16 over k x j; parallel over j"},
+    // Where 512-bit operations run as two halves (Zen 4), the distance layer and both its
+    // gradients take one vector of columns, A's read the subtraction's subtrahend (its
+    // broadcast folded into it: GemmSummand.h); dx's summand `dy * (x - w)` carries the sign,
+    // its scale 2. The same shapes on a full-width AVX-512 target: the rows above.
+    {"y[i,j] := (w[k,i] - x[k,j]) ^ 2",
+     {{784, 1024}, {784, 4096}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed contraction (element-wise summand): M i, N j, K k, batch -; micro-kernel 14x16, MC "
+     "140 KC 392 NC 1024; A packed whole, B packed whole; 8 tasks in 8 parallel groups",
+     -1,
+     true},
+    {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))",
+     {{1024, 4096}, {784, 1024}, {784, 4096}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed contraction (element-wise summand, scaled by 2): M k, N i, K j, batch -; "
+     "micro-kernel 13x16, MC 104 KC 512 NC 256; A packed whole, B packed whole; 8 tasks in 8 "
+     "parallel groups",
+     -1,
+     true},
+    {"dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j]))",
+     {{1024, 4096}, {784, 1024}, {784, 4096}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed contraction (element-wise summand, scaled by 2): M k, N j, K i, batch -; "
+     "micro-kernel 13x16, MC 117 KC 512 NC 512; A packed whole, B packed per block; 8 tasks in "
+     "8 parallel groups",
+     -1,
+     true},
+    // A product keeps two vectors there (its broadcast is as cheap as the FMA's operand).
+    {"C[i,k] := A[i,j] * B[j,k]",
+     {{1024, 1024}, {1024, 1024}},
+     DType::f32,
+     64,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 512; A packed "
+     "whole, B packed whole; 8 tasks in 8 parallel groups",
+     -1,
+     true},
     // Few outputs and a long reduction: split.
     {"s := x[i] * y[i]",
      {{1 << 20}, {1 << 20}},
@@ -479,6 +528,7 @@ TEST_CASE("schedule table: each statement's schedule for its shapes, layouts and
     t.vectorBytes = row.vectorBytes;
     t.gatherCost = row.gatherCost;
     t.threads = row.threads;
+    t.halvedVectors = row.splitWide;
     const StatementSchedule s = scheduleStatement(p, b, p.stmts.size() - 1, strides, t);
     CHECK(s.why == row.expected);
     CHECK(s.gemm.has_value() == (std::string(row.expected).rfind("packed ", 0) == 0));
@@ -510,4 +560,58 @@ TEST_CASE("dependent bounds: which way each moves as an output index grows") {
   const dsl::BoundStatement& z = b.stmts[1];
   CHECK(z.loBound[1].direction(0) == 2);
   CHECK(z.hiBound[1].direction(0) == 0);
+}
+
+// Where 512-bit operations are split, the distance layer's summands are planned with A's read
+// as the subtrahend (schedule/GemmSummand.h): the forward's `(w - x)^2` as `(x - w)^2`, the
+// input gradient's `dy * (w - x)` (scale -2) as `dy * (x - w)` (scale 2); the weight gradient's
+// A read (x) is the subtrahend already. Elsewhere the summand is the one written.
+TEST_CASE("packed plan: the broadcast read as the subtraction's subtrahend where 512-bit operations are split") {
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    const char* minuend; // the tensor the planned subtraction reads first, split / not split
+    const char* notSplit;
+    double scale, notSplitScale;
+  };
+  const Row table[] = {
+      {"y[i,j] := (w[k,i] - x[k,j]) ^ 2", {{784, 1024}, {784, 4096}}, "x", "w", 1, 1},
+      {"dw[k,i] := dy[i,j] * (2 * (w[k,i] - x[k,j]))",
+       {{1024, 4096}, {784, 1024}, {784, 4096}},
+       "w",
+       "w",
+       2,
+       2},
+      {"dx[k,j] := dy[i,j] * -(2 * (w[k,i] - x[k,j]))",
+       {{1024, 4096}, {784, 1024}, {784, 4096}},
+       "x",
+       "w",
+       2,
+       -2},
+  };
+  // The first subtraction in the summand (depth first).
+  const std::function<const dsl::CExpr*(const dsl::CExpr&)> sub = [&](const dsl::CExpr& e) -> const dsl::CExpr* {
+    if (e.kind == dsl::CKind::Binary && e.binop == dsl::BinOp::Sub) return &e;
+    for (const dsl::CExprPtr& a : e.args)
+      if (const dsl::CExpr* d = sub(*a)) return d;
+    return nullptr;
+  };
+  for (const Row& row : table)
+    for (bool split : {true, false}) {
+      CAPTURE(row.program);
+      CAPTURE(split);
+      einjit::test::RowMajorBinding r = einjit::test::bindRowMajor(row.program, row.shapes, DType::f32);
+      Target t;
+      t.vectorBytes = 64;
+      t.threads = 2;
+      t.halvedVectors = split;
+      const StatementSchedule s = scheduleStatement(r.program, r.bound, 0, r.strides, t);
+      REQUIRE(s.gemm.has_value());
+      CHECK(s.gemm->nr == (split ? 16 : 32));
+      const dsl::CExpr* d = sub(*s.gemm->summand);
+      REQUIRE(d != nullptr);
+      REQUIRE(d->args[0]->kind == dsl::CKind::Read);
+      CHECK(r.program.tensors[static_cast<std::size_t>(d->args[0]->tensor)].name == (split ? row.minuend : row.notSplit));
+      CHECK(s.gemm->scale == (split ? row.scale : row.notSplitScale));
+    }
 }

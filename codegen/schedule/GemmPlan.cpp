@@ -5,6 +5,7 @@
 #include "codegen/schedule/GemmKnobs.h"
 #include "codegen/schedule/GemmParts.h"
 #include "codegen/schedule/GemmRows.h"
+#include "codegen/schedule/GemmSummand.h"
 
 #include <algorithm>
 #include <cmath>
@@ -288,12 +289,13 @@ std::optional<GemmPlan> planGemm(const Program& p, const BoundProgram& b, std::s
 namespace {
 
 // The plan with a micro-kernel `vectors` vectors of columns wide (where no read of output
-// indices sets the tile).
+// indices sets the tile). `folded`: the one-vector plan for a broadcast that folds into a
+// subtraction where 512-bit operations run in halves (planGemm).
 std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged);
+                                 const std::vector<GemmMerge>& merged, bool folded = false);
 
 } // namespace
 
@@ -310,6 +312,16 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   }
   std::optional<GemmPlan> two = planTile(st, bs, dtype, strides, t, minFlops, inside, 2, merged);
   if (two) two->why += gemmKnobs().note();
+  // Where 512-bit operations run in halves (Zen 4), an element-wise summand whose A read is a
+  // subtrahend (the distance layer's) takes one vector: A's broadcast then folds into the
+  // subtraction (GemmSummand.h), 1.0 cycle per FMA against 1.5 (docs/CPU_SCHEDULES.md).
+  if (t.halvedVectors && t.vectorRegisters() >= 32 && two && !two->product) {
+    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, true);
+    if (one && broadcastFolds(one->summand, *gemmOperands(*st.rhs, st.numOutputVars())->read[one->aFactor])) {
+      one->why += gemmKnobs().note();
+      return one;
+    }
+  }
   // With 32 registers NR is two 16-lane vectors, wider than a short contiguous index (a
   // stride-2 convolution's 28 output columns, its input gradient's residue phases of 28): M and
   // N are then picked among the indices at least NR long, with scattered tile stores or strided
@@ -333,7 +345,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged) {
+                                 const std::vector<GemmMerge>& merged, bool folded) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -374,11 +386,16 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // accumulators: (tiles + 1) x MR x (NR vectors), NR's vectors and two temporaries fit the
   // registers (AVX2: 5 x 8 with one such read; 6 x 16 would spill the accumulators).
   int kSets = 1;
+  // A folded one-vector plan without a local tile is as tall as two vectors' (14 rows): as fast
+  // as 28, and its kernel compiles in two thirds of the time.
+  folded = folded && nrVectors == 1 && !ops->product;
+  if (folded) mrWanted = (registers - 4) / 2;
   if (!ops->tile.empty()) {
-    if (nrVectors != 2) return std::nullopt; // the tile reads choose their own width
+    // The tile reads choose their own width, but for a broadcast that folds.
+    if (nrVectors != 2 && !folded) return std::nullopt;
     const int per = static_cast<int>(ops->tile.size()) + 1;
     int vectors = 2;
-    if ((registers - vectors - 4) / (per * vectors) < 4) vectors = 1;
+    if ((registers - vectors - 4) / (per * vectors) < 4 || nrVectors == 1) vectors = 1;
     mrWanted = std::max(1, (registers - vectors - 4) / (per * vectors));
     nrWanted = vectors * width;
     // Fewer independent accumulator chains than the FMA pipes keep in flight: the tile waits
@@ -440,6 +457,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       g.scale = 1;
     }
   }
+  if (folded) g.summand = broadcastAsSubtrahend(g.summand, *f[g.aFactor], g.scale);
   g.m = g.aFactor == 0 ? x : y;
   g.n = g.aFactor == 0 ? y : x;
   g.width = width;
