@@ -27,6 +27,10 @@ struct Target {
   // Independent FMA chains that keep the FMA pipes busy: latency x pipes (4 x 2 on AMD Zen 3
   // and 4 and on Intel cores since Skylake).
   int fmaChains = 8;
+  // 512-bit operations run as two 256-bit halves (AMD Zen 4): a 256-bit FMA takes half the
+  // issue of a 512-bit one, so a tile's last columns may be padded to half a vector, not a
+  // whole one (schedule/GemmPlan.cpp). Intel's AVX-512 cores run 512 bits at once.
+  bool halvedVectors = false;
   int threads = 1;      // worker threads available
   // A vector gather's cost in contiguous vector loads. Gathers whose lanes are a power-of-two
   // stride apart fall in one L1 set; on AMD Zen 4 such a 16-lane gather costs about 13 loads,

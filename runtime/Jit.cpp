@@ -730,6 +730,7 @@ codegen::Target hostTarget() {
   codegen::Target t;
   t.vectorBytes = vectorBytesOverride() ? vectorBytesOverride() : engine().vectorBytes;
   t.gatherCost = engine().cpu.rfind("znver", 0) == 0 ? 13 : 4;
+  t.halvedVectors = t.vectorBytes >= 64 && engine().cpu == "znver4";
   // The data caches, where the C library knows them (the defaults otherwise).
   for (auto [name, field] : {std::pair{_SC_LEVEL1_DCACHE_SIZE, &t.l1Bytes},
                              std::pair{_SC_LEVEL2_CACHE_SIZE, &t.l2Bytes},

@@ -317,9 +317,26 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // columns and a taller tile (28 x 16: as many accumulators) lets the pick follow the strides;
   // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
+  // Where 512-bit operations run in halves (Target::halvedVectors), a last sliver of N that
+  // holds at most half a vector runs on half vectors (lower/CpuGemm.cpp): 54 or 56 columns are
+  // 56 in one-vector tiles against 64 in two-vector ones. Where only the one-vector tile's last
+  // sliver is that short, the tile that computes fewer padded cells (rows x columns) is taken
+  // (bench/RESULTS.md, "the 3x3 convolutions on Zen 4").
+  auto nExtent = [&](const GemmPlan& g) {
+    return bs.hi[static_cast<std::size_t>(g.n)] - bs.lo[static_cast<std::size_t>(g.n)];
+  };
+  auto paddedCells = [&](const GemmPlan& g) {
+    const std::int64_t m = bs.hi[static_cast<std::size_t>(g.m)] - bs.lo[static_cast<std::size_t>(g.m)];
+    const std::int64_t n = nExtent(g);
+    const std::int64_t cols =
+        halfWidthTail(g, n, t) ? n / g.nr * g.nr + g.nr / 2 : (n + g.nr - 1) / g.nr * g.nr;
+    return (m + g.mr - 1) / g.mr * g.mr * cols;
+  };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    if (one && (!two || one->m != two->m || one->n != two->n)) {
+    if (one && (!two || one->m != two->m || one->n != two->n ||
+                (t.halvedVectors && halfWidthTail(*one, nExtent(*one), t) &&
+                 !halfWidthTail(*two, nExtent(*two), t) && paddedCells(*one) < paddedCells(*two)))) {
       one->why += gemmKnobs().note();
       return one;
     }
@@ -703,6 +720,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     // whole at every lane (a longest run of them). Where they hold fewer than half of N's
     // columns, B is packed: masked loads in every step cost more than the packing (a residue
     // phase of 28 columns, whose first and last columns lack a tap, measured 1.4-1.9x slower).
+    // Where 512-bit operations run in halves (Target::halvedVectors: Zen 4), B is packed
+    // wherever a range masks a whole sliver (the stride-1 input gradient in 22 x 16 tiles, its
+    // first of three whole slivers masked: packed, 1.15x faster).
     const std::int64_t lo = bs.lo[static_cast<std::size_t>(g.n)], full = extent(g.n) / g.nr;
     std::vector<std::int64_t> vals(static_cast<std::size_t>(n), 0);
     auto whole = [&](std::int64_t col) {
@@ -731,7 +751,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
     }
     g.plainFrom = g.plainTo - best;
-    if (!g.masks[1].empty() && 2 * best * g.nr < extent(g.n)) g.bInPlace = false;
+    if (!g.masks[1].empty() && ((t.halvedVectors && best < full) || 2 * best * g.nr < extent(g.n)))
+      g.bInPlace = false;
   }
 
   auto packing = [&](int s) {
@@ -755,6 +776,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                     : std::string())
                          : std::string()) +
           "; micro-kernel " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
+          (halfWidthTail(g, extent(g.n), t) && g.nr / 2 < g.width
+               ? " (the last " + std::to_string(g.nr / 2) + " columns in half vectors)"
+               : std::string()) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
           std::to_string(g.nc) + "; A packed " + packing(0) + ", B " +
@@ -766,6 +790,11 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
 }
 
 } // namespace
+
+bool halfWidthTail(const GemmPlan& g, std::int64_t n, const Target& t) {
+  const std::int64_t half = g.nr / 2, lanes = t.halvedVectors ? g.width / 2 : g.width;
+  return n % g.nr != 0 && n % g.nr <= half && lanes > 0 && half % lanes == 0;
+}
 
 std::string describePhases(std::size_t phases, const GemmPlan& each) {
   return std::to_string(phases) + " residue phases, each a " + each.why;
