@@ -72,10 +72,12 @@ std::vector<GemmRow> rows() {
   // (f32): 1000 x 300 x 34 over several MC blocks and two KC blocks.
   // 44 x 400 x 49 and 45 x 300 x 88: a last sliver of 17 or 24 of 32 columns, 1 or 8 of 16
   // (where 512-bit operations run in halves, one-vector tiles with their last columns in half
-  // vectors; M 44 = 2 x 22 and 45 = 2 x 23 - 1 rows).
+  // vectors; M 44 = 2 x 22 and 45 = 2 x 23 - 1 rows); 28 x 800 x 25, the same for f64 (9 of 16
+  // lanes, 1 of 8: a 28 x 8 tile, its last 4 columns in half vectors).
   const Size sizes[] = {{1000, 17, 257, true}, {257, 1000, 17, true}, {17, 257, 1000, true},
                         {120, 256, 64, true},  {3, 257, 1000, false}, {257, 1000, 1, false},
-                        {1000, 300, 34, true}, {44, 400, 49, true},   {45, 300, 88, true}};
+                        {1000, 300, 34, true}, {44, 400, 49, true},   {45, 300, 88, true},
+                        {28, 800, 25, true}};
   std::vector<GemmRow> out;
   for (const Form& f : forms)
     for (const Size& s : sizes) {
