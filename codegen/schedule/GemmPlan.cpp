@@ -322,21 +322,21 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // 56 in one-vector tiles against 64 in two-vector ones. Where only the one-vector tile's last
   // sliver is that short, the tile that computes fewer padded cells (rows x columns) is taken
   // (bench/RESULTS.md, "the 3x3 convolutions on Zen 4").
-  auto nExtent = [&](const GemmPlan& g) {
-    return bs.hi[static_cast<std::size_t>(g.n)] - bs.lo[static_cast<std::size_t>(g.n)];
+  auto extentOf = [&](int v) {
+    return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
   };
+  auto halfTail = [&](const GemmPlan& g) { return halfWidthTail(g, extentOf(g.n), t); };
   auto paddedCells = [&](const GemmPlan& g) {
-    const std::int64_t m = bs.hi[static_cast<std::size_t>(g.m)] - bs.lo[static_cast<std::size_t>(g.m)];
-    const std::int64_t n = nExtent(g);
+    const std::int64_t m = extentOf(g.m), n = extentOf(g.n);
     const std::int64_t cols =
-        halfWidthTail(g, n, t) ? n / g.nr * g.nr + g.nr / 2 : (n + g.nr - 1) / g.nr * g.nr;
+        halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : (n + g.nr - 1) / g.nr * g.nr;
     return (m + g.mr - 1) / g.mr * g.mr * cols;
   };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    if (one && (!two || one->m != two->m || one->n != two->n ||
-                (t.halvedVectors && halfWidthTail(*one, nExtent(*one), t) &&
-                 !halfWidthTail(*two, nExtent(*two), t) && paddedCells(*one) < paddedCells(*two)))) {
+    const bool fewerCells = one && two && t.halvedVectors && halfTail(*one) && !halfTail(*two) &&
+                            paddedCells(*one) < paddedCells(*two);
+    if (one && (!two || one->m != two->m || one->n != two->n || fewerCells)) {
       one->why += gemmKnobs().note();
       return one;
     }
@@ -751,8 +751,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
     }
     g.plainFrom = g.plainTo - best;
-    if (!g.masks[1].empty() && ((t.halvedVectors && best < full) || 2 * best * g.nr < extent(g.n)))
-      g.bInPlace = false;
+    const bool maskedSliver = t.halvedVectors && best < full;
+    if (!g.masks[1].empty() && (maskedSliver || 2 * best * g.nr < extent(g.n))) g.bInPlace = false;
   }
 
   auto packing = [&](int s) {
