@@ -278,3 +278,74 @@ TEST_CASE("CPU statement plan: each family, without lowering, as lowering carrie
       CHECK(loweredNote.rfind(note, 0) == 0);
   }
 }
+
+// Where 512-bit operations run as two 256-bit halves (AMD Zen 4: Target::halvedVectors), a
+// last sliver of N that holds at most 8 of 16 lanes runs on 256-bit vectors, so the one-vector
+// tile pads 54 or 56 columns to 56 where the two-vector one pads them to 64: taken where it
+// computes fewer padded cells. Other shapes keep the plan of the AVX-512 target without it.
+TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vectors") {
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    const char* halved; // the note with Target::halvedVectors
+    const char* whole;  // without (the Xeon's)
+  };
+  const Row rows[] = {
+      // The 3x3 stride-1 forward: 54 columns.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{8, 64, 56, 56}, {64, 64, 3, 3}},
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16 (the last 8 columns in half "
+       "vectors), MC 66 KC 288 NC 64; A packed whole, B read in place; 432 tasks in 8 parallel "
+       "groups",
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
+       "packed whole, B read in place; 432 tasks in 8 parallel groups"},
+      // Its input gradient: 56 columns; dy packed (the taps' ranges mask its first sliver).
+      {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 53, "
+       "0):min(u + 1, 3), b in max(v - 53, 0):min(v + 1, 3)",
+       {{8, 64, 54, 54}, {64, 64, 3, 3}},
+       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 22x16 (the last 8 columns in half "
+       "vectors), MC 66 KC 288 NC 64; A packed whole, B packed per block, ranges of a,b; 448 "
+       "tasks in 8 parallel groups",
+       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
+       "packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel groups"},
+      // The stride-2 forward: 27 columns, 11 in the last sliver (more than half a vector).
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{8, 64, 56, 56}, {64, 64, 3, 3}},
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 288 NC 32; A "
+       "packed whole, B packed per block; 216 tasks in 8 parallel groups",
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 288 NC 32; A "
+       "packed whole, B packed per block; 216 tasks in 8 parallel groups"},
+      // A matrix product and a 1x1 input gradient (its taps' ranges mask nothing): whole
+      // slivers.
+      {"C[i,k] := A[i,j] * B[j,k]",
+       {{512, 512}, {512, 512}},
+       "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 256; A packed "
+       "whole, B packed whole; 8 tasks in 8 parallel groups",
+       "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 256; A packed "
+       "whole, B packed whole; 8 tasks in 8 parallel groups"},
+      {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 55, "
+       "0):min(u + 1, 1), b in max(v - 55, 0):min(v + 1, 1)",
+       {{8, 256, 56, 56}, {256, 64, 1, 1}},
+       "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
+       "packed whole, B read in place; 8 tasks in 8 parallel groups",
+       "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
+       "packed whole, B read in place; 8 tasks in 8 parallel groups"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.program);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(row.program, row.shapes, DType::f32);
+    for (bool halved : {true, false}) {
+      CAPTURE(halved);
+      Target t = cpuTarget();
+      t.halvedVectors = halved;
+      const CpuStatementPlan plan = planCpuStatement(r.program, r.bound, r.strides, t, 0);
+      const std::string note = describe(plan);
+      CAPTURE(note);
+      CHECK(note == (halved ? row.halved : row.whole));
+      // Lowering carries it out.
+      const LoweredProgram lowered = lower(r.program, r.bound, r.strides, t);
+      CHECK(lowered.notes.at(0).rfind(note, 0) == 0);
+    }
+  }
+}

@@ -70,9 +70,14 @@ std::vector<GemmRow> rows() {
   // of 256; 17 = 2 x 6 + 5 = 16 + 1; 120 x 256 x 64: whole tiles, one whole KC block, no edge.
   // A last sliver of one or two columns (257, 17, 34 = 2 x 16 + 2) runs the columns kernel
   // (f32): 1000 x 300 x 34 over several MC blocks and two KC blocks.
+  // 44 x 400 x 49 and 45 x 300 x 88: a last sliver of 17 or 24 of 32 columns, 1 or 8 of 16
+  // (where 512-bit operations run in halves, one-vector tiles with their last columns in half
+  // vectors; M 44 = 2 x 22 and 45 = 2 x 23 - 1 rows); 28 x 800 x 25, the same for f64 (9 of 16
+  // lanes, 1 of 8: a 28 x 8 tile, its last 4 columns in half vectors).
   const Size sizes[] = {{1000, 17, 257, true}, {257, 1000, 17, true}, {17, 257, 1000, true},
                         {120, 256, 64, true},  {3, 257, 1000, false}, {257, 1000, 1, false},
-                        {1000, 300, 34, true}};
+                        {1000, 300, 34, true}, {44, 400, 49, true},   {45, 300, 88, true},
+                        {28, 800, 25, true}};
   std::vector<GemmRow> out;
   for (const Form& f : forms)
     for (const Size& s : sizes) {
@@ -239,6 +244,14 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
       // of M for 2 threads: 6 tasks, each a chunk and a group of taps).
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {4, 16, 33, 33}}, {"k", {32, 16, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
+      // The benchmark's image width: the forward's 54 columns and the input gradient's 56
+      // (where 512-bit operations run in halves, one-vector tiles, their last 8 columns in half
+      // vectors: x read in place with masked loads, dy packed), 45 = 2 x 23 - 1 rows.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {1, 8, 10, 56}}, {"k", {45, 8, 3, 3}}},
        2,
        {1, 2},
        {1, 2}},

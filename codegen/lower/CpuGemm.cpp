@@ -506,8 +506,9 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   varExpr_[m] = ir::add(ir::add(imm(r[m].first), ir::mul(var(sv), imm(MR))), var(ii));
   varExpr_[n] = ir::add(ir::add(imm(r[n].first), ir::mul(var(tv), imm(NR))), var(jj));
   // The micro-kernel over tiles nr columns wide: NR, or half of it for a last B sliver that
-  // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not 16).
-  const bool halfTail = N % NR != 0 && N % NR <= NR / 2 && (NR / 2) % g.width == 0;
+  // holds at most half its lanes (N = 54 or 56 with NR = 16: the last tile does 8 columns, not
+  // 16; in half vectors where 512-bit operations run as two halves: halfWidthTail).
+  const bool halfTail = halfWidthTail(g, N, target_);
   // ... or, for a last sliver of one or two columns, the columns kernel (tailColumns).
   const bool columnTail = tailColumns > 0;
   // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
@@ -515,7 +516,8 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   auto kernelOf = [&](std::int64_t nr, bool inPlace, bool masked, std::int64_t columns = 0) {
     Expr cell = ir::add(ir::mul(var(ii), imm(nr)), var(jj));
     auto tile = [&](Stmt body) {
-      body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body, g.width);
+      body = ir::forLoop(jj, imm(0), imm(nr), ForKind::Vectorized, body,
+                         static_cast<int>(std::min<std::int64_t>(nr, g.width)));
       return ir::forLoop(ii, imm(0), imm(MR), ForKind::Unrolled, body);
     };
     Expr a = ir::load(vt_, acc, cell);

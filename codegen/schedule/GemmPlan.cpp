@@ -329,9 +329,26 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   // columns and a taller tile (28 x 16: as many accumulators) lets the pick follow the strides;
   // it is taken where it picks otherwise (bench/RESULTS.md, "a second CPU kind": the stride-2
   // input gradient 1.4-1.6x faster on an AVX-512 Xeon, the forward unchanged).
+  // Where 512-bit operations run in halves (Target::halvedVectors), a last sliver of N that
+  // holds at most half a vector runs on half vectors (lower/CpuGemm.cpp): 54 or 56 columns are
+  // 56 in one-vector tiles against 64 in two-vector ones. Where only the one-vector tile's last
+  // sliver is that short, the tile that computes fewer padded cells (rows x columns) is taken
+  // (bench/RESULTS.md, "the 3x3 convolutions on Zen 4").
+  auto extentOf = [&](int v) {
+    return bs.hi[static_cast<std::size_t>(v)] - bs.lo[static_cast<std::size_t>(v)];
+  };
+  auto halfTail = [&](const GemmPlan& g) { return halfWidthTail(g, extentOf(g.n), t); };
+  auto paddedCells = [&](const GemmPlan& g) {
+    const std::int64_t m = extentOf(g.m), n = extentOf(g.n);
+    const std::int64_t cols =
+        halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : (n + g.nr - 1) / g.nr * g.nr;
+    return (m + g.mr - 1) / g.mr * g.mr * cols;
+  };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
-    if (one && (!two || one->m != two->m || one->n != two->n)) {
+    const bool fewerCells = one && two && t.halvedVectors && halfTail(*one) && !halfTail(*two) &&
+                            paddedCells(*one) < paddedCells(*two);
+    if (one && (!two || one->m != two->m || one->n != two->n || fewerCells)) {
       one->why += gemmKnobs().note();
       return one;
     }
@@ -722,6 +739,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     // whole at every lane (a longest run of them). Where they hold fewer than half of N's
     // columns, B is packed: masked loads in every step cost more than the packing (a residue
     // phase of 28 columns, whose first and last columns lack a tap, measured 1.4-1.9x slower).
+    // Where 512-bit operations run in halves (Target::halvedVectors: Zen 4), B is packed
+    // wherever a range masks a whole sliver (the stride-1 input gradient in 22 x 16 tiles, its
+    // first of three whole slivers masked: packed, 1.15x faster).
     const std::int64_t lo = bs.lo[static_cast<std::size_t>(g.n)], full = extent(g.n) / g.nr;
     std::vector<std::int64_t> vals(static_cast<std::size_t>(n), 0);
     auto whole = [&](std::int64_t col) {
@@ -750,7 +770,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
     }
     g.plainFrom = g.plainTo - best;
-    if (!g.masks[1].empty() && 2 * best * g.nr < extent(g.n)) g.bInPlace = false;
+    const bool maskedSliver = t.halvedVectors && best < full;
+    if (!g.masks[1].empty() && (maskedSliver || 2 * best * g.nr < extent(g.n))) g.bInPlace = false;
   }
 
   auto packing = [&](int s) {
@@ -774,6 +795,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                     : std::string())
                          : std::string()) +
           "; micro-kernel " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
+          (halfWidthTail(g, extent(g.n), t) && g.nr / 2 < g.width
+               ? " (the last " + std::to_string(g.nr / 2) + " columns in half vectors)"
+               : std::string()) +
           (g.kSets > 1 ? " (" + std::to_string(g.kSets) + " accumulator sets)" : std::string()) +
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
           std::to_string(g.nc) + "; A packed " + packing(0) + ", B " +
@@ -785,6 +809,11 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
 }
 
 } // namespace
+
+bool halfWidthTail(const GemmPlan& g, std::int64_t n, const Target& t) {
+  const std::int64_t half = g.nr / 2, lanes = t.halvedVectors ? g.width / 2 : g.width;
+  return n % g.nr != 0 && n % g.nr <= half && lanes > 0 && half % lanes == 0;
+}
 
 std::string describePhases(std::size_t phases, const GemmPlan& each) {
   return std::to_string(phases) + " residue phases, each a " + each.why;

@@ -133,6 +133,12 @@ std::optional<GemmPlan> planGemm(const dsl::Program& p, const dsl::BoundProgram&
                                  std::size_t stmt,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t);
+// Whether the last sliver of N (extent n) runs a kernel of NR / 2 columns: it holds at most
+// half of NR's lanes and NR / 2 is whole vectors, or, where 512-bit operations run as two
+// 256-bit halves (Target::halvedVectors), whole half vectors (NR 16: the last 8 columns of N =
+// 54 or 56 in 256-bit vectors, each half the issue of a 512-bit one).
+bool halfWidthTail(const GemmPlan& g, std::int64_t n, const Target& t);
+
 // Below this many flops the register tiles (no packing) are as fast: packing costs a pass
 // over both operands and a scratch buffer per call.
 constexpr double kGemmMinFlops = 1e6;
