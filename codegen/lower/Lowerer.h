@@ -30,6 +30,8 @@
 
 namespace einjit::codegen::lowering {
 
+struct GemmLowering; // lower/CpuGemmLowering.h
+
 using namespace einjit::dsl;
 using ir::BinOp;
 using ir::Expr;
@@ -565,6 +567,15 @@ private:
   // Emits the packing functions and, unless `tasksOut` takes its task body, the product.
   void emitGemm(const Statement& st, const BoundStatement& bs, const StatementSchedule& s,
                 const Ranges& r, const std::string& name, GemmTasks* tasksOut = nullptr);
+  // Packing slivers [sLo, sHi) of operand x at the reduction positions of a whole operand or
+  // of the current KC block (block) into slot(sliver, position, lane) (CpuGemmPacking.cpp).
+  Stmt gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const Expr& sHi, bool block,
+                   const std::function<Expr(Expr, Expr, Expr)>& slot);
+  // The micro-kernel over tiles nr columns wide, around an A block's slivers for the current B
+  // sliver, and their stores (CpuGemmKernel.cpp); B read in place, masked; or the columns
+  // kernel over a last sliver of `columns` columns.
+  Stmt gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, bool masked,
+                  std::int64_t columns = 0);
   // The product function: a parallel loop over groups of tasks, each task running every part.
   void emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts);
   // The partials of a reduction split across tasks (GemmPlan::kParts), a scratch buffer, and
