@@ -35,11 +35,7 @@ namespace einjit::codegen::lowering {
 
 namespace {
 
-using gemm::cdiv;
-using gemm::imm;
-using gemm::less;
-using gemm::minOf;
-using gemm::var;
+using namespace gemm; // the IR shorthands (CpuGemmLowering.h)
 using ir::let;
 
 std::vector<std::size_t> group(const std::vector<int>& vs) {

@@ -10,12 +10,7 @@ namespace einjit::codegen::lowering {
 
 namespace {
 
-using gemm::cdiv;
-using gemm::conj;
-using gemm::imm;
-using gemm::less;
-using gemm::minOf;
-using gemm::var;
+using namespace gemm; // the IR shorthands (CpuGemmLowering.h)
 using ir::let;
 
 } // namespace

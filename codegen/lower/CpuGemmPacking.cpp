@@ -11,12 +11,7 @@ namespace einjit::codegen::lowering {
 
 namespace {
 
-using gemm::cdiv;
-using gemm::conj;
-using gemm::imm;
-using gemm::less;
-using gemm::minOf;
-using gemm::var;
+using namespace gemm; // the IR shorthands (CpuGemmLowering.h)
 using ir::let;
 
 // Elements along the lanes that the packing of an operand contiguous along them reads per step
