@@ -224,9 +224,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
   auto halfTail = [&](const GemmPlan& g) { return halfWidthTail(g, extentOf(g.n), t); };
   auto paddedCells = [&](const GemmPlan& g) {
     const std::int64_t m = extentOf(g.m), n = extentOf(g.n);
-    const std::int64_t cols =
-        halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : (n + g.nr - 1) / g.nr * g.nr;
-    return (m + g.mr - 1) / g.mr * g.mr * cols;
+    const std::int64_t cols = halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : cdiv(n, g.nr) * g.nr;
+    return cdiv(m, g.mr) * g.mr * cols;
   };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);

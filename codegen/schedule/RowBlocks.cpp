@@ -171,6 +171,13 @@ std::string notColumnSum(const dsl::Program& p, const dsl::BoundProgram& b, cons
   return {};
 }
 
+// Tensor u's bytes as bound.
+std::int64_t tensorBytes(const dsl::BoundProgram& b, std::size_t u) {
+  auto bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
+  for (std::int64_t e : b.tensors[u].shape) bytes *= e;
+  return bytes;
+}
+
 // The members of `run` whose stores are non-temporal (RowRun::streamed); `in`: the members.
 std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::BoundProgram& b,
                                          const Strides& strides, const Target& t, const RowRun& run,
@@ -188,9 +195,7 @@ std::vector<std::size_t> streamedMembers(const dsl::Program& p, const dsl::Bound
     const bool storesStaged = run.stores(k) == o; // the other writes went to the scratch
     if (!storesStaged && std::find(run.scratch.begin(), run.scratch.end(), o) != run.scratch.end())
       continue;
-    std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
-    for (std::int64_t e : b.tensors[u].shape) bytes *= e;
-    if (bytes < kStreamL2s * t.l2Bytes) continue;
+    if (tensorBytes(b, u) < kStreamL2s * t.l2Bytes) continue;
     // Another statement of the run touches the output other than at one element per row: a
     // later one would read it back from memory; after an earlier one the lines are in the cache,
     // where a non-temporal store first writes them back (measured slower).
@@ -328,9 +333,7 @@ std::vector<int> fetchedAhead(const dsl::Program& p, const dsl::BoundProgram& b,
       const auto u = static_cast<std::size_t>(e.tensor);
       if (write || written[u] || !rowSubscript(p, b, e, rowVar[j])) return;
       if (std::find(out.begin(), out.end(), e.tensor) != out.end()) return;
-      std::int64_t bytes = static_cast<std::int64_t>(dtypeSize(b.tensors[u].dtype));
-      for (std::int64_t x : b.tensors[u].shape) bytes *= x;
-      if (bytes > t.l2Bytes) out.push_back(e.tensor);
+      if (tensorBytes(b, u) > t.l2Bytes) out.push_back(e.tensor);
     });
   return out;
 }
