@@ -109,8 +109,8 @@ const PlanRow kRows[] = {
      DType::f32,
      0,
      Family::Gemm,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 KC "
-     "216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks in "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 KC "
+     "216 NC 64; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks in "
      "parallel, partial sums added in order)",
      0},
     // A 1x1 convolution: its pixels merged into one index (GemmBinding.h: every access reads

@@ -298,6 +298,19 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
+      // Weight gradients with as many input channels as output channels or more: x, read at
+      // the taps, is A (packed lane-major per block), dy is B. Its runs along the columns (27
+      // and 28 of them, no multiple of a vector) end in a vector that overlaps the one before.
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 16, 9, 29}}, {"k", {16, 16, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {2, 20, 11, 57}}, {"k", {16, 20, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
       // Phases 18 and 17 columns wide, 7 and 6 rows: the columns kernel on a last sliver of
       // two columns and of one, with the taps that reach an image's first and last columns
       // missing (the packing's choice per run: all of the columns, none, or lane by lane).

@@ -305,8 +305,8 @@ const ScheduleRow kRows[] = {
      32,
      13,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
-     "KC 216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
+     "KC 216 NC 64; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks "
      "in parallel, partial sums added in order)"},
     // The same with 64-byte vectors.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
@@ -315,21 +315,21 @@ const ScheduleRow kRows[] = {
      64,
      4,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
-     "KC 216 NC 64; A packed whole, B packed per block; the reduction split in 2 parts (2 tasks "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
+     "KC 216 NC 64; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks "
      "in parallel, partial sums added in order)"},
-    // Unequal chunks (5 slivers of N): 2 tasks per thread and a multiple of the threads, as
-    // before, here 5 chunks of N x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
+    // Unequal chunks (5 slivers of M): 2 tasks per thread and a multiple of the threads, as
+    // before, here 5 chunks of M x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
     // groups of 2 (3 groups on one thread, 2 on the other). (A reduction of 3 KC blocks: too
     // short to split.)
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w]",
-     {{1, 64, 24, 24}, {1, 80, 26, 26}},
+     {{1, 16, 24, 24}, {1, 30, 26, 26}},
      DType::f32,
      32,
      13,
      2,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
-     "6x16, MC 66 KC 192 NC 16; A packed whole, B packed per block; 10 tasks in 2 parallel "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks (2 groups); micro-kernel "
+     "6x16, MC 6 KC 192 NC 16; A packed per block, B packed whole; 10 tasks in 2 parallel "
      "groups"},
     // Strided: x would fit packed whole (13 MB), packed per block all the same; one thread.
     {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+2h,b+2w] where a in 0:3, b in 0:3",
@@ -338,8 +338,8 @@ const ScheduleRow kRows[] = {
      32,
      13,
      1,
-     "packed GEMM: M o, N c, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
-     "KC 243 NC 64; A packed whole, B packed per block; one thread; output staged in a "
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 6x16, MC 66 "
+     "KC 243 NC 64; A packed per block, B packed whole; one thread; output staged in a "
      "contiguous partial"},
     // The README demo's weight gradient (18 KB of output, 1024 terms): the reduction split;
     // 16 channels in 4-row tiles (6-row ones compute 18).

@@ -28,7 +28,7 @@ bool Lowerer::laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lan
     along += sub.coef[innermost] * os[d];
   }
   return (apart < 1 || apart > kNearLanes) && along >= 1 && along <= kNearLanes &&
-         innermostExtent % g.width == 0;
+         innermostExtent >= g.width;
 }
 
 ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const ir::Expr& sHi,
@@ -37,12 +37,23 @@ ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const 
                           const std::function<ir::Stmt(ir::Expr)>& put, const ir::Expr& read,
                           const ir::Expr& zero) {
   using namespace ir;
+  // The innermost loop in vectors of `width` lanes; where its extent is no multiple of that,
+  // the last vector ends at its end and overlaps the one before (it stores the same values
+  // again): a stride-2 convolution's 27 columns as 16 + 16, not 16 + 11 scalar copies.
   auto run = [&](const Expr& value) {
     Stmt b = put(value);
-    for (std::size_t q = loops.size(); q-- > 0;)
-      b = forLoop(loops[q].var, loops[q].lo, loops[q].hi,
-                  q + 1 == loops.size() ? ForKind::Vectorized : ForKind::Rolled, b,
-                  q + 1 == loops.size() ? width : 1);
+    for (std::size_t q = loops.size(); q-- > 0;) {
+      const PanelLoop& l = loops[q];
+      std::int64_t lo = 0, hi = 0;
+      if (q + 1 != loops.size())
+        b = forLoop(l.var, l.lo, l.hi, ForKind::Rolled, b);
+      else if (isConst(l.lo, &lo) && isConst(l.hi, &hi) && (hi - lo) % width != 0 &&
+               hi - lo > width)
+        b = block({forLoop(l.var, l.lo, intImm(hi - (hi - lo) % width), ForKind::Vectorized, b, width),
+                   forLoop(l.var, intImm(hi - width), l.hi, ForKind::Vectorized, b, width)});
+      else
+        b = forLoop(l.var, l.lo, l.hi, ForKind::Vectorized, b, width);
+    }
     return b;
   };
   Stmt body = forLoop(lane, intImm(0), inside, ForKind::Rolled, run(read));

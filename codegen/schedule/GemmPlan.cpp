@@ -336,15 +336,36 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     return best;
   };
   const int x = pick(0), y = pick(1);
+  // Whether factor fi reads another of its output indices at window taps (a weight gradient's
+  // x[n,c,h+a,w+b]: a subscript of a reduction index and an output index other than `chosen`).
+  auto tapped = [&](int fi, int chosen) {
+    for (const Subscript& sub : f[fi]->subs) {
+      bool tap = false, reduction = false;
+      for (int v : side[fi]) tap = tap || (v != chosen && sub.coef[static_cast<std::size_t>(v)] != 0);
+      for (int v = nOut; v < n; ++v) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
+      if (tap && reduction) return true;
+    }
+    return false;
+  };
   // N: the index with unit stride in the output (contiguous vector stores of the tile), else
   // the one its operand reads with unit stride (vector loads while packing), else the longer.
+  // Neither read with unit stride (a weight gradient's channels: lanes far apart in both), the
+  // factor read at window taps is A: packed per block and tap, it is packed lane-major in
+  // vectors along its columns (lower/CpuGemmPanels), and the other, B, has its lanes copied
+  // one element at a time once; as B, the tapped factor's lanes were copied element by element
+  // at every tap.
   int nFactor = 1;
   if (outStride(x) == 1 && outStride(y) != 1)
     nFactor = 0;
   else if (outStride(x) == outStride(y) || (outStride(x) != 1 && outStride(y) != 1)) {
     const bool ux = strideAlong(*f[0], x, tensorStrides(*f[0])) == 1;
     const bool uy = strideAlong(*f[1], y, tensorStrides(*f[1])) == 1;
-    if ((ux && !uy) || (ux == uy && extent(x) > extent(y))) nFactor = 0;
+    const bool tx = !ux && !uy && tapped(0, x) && extent(x) >= mrWanted && extent(y) >= nrWanted;
+    const bool ty = !ux && !uy && tapped(1, y) && extent(y) >= mrWanted && extent(x) >= nrWanted;
+    if (tx != ty)
+      nFactor = ty ? 0 : 1;
+    else if ((ux && !uy) || (ux == uy && extent(x) > extent(y)))
+      nFactor = 0;
   }
   GemmPlan g;
   g.aFactor = 1 - nFactor;
