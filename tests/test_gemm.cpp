@@ -380,6 +380,14 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
+      // ... with more input channels than output channels and a reduction long against its
+      // output: the weight gradient transposes the shorter dy (B, N o) and packs x lane-major
+      // (A, M c; 336 columns, no multiple of a vector).
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
+       {{"x", {2, 48, 14, 24}}, {"k", {32, 48, 1, 1}}},
+       2,
+       {1, 2},
+       {1, 2}},
       // 21 output columns, 32 output channels: with 64-byte vectors the 28 x 16 tile (one
       // vector of columns) takes the stride-2 forward, whose columns two vectors would not fit.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",

@@ -318,6 +318,18 @@ const ScheduleRow kRows[] = {
      "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 65 "
      "KC 216 NC 64; A packed per block, B packed whole; the reduction split in 2 parts (2 tasks "
      "in parallel, partial sums added in order)"},
+    // A 1x1 weight gradient, 256 input channels to 64 output ones, 25088 terms: B, whose lanes
+    // are copied one element at a time, is dy (64 channels), A is x, packed lane-major; the
+    // output's unit-stride index (c) was N before, x transposed.
+    {"dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w] where a in 0:1, b in 0:1",
+     {{8, 64, 56, 56}, {8, 256, 56, 56}},
+     DType::f32,
+     64,
+     4,
+     2,
+     "packed GEMM: M c, N o, K n,h,w, batch a,b inside the KC blocks; micro-kernel 13x32, MC 260 "
+     "KC 224 NC 64; A packed per block, B packed per block; the reduction split in 2 parts (2 "
+     "tasks in parallel, partial sums added in order)"},
     // Unequal chunks (5 slivers of M): 2 tasks per thread and a multiple of the threads, as
     // before, here 5 chunks of M x 2 groups of taps; the 10 tasks in 2 groups of 5, not 5
     // groups of 2 (3 groups on one thread, 2 on the other). (A reduction of 3 KC blocks: too

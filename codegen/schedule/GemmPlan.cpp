@@ -336,36 +336,31 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     return best;
   };
   const int x = pick(0), y = pick(1);
-  // Whether factor fi reads another of its output indices at window taps (a weight gradient's
-  // x[n,c,h+a,w+b]: a subscript of a reduction index and an output index other than `chosen`).
-  auto tapped = [&](int fi, int chosen) {
-    for (const Subscript& sub : f[fi]->subs) {
-      bool tap = false, reduction = false;
-      for (int v : side[fi]) tap = tap || (v != chosen && sub.coef[static_cast<std::size_t>(v)] != 0);
-      for (int v = nOut; v < n; ++v) reduction = reduction || sub.coef[static_cast<std::size_t>(v)] != 0;
-      if (tap && reduction) return true;
-    }
-    return false;
-  };
   // N: the index with unit stride in the output (contiguous vector stores of the tile), else
   // the one its operand reads with unit stride (vector loads while packing), else the longer.
-  // Neither read with unit stride (a weight gradient's channels: lanes far apart in both), the
-  // factor read at window taps is A: packed per block and tap, it is packed lane-major in
-  // vectors along its columns (lower/CpuGemmPanels), and the other, B, has its lanes copied
-  // one element at a time once; as B, the tapped factor's lanes were copied element by element
-  // at every tap.
+  // Where neither operand reads its index with unit stride (both contiguous only along the
+  // reduction: a convolution's weight gradient dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,h+a,w+b])
+  // and the reduction is long against the output (the tile's stores cost nothing then), B is
+  // the factor with fewer lanes to copy one element at a time: its index's extent times the
+  // values of its own other indices (x's taps a, b: its panel is packed once per tap). A's
+  // panel is packed lane-major, in vectors along its columns (lower/CpuGemmPanels).
+  const bool ux = strideAlong(*f[0], x, tensorStrides(*f[0])) == 1;
+  const bool uy = strideAlong(*f[1], y, tensorStrides(*f[1])) == 1;
+  std::int64_t kLength = 1, copies[2] = {extent(x), extent(y)};
+  for (int v = nOut; v < n; ++v) kLength *= extent(v);
+  for (int fi = 0; fi < 2; ++fi)
+    for (int v : side[fi])
+      if (v != (fi == 0 ? x : y)) copies[fi] *= extent(v);
+  const bool transposes = !ux && !uy && kLength >= 8 * (extent(x) + extent(y));
   int nFactor = 1;
-  if (outStride(x) == 1 && outStride(y) != 1)
+  if (transposes && copies[0] < copies[1] && extent(x) >= nrWanted && extent(y) >= mrWanted)
+    nFactor = 0;
+  else if (transposes && copies[1] < copies[0] && extent(y) >= nrWanted && extent(x) >= mrWanted)
+    nFactor = 1;
+  else if (outStride(x) == 1 && outStride(y) != 1)
     nFactor = 0;
   else if (outStride(x) == outStride(y) || (outStride(x) != 1 && outStride(y) != 1)) {
-    const bool ux = strideAlong(*f[0], x, tensorStrides(*f[0])) == 1;
-    const bool uy = strideAlong(*f[1], y, tensorStrides(*f[1])) == 1;
-    const bool tx = !ux && !uy && tapped(0, x) && extent(x) >= mrWanted && extent(y) >= nrWanted;
-    const bool ty = !ux && !uy && tapped(1, y) && extent(y) >= mrWanted && extent(x) >= nrWanted;
-    if (tx != ty)
-      nFactor = ty ? 0 : 1;
-    else if ((ux && !uy) || (ux == uy && extent(x) > extent(y)))
-      nFactor = 0;
+    if ((ux && !uy) || (ux == uy && extent(x) > extent(y))) nFactor = 0;
   }
   GemmPlan g;
   g.aFactor = 1 - nFactor;
