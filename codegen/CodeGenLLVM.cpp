@@ -464,9 +464,9 @@ private:
 
   llvm::Value* loadExpr(const Load& n) {
     const Buf& buf = lookup(n.buffer);
-    const bool wide = buf.elem->getPrimitiveSizeInBits().getFixedValue() *
-                          static_cast<std::uint64_t>(lanes_) ==
-                      512;
+    const bool wide =
+        buf.elem->getPrimitiveSizeInBits().getFixedValue() * static_cast<std::uint64_t>(lanes_) ==
+        512;
     if ((!n.mask || wide) && lanes_ > 1 && inVector() && dependsOn(n.index, vecVar_)) {
       auto c = linearCoefficient(n.index, vecVar_);
       if (c && *c >= 2 && *c <= kShuffledStride) {

@@ -438,8 +438,8 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
 // a partial last sliver's lanes masked): 27 columns (16 + 11, the benchmark's width), 30
 // (16 + 14) with odd channel counts (29 rows: an edge of M), K over several KC blocks (64
 // channels); where a half-width tail would run (20 columns = 16 + 4; f64's 27 = 3 x 8 + 3) or
-// the tile is two vectors wide (f64's 30 columns), x stays packed. Against the interpreter in three views
-// (the strided view's lanes four apart: packed), f32 and f64, 1 and 2 threads.
+// the tile is two vectors wide (f64's 30 columns), x stays packed. Against the interpreter in three
+// views (the strided view's lanes four apart: packed), f32 and f64, 1 and 2 threads.
 TEST_CASE("gemm: a stride-2 forward reads x in place where 512-bit operations run in halves") {
   struct Row {
     std::map<std::string, Shape> shapes;
