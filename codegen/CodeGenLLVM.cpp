@@ -464,20 +464,35 @@ private:
 
   llvm::Value* loadExpr(const Load& n) {
     const Buf& buf = lookup(n.buffer);
-    if (!n.mask && lanes_ > 1 && inVector() && dependsOn(n.index, vecVar_)) {
+    const bool wide =
+        buf.elem->getPrimitiveSizeInBits().getFixedValue() * static_cast<std::uint64_t>(lanes_) ==
+        512;
+    if ((!n.mask || wide) && lanes_ > 1 && inVector() && dependsOn(n.index, vecVar_)) {
       auto c = linearCoefficient(n.index, vecVar_);
       if (c && *c >= 2 && *c <= kShuffledStride) {
         const auto span = static_cast<unsigned>((lanes_ - 1) * *c + 1);
         llvm::Value* base = scalarAddress(buf, n.index);
-        const llvm::TypeSize bits = buf.elem->getPrimitiveSizeInBits();
         llvm::Value* run = nullptr;
-        if (bits.getFixedValue() * static_cast<std::uint64_t>(lanes_) == 512) {
+        if (wide) {
+          // A lane mask (B read in place, its last sliver) spread over the run: element
+          // l x stride read where lane l is on, nothing between the lanes or past them.
           const auto whole = static_cast<unsigned>(lanes_ * *c);
+          const auto stride = static_cast<unsigned>(*c);
           llvm::SmallVector<llvm::Constant*, 64> on;
           for (unsigned l = 0; l < whole; ++l) on.push_back(b_.getInt1(l < span));
+          llvm::Value* mask = llvm::ConstantVector::get(on);
+          if (n.mask) {
+            llvm::Value* m = splat(expr(n.mask));
+            llvm::SmallVector<int, 64> spread;
+            for (unsigned l = 0; l < whole; ++l)
+              spread.push_back(l % stride == 0 ? static_cast<int>(l / stride)
+                                               : static_cast<int>(lanes_));
+            mask = b_.CreateShuffleVector(m, llvm::Constant::getNullValue(m->getType()), spread);
+          }
           auto* vt = llvm::FixedVectorType::get(buf.elem, whole);
-          run = b_.CreateMaskedLoad(vt, base, alignOf(buf.elem), llvm::ConstantVector::get(on),
-                                    llvm::PoisonValue::get(vt));
+          run = b_.CreateMaskedLoad(vt, base, alignOf(buf.elem), mask,
+                                    n.mask ? llvm::Constant::getNullValue(vt)
+                                           : static_cast<llvm::Value*>(llvm::PoisonValue::get(vt)));
         } else {
           run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(buf.elem, span), base,
                                      alignOf(buf.elem));

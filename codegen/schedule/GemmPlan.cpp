@@ -75,6 +75,18 @@ std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_
   return c;
 }
 
+// Whether B's lanes, `stride` elements apart along N, can be read in place: unit stride, or
+// where 512-bit operations run in halves (Target::halvedVectors: Zen 4) lanes two apart (a
+// stride-2 convolution's window) in whole 512-bit vectors. CodeGenLLVM reads such a vector as
+// two loads (the second masked to the run's end, or to the lanes a last sliver holds) and one
+// two-source permute, beside MR FMAs; packing it per block was a quarter of the stride-2
+// forward's time on Zen 4. Not where a half-width tail would run (its half vectors would be
+// read lane by lane).
+bool inPlaceStride(std::int64_t stride, const GemmPlan& g, std::int64_t n, const Target& t) {
+  if (stride == 1) return true;
+  return stride == 2 && t.halvedVectors && g.nr == g.width && !halfWidthTail(g, n, t);
+}
+
 // Index names for `einjit explain`; merged indices (GemmPlan::merged) as one, "h*w", the outer
 // index not on its own.
 std::string names(const Statement& st, const std::vector<int>& vs,
@@ -179,7 +191,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged, bool folded = false);
+                                 const std::vector<GemmMerge>& merged, bool folded = false,
+                                 int rows = 0);
 
 } // namespace
 
@@ -245,7 +258,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged, bool folded) {
+                                 const std::vector<GemmMerge>& merged, bool folded, int rows) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -384,6 +397,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                        (t.fmaChains + nrVectors - 1) / nrVectors));
   else if (ops->tile.empty())
     g.mr = static_cast<int>(fittedRowsFew(extent(g.m), mrWanted, (t.fmaChains + nrVectors - 1) / nrVectors));
+  if (rows > 0) g.mr = rows; // one more equal tile (below: a strided B read in place)
   g.kSets = kSets;
   applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)
@@ -619,7 +633,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
         std::find(g.masks[1].begin(), g.masks[1].end(), v) == g.masks[1].end())
       masksInPlace = false;
   if (inside && !gemmKnobs().packB && !g.whole[1] && !g.batchInside && masksInPlace && g.kSets == 1 &&
-      strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 1 && inside(*op[1])) {
+      inPlaceStride(strideAlong(*op[1], g.n, tensorStrides(*op[1])), g, extent(g.n), t) &&
+      inside(*op[1])) {
     bool window = false, oneTap = true;
     for (const Subscript& sub : op[1]->subs) {
       bool reduction = false;
@@ -704,6 +719,21 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
           (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +
                             " parallel groups"
                       : std::string("one thread"));
+  // B's lanes two apart read in place (Zen 4: inPlaceStride): its tile also comes in one more
+  // equal tile where that pads M less (64 channels: 4 x 16 rows, where 3 x 22 computed 66).
+  // Each step's two loads and permute beside 16 FMAs still run at the FMA peak (timed alone,
+  // A and B in L1), and M's padded rows and edge tiles go (an edge tile is stored element by
+  // element): the stride-2 forward ran 1.07x faster (bench/RESULTS.md, "the stride-2
+  // forward on Zen 4").
+  if (rows == 0 && g.bInPlace && t.halvedVectors &&
+      strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 2 && extent(g.m) % g.mr != 0) {
+    const std::int64_t m = extent(g.m), tiles = cdiv(m, g.mr) + 1, mr = cdiv(m, tiles);
+    if (mr >= t.fmaChains && cdiv(m, mr) * mr < cdiv(m, g.mr) * g.mr) {
+      std::optional<GemmPlan> more = planTile(st, bs, dtype, strides, t, minFlops, inside,
+                                              nrVectors, merged, folded, static_cast<int>(mr));
+      if (more && more->bInPlace && more->mr == mr) return more;
+    }
+  }
   return g;
 }
 

@@ -82,7 +82,9 @@ struct GemmPlan {
   // B read in place: the micro-kernel loads B straight from the operand, nothing of it packed
   // (a last, partial sliver with masked loads). For a window (a convolution's x[n,c,h+a,w+b]
   // along w: N and a reduction index in one subscript), whose packed panel would hold each
-  // element once per tap: read with unit stride along N, otherwise packed per block, no
+  // element once per tap: read with unit stride along N (or two apart where 512-bit
+  // operations run in halves: a stride-2 window, two loads and a permute a vector; its tile
+  // then in one more equal tile where that pads M less), otherwise packed per block, no
   // padding, every subscript proven inside its dimension at every term. A KC block reads a few
   // rows that stay in L1, so the copy bought nothing but its own cost. Dependent ranges of B
   // (the stride-1 input gradient's dy[n,o,u-a,v-b]) are applied by the kernel: a range that
