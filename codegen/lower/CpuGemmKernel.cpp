@@ -235,22 +235,36 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
       outStep += st.lhs->subs[d].coef[static_cast<std::size_t>(n)] * os[d];
     const bool rowVectors = target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 &&
                             ctx_.epilogueThrough <= stmt_;
-    auto fixed = [&](std::int64_t cols) {
-      const bool vec = rowVectors && cols % g.width == 0;
+    // A row of columns that is not whole vectors (the last sliver's 12 of 16 at N = 28) is
+    // stored the same way with the lanes past it off; a tile with rows past M (the last of 64
+    // channels in 22-row tiles) loops over the rows it has.
+    auto fixed = [&](std::int64_t cols, bool rowsPastM) {
+      const std::int64_t span = cdiv(cols, g.width) * g.width;
+      const bool vec = rowVectors && span <= nr;
+      const Expr rowCount =
+          rowsPastM ? minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))) : imm(MR);
       const Stmt rowsOut = finish(
           [&](Stmt body) {
-            body = vec ? ir::forLoop(jj, imm(0), imm(cols), ForKind::Vectorized, body, g.width)
+            if (vec && span != cols) body = ir::ifThen(less(var(jj), imm(cols)), body);
+            body = vec ? ir::forLoop(jj, imm(0), imm(span), ForKind::Vectorized, body, g.width)
                        : ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
-            return ir::forLoop(ii, imm(0), imm(MR), ForKind::Rolled, body);
+            return ir::forLoop(ii, imm(0), rowCount, ForKind::Rolled, body);
           },
           ir::load(vt_, edge, cell));
       return ir::allocate(edge, vt_, MR * nr, ir::block({tile(ir::store(edge, cell, a)), rowsOut}));
     };
     const std::int64_t lastCols = N - (S[1] - 1) * NR;
-    Stmt whole = fixed(nr == NR ? NR : lastCols);
-    if (nr == NR && !halfTail && lastCols != NR)
-      whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
-    store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
+    auto rowsOf = [&](bool rowsPastM) {
+      Stmt whole = fixed(nr == NR ? NR : lastCols, rowsPastM);
+      if (nr == NR && !halfTail && lastCols != NR)
+        whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols, rowsPastM));
+      return whole;
+    };
+    const bool vectorRows = rowVectors && cdiv(lastCols, g.width) * g.width <= nr;
+    if (M % MR == 0)
+      store = rowsOf(false);
+    else
+      store = ir::ifThen(less(var(sv), imm(M / MR)), rowsOf(false), vectorRows ? rowsOf(true) : part);
   }
   // Also the half-width kernel's tiles where N's last sliver fills them (N = 56, NR = 16): an
   // element-wise copy weighs where the reduction is short (a 1x1 forward's KC of 64).
