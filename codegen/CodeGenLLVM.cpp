@@ -545,10 +545,10 @@ private:
         }
         llvm::Value* m = llvm::ConstantVector::get(on);
         if (mask)
-          m = b_.CreateShuffleVector(
-              mask, llvm::Constant::getNullValue(mask->getType()), spreadMask);
-        b_.CreateMaskedStore(b_.CreateShuffleVector(splat(v), spread),
-                             scalarAddress(buf, index), alignOf(buf.elem), m);
+          m = b_.CreateShuffleVector(mask, llvm::Constant::getNullValue(mask->getType()),
+                                     spreadMask);
+        b_.CreateMaskedStore(b_.CreateShuffleVector(splat(v), spread), scalarAddress(buf, index),
+                             alignOf(buf.elem), m);
         return;
       }
     }

@@ -222,8 +222,8 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
     for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
       outStep += st.lhs->subs[d].coef[static_cast<std::size_t>(n)] * os[d];
   }
-  const bool rowVectors = target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 &&
-                          ctx_.epilogueThrough <= stmt_;
+  const bool rowVectors =
+      target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 && ctx_.epilogueThrough <= stmt_;
   if (storedOnce) {
     // An output not contiguous along N, each tile stored once (a residue phase's dx[2q + rho]:
     // a short reduction, so the stores weigh): a tile of MR whole rows is copied out of the
@@ -267,7 +267,8 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
     if (M % MR == 0)
       store = rowsOf(false);
     else
-      store = ir::ifThen(less(var(sv), imm(M / MR)), rowsOf(false), vectorRows ? rowsOf(true) : part);
+      store =
+          ir::ifThen(less(var(sv), imm(M / MR)), rowsOf(false), vectorRows ? rowsOf(true) : part);
   }
   // Also the half-width kernel's tiles where N's last sliver fills them (N = 56, NR = 16): an
   // element-wise copy weighs where the reduction is short (a 1x1 forward's KC of 64).
@@ -288,7 +289,8 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
   // A residue phase's rows (stored once, as spread vectors: rowVectors) span two or more
   // lines each: a column every line's width apart.
   const bool stridedRows = storedOnce && rowVectors;
-  if ((g.vectorStore || stridedRows) && !splitK && g.prefetchOut) { // (a partial output stays in L2)
+  // (A partial output stays in L2.)
+  if ((g.vectorStore || stridedRows) && !splitK && g.prefetchOut) {
     const Expr savedM = varExpr_[m], savedN = varExpr_[n];
     varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
     std::vector<Stmt> lines;

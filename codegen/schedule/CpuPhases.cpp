@@ -178,7 +178,24 @@ std::vector<CpuGemmPhase> planGemmPhases(const CpuStatementInput& in, const Targ
       pc.bs.lo[x.red] = lo;
       pc.bs.hi[x.red] = hi;
     }
-    std::optional<GemmPlan> gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
+    // dy read in place (GemmPlan::bInPlace) only where no lane of it is masked: every sliver of
+    // N whole and every range whole along N (a phase whose one tap along N reaches every
+    // column, as the odd columns' phase of the README demo's 16-column rows). A masked lane at
+    // the image's first or last column, in every step of the kernel, measured slower than the
+    // packing (docs/CPU_SCHEDULES.md, "B read in place with dependent ranges").
+    auto inside = [&](const CExpr& read) {
+      return readInside(
+          read, pc.bs, in.binding->tensors[static_cast<std::size_t>(read.tensor)].shape,
+          [&](std::size_t d) { return in.binding->eval(*in.program, read.subs[d].constant); });
+    };
+    std::optional<GemmPlan> gemm =
+        planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0, inside);
+    if (gemm && gemm->bInPlace) {
+      const std::int64_t cols =
+          pc.bs.hi[static_cast<std::size_t>(gemm->n)] - pc.bs.lo[static_cast<std::size_t>(gemm->n)];
+      if (cols % gemm->nr != 0 || gemm->plainFrom != 0 || gemm->plainTo * gemm->nr != cols)
+        gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
+    }
     if (!gemm) return {};
     pc.gemm = std::move(*gemm);
     double f = 2;
