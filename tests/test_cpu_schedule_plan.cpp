@@ -385,3 +385,27 @@ TEST_CASE("CPU statement plan: residue phases read dy in place where no lane is 
     CHECK(inPlace == c.inPlace);
   }
 }
+
+// Where 512-bit operations run in halves (Zen 4), a residue phase's one-vector tile whose rows
+// do not divide M takes the tallest of at least 16 rows that does: 64 channels in 16-row tiles
+// (22 rows computed 66); elsewhere, and where the tile divides M, the rule's tile.
+TEST_CASE("CPU statement plan: Zen 4's residue phases take tiles whose rows divide M") {
+  const einjit::test::RowMajorBinding r =
+      einjit::test::bindRowMajor(kStrided, {{8, 64, 27, 27}, {64, 64, 3, 3}}, DType::f32);
+  for (const bool halved : {false, true}) {
+    Target t = cpuTarget();
+    t.halvedVectors = halved;
+    const CpuStatementPlan plan = planCpuStatement(r.program, r.bound, r.strides, t, 0);
+    REQUIRE(plan.family == Family::Phases);
+    for (const CpuGemmPhase& ph : plan.phases) {
+      CHECK(ph.gemm.nr == 16);
+      CHECK(ph.gemm.mr == (halved ? 16 : 22));
+    }
+  }
+  const einjit::test::RowMajorBinding few =
+      einjit::test::bindRowMajor(kStrided, {{8, 64, 27, 27}, {64, 16, 3, 3}}, DType::f32);
+  Target t = cpuTarget();
+  t.halvedVectors = true;
+  for (const CpuGemmPhase& ph : planCpuStatement(few.program, few.bound, few.strides, t, 0).phases)
+    CHECK(ph.gemm.mr == 16);
+}

@@ -315,11 +315,12 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        2,
        {1, 2},
        {1, 2}},
-      // 64 input channels in 22-row tiles (with 64-byte vectors): the phases' last tile of
-      // channels has 20 rows and their last slivers 13 or 12 of 16 columns, every row stored
-      // as spread vectors with the rows and lanes past the edges left out.
+      // 47 input channels in 24-row tiles (with 64-byte vectors; no tile of 16 rows or more
+      // divides 47, so Zen 4's phases keep them too): the phases' last tile of channels has 23
+      // rows and their last slivers 13 or 12 of 16 columns, every row stored as spread vectors
+      // with the rows and lanes past the edges left out.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
-       {{"x", {1, 64, 9, 57}}, {"k", {8, 64, 3, 3}}},
+       {{"x", {1, 47, 9, 57}}, {"k", {16, 47, 3, 3}}},
        2,
        {1, 2},
        {1, 2}},
