@@ -541,23 +541,29 @@ private:
     // Lanes a few elements apart, with 64-byte vectors of lanes (a residue phase's tile row,
     // dx[2q + rho]): the lanes spread over whole vectors of the run they span and stored by a
     // masked store, which writes nothing between them (another phase's elements), where a
-    // scatter costs a store per lane.
-    if (!mask && lanes_ > 1 && inVector() && dependsOn(index, vecVar_) &&
+    // scatter costs a store per lane. A guarded store's lane mask (a row's lanes past its last
+    // column) is spread the same way.
+    if ((!mask || isVec(mask)) && lanes_ > 1 && inVector() && dependsOn(index, vecVar_) &&
         buf.elem->getPrimitiveSizeInBits().getFixedValue() * static_cast<std::uint64_t>(lanes_) ==
             512) {
       auto c = linearCoefficient(index, vecVar_);
       if (c && *c >= 2 && *c <= kShuffledStride) {
         const auto whole = static_cast<unsigned>(lanes_ * *c);
-        llvm::SmallVector<int, 64> spread;
+        llvm::SmallVector<int, 64> spread, spreadMask;
         llvm::SmallVector<llvm::Constant*, 64> on;
         for (unsigned l = 0; l < whole; ++l) {
           const bool lane = l % static_cast<unsigned>(*c) == 0;
-          spread.push_back(lane ? static_cast<int>(l / static_cast<unsigned>(*c)) : -1);
+          const int from = static_cast<int>(l / static_cast<unsigned>(*c));
+          spread.push_back(lane ? from : -1);
+          spreadMask.push_back(lane ? from : static_cast<int>(lanes_)); // off: a false lane
           on.push_back(b_.getInt1(lane));
         }
-        b_.CreateMaskedStore(b_.CreateShuffleVector(splat(v), spread),
-                             scalarAddress(buf, index), alignOf(buf.elem),
-                             llvm::ConstantVector::get(on));
+        llvm::Value* m = llvm::ConstantVector::get(on);
+        if (mask)
+          m = b_.CreateShuffleVector(mask, llvm::Constant::getNullValue(mask->getType()),
+                                     spreadMask);
+        b_.CreateMaskedStore(b_.CreateShuffleVector(splat(v), spread), scalarAddress(buf, index),
+                             alignOf(buf.elem), m);
         return;
       }
     }

@@ -360,3 +360,63 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
     }
   }
 }
+
+// A residue phase reads dy in place only where no lane is masked (CpuPhases): the README demo's
+// input gradient (x 33 x 33) has phases of 17 and 16 columns; the odd columns' phases (one tap
+// along w, 16 columns: a whole sliver, every column's tap inside) read dy in place, the even
+// columns' (a tap missing at the first column, a 17th column) pack it. Every phase of the
+// benchmark's 56 columns (28 = 16 + 12: a masked last sliver) packs it.
+TEST_CASE("CPU statement plan: residue phases read dy in place where no lane is masked") {
+  struct Case {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    std::size_t inPlace;
+  };
+  const Case cases[] = {
+      {"dx[n,c,u,v] := dy[n,o,h,w] * k[o,c,u-2h,v-2w] where u in 0:33, v in 0:33, h in max(0, "
+       "cdiv(u-2, 2)):min(16, fdiv(u, 2)+1), w in max(0, cdiv(v-2, 2)):min(16, fdiv(v, 2)+1)",
+       {{4, 32, 16, 16}, {32, 16, 3, 3}},
+       2},
+      {kStrided, {{8, 64, 27, 27}, {64, 64, 3, 3}}, 0},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.program);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(c.program, c.shapes, DType::f32);
+    const CpuStatementPlan plan = planCpuStatement(r.program, r.bound, r.strides, cpuTarget(), 0);
+    REQUIRE(plan.family == Family::Phases);
+    REQUIRE(plan.phases.size() == 4);
+    std::size_t inPlace = 0;
+    for (const CpuGemmPhase& ph : plan.phases) {
+      const std::int64_t cols = ph.bs.hi[3] - ph.bs.lo[3]; // v's slot holds the phase's column
+      CAPTURE(cols);
+      CHECK(ph.gemm.bInPlace == (cols % ph.gemm.nr == 0 && c.inPlace > 0));
+      inPlace += ph.gemm.bInPlace ? 1 : 0;
+    }
+    CHECK(inPlace == c.inPlace);
+  }
+}
+
+// Where 512-bit operations run in halves (Zen 4), a residue phase's one-vector tile whose rows
+// do not divide M takes the tallest of at least 16 rows that does: 64 channels in 16-row tiles
+// (22 rows computed 66); elsewhere, and where the tile divides M, the rule's tile.
+TEST_CASE("CPU statement plan: Zen 4's residue phases take tiles whose rows divide M") {
+  const einjit::test::RowMajorBinding r =
+      einjit::test::bindRowMajor(kStrided, {{8, 64, 27, 27}, {64, 64, 3, 3}}, DType::f32);
+  for (const bool halved : {false, true}) {
+    Target t = cpuTarget();
+    t.halvedVectors = halved;
+    const CpuStatementPlan plan = planCpuStatement(r.program, r.bound, r.strides, t, 0);
+    REQUIRE(plan.family == Family::Phases);
+    for (const CpuGemmPhase& ph : plan.phases) {
+      CHECK(ph.gemm.nr == 16);
+      CHECK(ph.gemm.mr == (halved ? 16 : 22));
+    }
+  }
+  const einjit::test::RowMajorBinding few =
+      einjit::test::bindRowMajor(kStrided, {{8, 64, 27, 27}, {64, 16, 3, 3}}, DType::f32);
+  Target t = cpuTarget();
+  t.halvedVectors = true;
+  for (const CpuGemmPhase& ph : planCpuStatement(few.program, few.bound, few.strides, t, 0).phases)
+    CHECK(ph.gemm.mr == 16);
+}

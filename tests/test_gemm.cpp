@@ -320,9 +320,20 @@ TEST_CASE("gemm: convolutions forward and every gradient (stride, padding, dilat
        {1, 2},
        {1, 2}},
       // Phases 29 and 28 columns wide: the last sliver's tile (13 or 12 columns) stored by its
-      // own row body (the columns unrolled), the channels' last (4 rows) by the general code.
+      // own row body (the columns unrolled; with 64-byte vectors one vector with the lanes past
+      // the last column off), the channels' last tile (4 rows) by the general code (with 64-byte
+      // vectors by the same row body over the rows it has).
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{"x", {2, 16, 23, 57}}, {"k", {24, 16, 3, 3}}},
+       2,
+       {1, 2},
+       {1, 2}},
+      // 47 input channels in 24-row tiles (with 64-byte vectors; no tile of 16 rows or more
+      // divides 47, so Zen 4's phases keep them too): the phases' last tile of channels has 23
+      // rows and their last slivers 13 or 12 of 16 columns, every row stored as spread vectors
+      // with the rows and lanes past the edges left out.
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
+       {{"x", {1, 47, 9, 57}}, {"k", {16, 47, 3, 3}}},
        2,
        {1, 2},
        {1, 2}},

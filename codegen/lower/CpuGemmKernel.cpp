@@ -215,7 +215,16 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
       edge, vt_, MR * nr,
       ir::block({tile(ir::store(edge, cell, a)), finish(rows, ir::load(vt_, edge, cell))}));
   Stmt store = part;
-  if (!g.vectorStore && g.kBlocks == 1 && st.assign == Assign::Define) {
+  const bool storedOnce = !g.vectorStore && g.kBlocks == 1 && st.assign == Assign::Define;
+  std::int64_t outStep = 0; // the output's stride along N
+  {
+    const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(st.output)];
+    for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
+      outStep += st.lhs->subs[d].coef[static_cast<std::size_t>(n)] * os[d];
+  }
+  const bool rowVectors =
+      target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 && ctx_.epilogueThrough <= stmt_;
+  if (storedOnce) {
     // An output not contiguous along N, each tile stored once (a residue phase's dx[2q + rho]:
     // a short reduction, so the stores weigh): a tile of MR whole rows is copied out of the
     // accumulators (vector stores) and stored from the copy by a rolled loop over its rows
@@ -229,28 +238,37 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
     // phase's stride 2) is stored as vectors instead: each spread over the run it spans and
     // written by a masked store (codegen), two permutes and two stores where a row of 16
     // columns took 16 loads and 16 stores.
-    std::int64_t outStep = 0;
-    const auto& os = ctx_.buffers.strides[static_cast<std::size_t>(st.output)];
-    for (std::size_t d = 0; d < st.lhs->subs.size(); ++d)
-      outStep += st.lhs->subs[d].coef[static_cast<std::size_t>(n)] * os[d];
-    const bool rowVectors = target_.vectorBytes >= 64 && outStep >= 2 && outStep <= 4 &&
-                            ctx_.epilogueThrough <= stmt_;
-    auto fixed = [&](std::int64_t cols) {
-      const bool vec = rowVectors && cols % g.width == 0;
+    // A row of columns that is not whole vectors (the last sliver's 12 of 16 at N = 28) is
+    // stored the same way with the lanes past it off; a tile with rows past M (the last of 64
+    // channels in 22-row tiles) loops over the rows it has.
+    auto fixed = [&](std::int64_t cols, bool rowsPastM) {
+      const std::int64_t span = cdiv(cols, g.width) * g.width;
+      const bool vec = rowVectors && span <= nr;
+      const Expr rowCount =
+          rowsPastM ? minOf(imm(MR), ir::sub(imm(M), ir::mul(var(sv), imm(MR)))) : imm(MR);
       const Stmt rowsOut = finish(
           [&](Stmt body) {
-            body = vec ? ir::forLoop(jj, imm(0), imm(cols), ForKind::Vectorized, body, g.width)
+            if (vec && span != cols) body = ir::ifThen(less(var(jj), imm(cols)), body);
+            body = vec ? ir::forLoop(jj, imm(0), imm(span), ForKind::Vectorized, body, g.width)
                        : ir::forLoop(jj, imm(0), imm(cols), ForKind::Unrolled, body);
-            return ir::forLoop(ii, imm(0), imm(MR), ForKind::Rolled, body);
+            return ir::forLoop(ii, imm(0), rowCount, ForKind::Rolled, body);
           },
           ir::load(vt_, edge, cell));
       return ir::allocate(edge, vt_, MR * nr, ir::block({tile(ir::store(edge, cell, a)), rowsOut}));
     };
     const std::int64_t lastCols = N - (S[1] - 1) * NR;
-    Stmt whole = fixed(nr == NR ? NR : lastCols);
-    if (nr == NR && !halfTail && lastCols != NR)
-      whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols));
-    store = M % MR == 0 ? whole : ir::ifThen(less(var(sv), imm(M / MR)), whole, part);
+    auto rowsOf = [&](bool rowsPastM) {
+      Stmt whole = fixed(nr == NR ? NR : lastCols, rowsPastM);
+      if (nr == NR && !halfTail && lastCols != NR)
+        whole = ir::ifThen(less(var(tv), imm(S[1] - 1)), whole, fixed(lastCols, rowsPastM));
+      return whole;
+    };
+    const bool vectorRows = rowVectors && cdiv(lastCols, g.width) * g.width <= nr;
+    if (M % MR == 0)
+      store = rowsOf(false);
+    else
+      store =
+          ir::ifThen(less(var(sv), imm(M / MR)), rowsOf(false), vectorRows ? rowsOf(true) : part);
   }
   // Also the half-width kernel's tiles where N's last sliver fills them (N = 56, NR = 16): an
   // element-wise copy weighs where the reduction is short (a 1x1 forward's KC of 64).
@@ -268,11 +286,22 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
   // output: the stores (or loads and stores) after the reduction then find them in L1. A
   // task's part of the output is larger than L2, so each KC block's tiles came from L3 or
   // memory, a load per line that the reduction's loop no longer hides once it has ended.
-  if (g.vectorStore && !splitK && g.prefetchOut) { // (a partial output stays in L2)
+  // A residue phase's rows (stored once, as spread vectors: rowVectors) span two or more
+  // lines each: a column every line's width apart.
+  const bool stridedRows = storedOnce && rowVectors;
+  // (A partial output stays in L2.)
+  if ((g.vectorStore || stridedRows) && !splitK && g.prefetchOut) {
     const Expr savedM = varExpr_[m], savedN = varExpr_[n];
     varExpr_[m] = minOf(savedM, imm(r[m].second - 1));
     std::vector<Stmt> lines;
-    for (const std::int64_t col : {std::int64_t{0}, nr - 1}) {
+    std::vector<std::int64_t> cols{0};
+    if (stridedRows) {
+      const std::int64_t elemBytes = target_.vectorBytes / g.width;
+      const std::int64_t lineCols = std::max<std::int64_t>(64 / (outStep * elemBytes), 1);
+      for (std::int64_t col = lineCols; col < nr - 1; col += lineCols) cols.push_back(col);
+    }
+    cols.push_back(nr - 1);
+    for (const std::int64_t col : cols) {
       varExpr_[n] = minOf(ir::substitute(savedN, jj, imm(col)), imm(r[n].second - 1));
       Expr at;
       bool gone = false;

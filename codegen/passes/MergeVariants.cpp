@@ -115,6 +115,15 @@ public:
       Stmt body = stmt(field(a, [](const Allocate& x) { return x.body; }));
       return std::make_shared<Allocate>(a[0]->buffer, a[0]->elem, size, body, a[0]->shared);
     }
+    case NodeKind::Prefetch: {
+      auto f = cast<Prefetch>(v);
+      for (const Prefetch* x : f)
+        if (x->ahead != f[0]->ahead) throw Mismatch{};
+      std::string name;
+      Expr index = access(field(f, [](const Prefetch& x) { return x.buffer; }),
+                          field(f, [](const Prefetch& x) { return x.index; }), &name);
+      return std::make_shared<Prefetch>(name, index, f[0]->ahead);
+    }
     case NodeKind::Evaluate: {
       auto e = cast<Evaluate>(v);
       return std::make_shared<Evaluate>(expr(field(e, [](const Evaluate& x) { return x.value; })));

@@ -178,7 +178,43 @@ std::vector<CpuGemmPhase> planGemmPhases(const CpuStatementInput& in, const Targ
       pc.bs.lo[x.red] = lo;
       pc.bs.hi[x.red] = hi;
     }
-    std::optional<GemmPlan> gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
+    // dy read in place (GemmPlan::bInPlace) only where no lane of it is masked: every sliver of
+    // N whole and every range whole along N (a phase whose one tap along N reaches every
+    // column, as the odd columns' phase of the README demo's 16-column rows). A masked lane at
+    // the image's first or last column, in every step of the kernel, measured slower than the
+    // packing (docs/CPU_SCHEDULES.md, "B read in place with dependent ranges").
+    auto inside = [&](const CExpr& read) {
+      return readInside(
+          read, pc.bs, in.binding->tensors[static_cast<std::size_t>(read.tensor)].shape,
+          [&](std::size_t d) { return in.binding->eval(*in.program, read.subs[d].constant); });
+    };
+    std::optional<GemmPlan> gemm =
+        planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0, inside);
+    bool packB = false;
+    if (gemm && gemm->bInPlace) {
+      const std::int64_t cols =
+          pc.bs.hi[static_cast<std::size_t>(gemm->n)] - pc.bs.lo[static_cast<std::size_t>(gemm->n)];
+      packB = cols % gemm->nr != 0 || gemm->plainFrom != 0 || gemm->plainTo * gemm->nr != cols;
+      if (packB) gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
+    }
+    // Where 512-bit operations run in halves (Zen 4), a one-vector tile whose rows do not divide
+    // M takes the tallest of at least 16 rows that does: 64 channels in four 16-row tiles, not
+    // three of 22 (66 rows). A phase's reduction is short (one KC block: 64 to 256 terms for 64
+    // channels), its tiles stored once each, and the 64-channel stride-2 gradient ran 1.04x
+    // faster so (bench/RESULTS.md, "stride-2 input gradients on Zen 4, session 32").
+    if (gemm && t.halvedVectors && gemm->product && gemm->nr == gemm->width) {
+      const std::int64_t m =
+          pc.bs.hi[static_cast<std::size_t>(gemm->m)] - pc.bs.lo[static_cast<std::size_t>(gemm->m)];
+      std::int64_t rows = 0;
+      for (std::int64_t r = gemm->mr - 1; m % gemm->mr != 0 && r >= 2 * t.fmaChains; --r)
+        if (m % r == 0) {
+          rows = r;
+          break;
+        }
+      if (rows > 0)
+        gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0,
+                        packB ? std::function<bool(const CExpr&)>{} : inside, {}, rows);
+    }
     if (!gemm) return {};
     pc.gemm = std::move(*gemm);
     double f = 2;

@@ -192,7 +192,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
                                  const std::vector<GemmMerge>& merged, bool folded = false,
-                                 int rows = 0);
+                                 std::int64_t rows = 0);
 
 } // namespace
 
@@ -200,7 +200,7 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside,
-                                 const std::vector<GemmMerge>& merged) {
+                                 const std::vector<GemmMerge>& merged, std::int64_t rows) {
   if (gemmKnobs().nrVectors > 0) {
     std::optional<GemmPlan> g =
         planTile(st, bs, dtype, strides, t, minFlops, inside, gemmKnobs().nrVectors, merged);
@@ -241,7 +241,8 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
     return cdiv(m, g.mr) * g.mr * cols;
   };
   if (t.vectorRegisters() >= 32) {
-    std::optional<GemmPlan> one = planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged);
+    std::optional<GemmPlan> one =
+        planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, false, rows);
     const bool fewerCells = one && two && t.halvedVectors && halfTail(*one) && !halfTail(*two) &&
                             paddedCells(*one) < paddedCells(*two);
     if (one && (!two || one->m != two->m || one->n != two->n || fewerCells)) {
@@ -258,7 +259,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops,
                                  const std::function<bool(const CExpr&)>& inside, int nrVectors,
-                                 const std::vector<GemmMerge>& merged, bool folded, int rows) {
+                                 const std::vector<GemmMerge>& merged, bool folded,
+                                 std::int64_t rows) {
   if (t.gpu || !t.tile || (dtype != DType::f32 && dtype != DType::f64)) return std::nullopt;
   if (st.reduce != Reduce::Add || st.scatter || readsOwnOutput(st) || bs.empty)
     return std::nullopt;
@@ -397,7 +399,8 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                                        (t.fmaChains + nrVectors - 1) / nrVectors));
   else if (ops->tile.empty())
     g.mr = static_cast<int>(fittedRowsFew(extent(g.m), mrWanted, (t.fmaChains + nrVectors - 1) / nrVectors));
-  if (rows > 0) g.mr = rows; // one more equal tile (below: a strided B read in place)
+  if (rows > 0 && rows <= mrWanted && nrVectors == 1 && ops->tile.empty() && registers >= 32)
+    g.mr = static_cast<int>(rows);
   g.kSets = kSets;
   applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)

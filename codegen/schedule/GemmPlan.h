@@ -164,12 +164,15 @@ void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 // which judges the phases' flops together).
 // `inside(read)`: whether every subscript of a read stays inside its dimension over the
 // statement's ranges (B is read in place only then); none: B is always packed. `merged`: the
-// merges `bs` has applied (mergedBinding), for the plan's note and GemmPlan::merged.
+// merges `bs` has applied (mergedBinding), for the plan's note and GemmPlan::merged. `rows`:
+// the one-vector tile's rows for a product (the residue phases' choice, CpuPhases); 0: the
+// rule's (fittedRows).
 std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
                                  DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
                                  const Target& t, double minFlops = kGemmMinFlops,
                                  const std::function<bool(const dsl::CExpr&)>& inside = {},
-                                 const std::vector<GemmMerge>& merged = {});
+                                 const std::vector<GemmMerge>& merged = {},
+                                 std::int64_t rows = 0);
 
 } // namespace einjit::codegen
