@@ -170,7 +170,9 @@ const ScheduleRow kRows[] = {
      "packed GEMM: M i, N k, K j, batch -; micro-kernel 6x16, MC 132 KC 150 NC 256; A "
      "packed whole, B packed whole; 8 tasks in 8 parallel groups",
      1},
-    // Batch b, the output's fastest index: N is then the longer of i and k.
+    // Batch b, the output's fastest index: N is then the longer of i and k; the tasks batch
+    // values fastest (each thread's run of tasks its own rows of C's lines); one KC block, so
+    // the output is not staged.
     {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
      {{256, 256, 4}, {4, 300, 256}},
      DType::f32,
@@ -178,7 +180,17 @@ const ScheduleRow kRows[] = {
      13,
      2,
      "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 132 KC 256 NC 160; A "
-     "packed whole, B packed per block; 8 tasks in 8 parallel groups"},
+     "packed whole, B packed per block; 8 tasks (batch values fastest) in 8 parallel groups"},
+    // The same over two KC blocks: the output staged in a contiguous partial.
+    {"C[i,k,b] := A[i,j,b] * B[b,k,j]",
+     {{256, 300, 4}, {4, 300, 300}},
+     DType::f32,
+     32,
+     13,
+     2,
+     "packed GEMM: M i, N k, K j, batch b; micro-kernel 6x16, MC 258 KC 150 NC 160; A "
+     "packed whole, B packed per block; 8 tasks (batch values fastest) in 8 parallel groups; "
+     "output staged in a contiguous partial"},
     // A Linear layer's weight gradient.
     {"dw[o,i] := dt[n,o] * x[n,i]",
      {{4096, 1024}, {4096, 784}},

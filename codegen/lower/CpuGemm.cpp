@@ -226,8 +226,14 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
   // task's group of batch values: group tk mod batchGroups (consecutive tasks hold the groups
   // of one chunk, so that a run of tasks holds all of a chunk's batch values).
   const std::string bi = "gemm.bi";
-  decompose(Bt, r, g.batchInside ? var(bi) : ir::binary(BinOp::Div, task, imm(perTask)));
-  const Expr chunk = g.batchGroups > 1 ? ir::binary(BinOp::Div, task, imm(g.batchGroups)) : task;
+  // Batch values fastest (GemmPlan::batchFastest): value tk mod batchTotal of chunk tk / batchTotal.
+  decompose(Bt, r,
+            g.batchInside    ? var(bi)
+            : g.batchFastest ? ir::binary(BinOp::Mod, task, imm(batchTotal))
+                             : ir::binary(BinOp::Div, task, imm(perTask)));
+  const Expr chunk = g.batchGroups > 1 ? ir::binary(BinOp::Div, task, imm(g.batchGroups))
+                     : g.batchFastest  ? ir::binary(BinOp::Div, task, imm(batchTotal))
+                                       : task;
   Expr mi = ir::binary(BinOp::Mod, ir::binary(BinOp::Div, chunk, imm(g.nTasks)), imm(g.mTasks));
   Expr ni = ir::binary(BinOp::Mod, chunk, imm(g.nTasks));
   // The current KC block: k[0..kSplit) from the block number, k[kSplit] over [q0, q1).

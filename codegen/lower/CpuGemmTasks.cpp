@@ -88,10 +88,15 @@ void Lowerer::emitGemmSum(const Statement& st, const GemmPlan& g, const Ranges& 
   const std::int64_t rows = extentOfGroup(batch, r) * M, total = rows * N;
   out_.scratch.push_back({partial, vt_, g.kParts * total});
   const std::string rv = "gemm.row", cv = "gemm.col";
-  decompose(batch, r, ir::var(rv) / M);
-  varExpr_[m] = ir::var(rv) % M + r[m].first;
+  // Rows in batch-major order, or (GemmPlan::batchInLine) M-major, the batch values of an
+  // output line in consecutive rows.
+  const std::int64_t values = extentOfGroup(batch, r);
+  decompose(batch, r, g.batchInLine ? ir::var(rv) % values : ir::var(rv) / M);
+  varExpr_[m] = (g.batchInLine ? ir::var(rv) / values : ir::var(rv) % M) + r[m].first;
+  const Expr partialRow = g.batchInLine ? (ir::var(rv) % values) * M + ir::var(rv) / values
+                                        : ir::var(rv);
   varExpr_[n] = ir::var(cv) + r[n].first;
-  const Expr at = ir::var(rv) * N + ir::var(cv);
+  const Expr at = partialRow * N + ir::var(cv);
   Expr sum = ir::load(vt_, partial, at);
   for (std::int64_t p = 1; p < g.kParts; ++p)
     sum = ir::add(sum, ir::load(vt_, partial, at + p * total));

@@ -39,8 +39,10 @@ GemmPlan withParts(GemmPlan g, const dsl::BoundStatement& bs, DType dtype, const
     }
   }
   // One thread's tasks, their output not contiguous along N, over several KC blocks: the tiles
-  // summed into a contiguous partial (one part; GemmPlan::staged), stored by one pass.
-  if (!g.parallel && !g.vectorStore && g.kBlocks >= 2 && partialFits(g) &&
+  // summed into a contiguous partial (one part; GemmPlan::staged), stored by one pass. Also,
+  // whatever its size and the threads, an output that holds several batch values per line
+  // (GemmPlan::batchInLine).
+  if (!g.vectorStore && g.kBlocks >= 2 && ((!g.parallel && partialFits(g)) || g.batchInLine) &&
       gemmKnobs().stage != 0) {
     g.staged = true;
     g.why += "; output staged in a contiguous partial";

@@ -29,6 +29,8 @@ constexpr double kTaskFlops = 2e5;
 // per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
 // sliver serves few A slivers.
 constexpr std::int64_t kPackedOneTapRows = 128;
+// Bytes of a cache line (GemmPlan::batchFastest).
+constexpr std::int64_t kCacheLine = 64;
 
 bool uses(const CExpr& read, int v) {
   for (const Subscript& s : read.subs)
@@ -611,6 +613,13 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
   g.parallel = g.groups >= 2;
   g.vectorStore = outStride(g.n) == 1;
+  // A batch index's output stride under a cache line (GemmPlan::batchInLine); batch values
+  // fastest in the task order (GemmPlan::batchFastest) where the tasks split each value's
+  // output in chunks.
+  if (!g.batchInside)
+    for (int v : g.batch)
+      if (extent(v) > 1 && std::abs(outStride(v)) * e < kCacheLine) g.batchInLine = true;
+  g.batchFastest = g.batchInLine && g.parallel && g.mTasks * g.nTasks > 1;
 
   // B read in place (GemmPlan::bInPlace): a window along N, read with unit stride, packed per
   // block (packed whole, it is shared by tasks and its copy is paid once). Dependent ranges of
@@ -719,8 +728,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
           ", MC " + std::to_string(g.mc) + " KC " + std::to_string(g.kc) + " NC " +
           std::to_string(g.nc) + "; A packed " + packing(0) + ", B " +
           (g.bInPlace ? "" : "packed ") + packing(1) + "; " +
-          (g.parallel ? std::to_string(g.tasks) + " tasks in " + std::to_string(g.groups) +
-                            " parallel groups"
+          (g.parallel ? std::to_string(g.tasks) + " tasks" +
+                            (g.batchFastest ? " (batch values fastest)" : "") + " in " +
+                            std::to_string(g.groups) + " parallel groups"
                       : std::string("one thread"));
   // B's lanes two apart read in place (Zen 4: inPlaceStride): its tile also comes in one more
   // equal tile where that pads M less (64 channels: 4 x 16 rows, where 3 x 22 computed 66).

@@ -108,6 +108,18 @@ struct GemmPlan {
   // `groups` contiguous groups (the parallel loop), each with its own scratch.
   std::int64_t mChunk = 0, nChunk = 0, mTasks = 1, nTasks = 1, tasks = 1, groups = 1;
   bool parallel = false;
+  // Task t is batch value t mod (batch values) of chunk t / (batch values), where it is
+  // otherwise chunk t mod (chunks) of batch value t / (chunks): where one cache line of the
+  // output holds several batch values (C[i,k,b], b fastest), the threads' contiguous runs of
+  // tasks then hold different chunks of the output's rows, not different batch values of the
+  // same lines, which two threads would write at once (each line moving between their caches).
+  bool batchFastest = false;
+  // A batch index outside the KC blocks has an output stride under a cache line (C[i,k,b]): each
+  // task's tiles cover a quarter (b of 4) of their output lines, so every KC block's tiles
+  // would be added into the output element by element, each line read and written once per
+  // batch value. Such an output is staged (GemmPlan::staged, any size, any thread count) and
+  // its last pass runs the batch values fastest, each line written whole while in cache.
+  bool batchInLine = false;
   // The reduction split across tasks (kParts > 1): the KC blocks in kParts runs of consecutive
   // blocks, sizes that differ by one at most; part p's tasks are tasks [p T, (p + 1) T) of the
   // one-thread plan's T (tasks = kParts x T), each summing its run into part p's own partial
