@@ -110,9 +110,10 @@ constexpr const char* kExplicitPipeline =
 // slower and the distance layer 15-40% slower (its micro-kernel's loop, left to LLVM, is tuned
 // by it). A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole
 // process. On Intel's full-width AVX-512 cores every module that computes keeps it
-// (Engine::lsrWide): there the micro-kernels' address arithmetic without it (`index x MR`
-// recomputed each step, on the ports the FMAs issue from) cost the stride-2 convolutions 25-35%
-// (bench/RESULTS.md, "the 3x3 convolutions on the Xeon").
+// (Engine::lsrWide): without it a micro-kernel recomputes A's address each step and its FMAs
+// read their broadcasts through an indexed address, which Intel's cores do not micro-fuse
+// (two uops each); the stride-2 convolutions ran 1.1-1.3x faster with it (bench/RESULTS.md,
+// "the 3x3 convolutions on the Xeon").
 constexpr unsigned kLsrInstructionLimit = 450;
 
 // Whether the module computes with floating-point values (a product), or only moves them.
