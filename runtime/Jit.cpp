@@ -109,7 +109,11 @@ constexpr const char* kExplicitPipeline =
 // limit, a module that computes keeps it: without it the stride-1 weight gradient ran 10%
 // slower and the distance layer 15-40% slower (its micro-kernel's loop, left to LLVM, is tuned
 // by it). A per-module choice, unlike LLVM's -disable-lsr, which is one setting for the whole
-// process.
+// process. On Intel's full-width AVX-512 cores every module that computes keeps it
+// (Engine::lsrWide): without it a micro-kernel recomputes A's address each step and its FMAs
+// read their broadcasts through an indexed address, which Intel's cores do not micro-fuse
+// (two uops each); the stride-2 convolutions ran 1.1-1.3x faster with it (bench/RESULTS.md,
+// "the 3x3 convolutions on the Xeon").
 constexpr unsigned kLsrInstructionLimit = 450;
 
 // Whether the module computes with floating-point values (a product), or only moves them.
@@ -168,6 +172,10 @@ struct Engine {
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;
   std::string cpu, features, triple;
   int vectorBytes = 16;
+  // Code for a full-width AVX-512 core (64-byte vectors, not AMD Zen 4's two 256-bit halves):
+  // every explicit module that computes keeps loop strength reduction, whatever its size
+  // (kLsrInstructionLimit); part of the key.
+  bool lsrWide = false;
   CodeCache cache{"o"}; // object images; its lock also guards `modules` and the JIT
   std::uint64_t modules = 0;
   // EINJIT_JIT_PIPELINE=o3: every function through O3, the explicit-code pipeline off (to
@@ -231,6 +239,7 @@ struct Engine {
     // them (some CPU tunings prefer 256-bit vectors).
     if (avx512) b.getFeatures().AddFeature("prefer-256-bit", false);
     vectorBytes = avx512 ? 64 : avx ? 32 : 16;
+    lsrWide = avx512 && cpu != "znver4";
     b.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
     features = b.getFeatures().getString();
     triple = b.getTargetTriple().str();
@@ -258,7 +267,8 @@ struct Engine {
   std::string keyOf(const std::vector<codegen::ir::Func>& funcs) const {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
                       " " + cpu + " " + features + (fullO3 ? " o3" : "") +
-                      (lsrEverywhere ? " lsr" : "") + (moverCodegen ? "" : " mover-dag") + " " +
+                      (lsrEverywhere ? " lsr" : lsrWide ? " lsr-wide" : "") +
+                      (moverCodegen ? "" : " mover-dag") + " " +
                       llvmArgs + " " + explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
@@ -526,9 +536,8 @@ struct Engine {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     const bool moves = explicitModule && !computes(m) && !tilePart(m);
-    const bool withoutLsr = explicitModule && !lsrEverywhere &&
-                            (m.getInstructionCount() > kLsrInstructionLimit || moves ||
-                             tilePart(m));
+    const bool large = m.getInstructionCount() > kLsrInstructionLimit || tilePart(m);
+    const bool withoutLsr = explicitModule && !lsrEverywhere && (moves || (large && !lsrWide));
     if (withoutLsr) clock.note("without LSR");
     if (moves && moverCodegen) {
       tm = &targetMachine(llvm::CodeGenOptLevel::Aggressive, true);

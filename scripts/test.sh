@@ -136,7 +136,7 @@ end
 # It is a Debug build (no optimization, assertions on): what it proves is that the
 # configuration builds and passes, which does not need -O3, and it compiles several times faster;
 # the Release build above compiled the same sources at -O3 with warnings as errors.
-nollvm_tests=(test_ranges test_interpreter test_errors test_robustness test_kernel test_cli test_cli_npy
+nollvm_tests=(test_ranges test_interpreter test_errors test_robustness test_kernel test_cli test_cli_npy test_cli_cpu_kind
               test_grad test_cache test_cache_limits test_fuzz_replay test_differential
               test_backends test_inplace test_bad_inputs)
 begin "Debug build without LLVM and CUDA"

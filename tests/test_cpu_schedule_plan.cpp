@@ -419,4 +419,48 @@ TEST_CASE("CPU statement plan: Zen 4's residue phases take tiles whose rows divi
   t.halvedVectors = true;
   for (const CpuGemmPhase& ph : planCpuStatement(few.program, few.bound, few.strides, t, 0).phases)
     CHECK(ph.gemm.mr == 16);
+
+// Where 512-bit operations run at full width (the Xeon) and B carries dependent reduction
+// ranges (the stride-1 input gradient's taps, zeros packed outside them), a reduction at most
+// half again the L1 block runs in one KC block: 576 terms at the Xeon's 48 KiB L1, where the
+// block is 288 (384 terms of 32 lanes, in whole channels of 9 taps). The forward (B read in
+// place, no ranges), a longer reduction (128 channels, 1152 terms), AVX2 and Zen 4 keep their
+// blocks.
+TEST_CASE("CPU statement plan: full-width AVX-512 takes a tapped reduction in one KC block") {
+  const char* dx = "dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in "
+                   "max(u - 53, 0):min(u + 1, 3), b in max(v - 53, 0):min(v + 1, 3)";
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    int vectorBytes;
+    bool halved;
+    const char* kc; // the KC of the plan's note
+  };
+  const Row rows[] = {
+      {dx, {{8, 64, 54, 54}, {64, 64, 3, 3}}, 64, false, "KC 576 "},
+      {dx, {{8, 128, 54, 54}, {128, 64, 3, 3}}, 64, false, "KC 288 "},
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{8, 64, 56, 56}, {64, 64, 3, 3}}, 64, false,
+       "KC 288 "},
+      {dx, {{8, 64, 54, 54}, {64, 64, 3, 3}}, 32, false, "KC 288 "},
+      {dx, {{8, 64, 54, 54}, {64, 64, 3, 3}}, 64, true, "KC 576 "},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.program);
+    CAPTURE(row.vectorBytes);
+    CAPTURE(row.halved);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(row.program, row.shapes, DType::f32);
+    Target t = cpuTarget();
+    t.vectorBytes = row.vectorBytes;
+    t.halvedVectors = row.halved;
+    t.l1Bytes = 48 << 10;
+    t.l2Bytes = 2 << 20;
+    const CpuStatementPlan plan = planCpuStatement(r.program, r.bound, r.strides, t, 0);
+    const std::string note = describe(plan);
+    CAPTURE(note);
+    CHECK(note.find(row.kc) != std::string::npos);
+    // Lowering carries it out.
+    const LoweredProgram lowered = lower(r.program, r.bound, r.strides, t);
+    CHECK(lowered.notes.at(0).rfind(note, 0) == 0);
+  }
 }

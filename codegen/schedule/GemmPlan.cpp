@@ -108,6 +108,19 @@ std::string names(const Statement& st, const std::vector<int>& vs,
 
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// Where 512-bit operations run at full width (the Xeon), a B that carries dependent reduction
+// ranges (a stride-1 input gradient's taps, zeros packed where a tap is outside) takes the
+// whole reduction in one KC block where it is at most half again the L1 block: a second
+// block costs its own pass over the output tile (loaded, added to, stored again) and its own
+// packing pass, more than the block's overrun of L1 (bench/RESULTS.md, "the 3x3 convolutions
+// on the Xeon": the stride-1 input gradient, 576 terms in one block against two of 288, 5%
+// faster; the forward, B read in place, no faster).
+bool oneBlockOfTaps(const GemmPlan& g, const Target& t, std::int64_t reduction,
+                    std::int64_t kcWanted) {
+  return t.vectorBytes >= 64 && !t.halvedVectors && !g.masks[1].empty() &&
+         reduction > kcWanted && 2 * reduction <= 3 * kcWanted;
+}
+
 // The experiment knobs (schedule/GemmKnobs.h) that set the tile: MR and the accumulator sets
 // of a product's tile (a tile with reads of output indices keeps its own).
 void applyKnobs(GemmPlan& g, bool plainTile) {
@@ -470,12 +483,13 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // 384 there). The block runs over whole ranges of the innermost reduction indices and a
   // chunk of the next one (no division per element).
   const std::int64_t l1Share = registers >= 32 ? t.l1Bytes : t.l1Bytes / 2;
-  const std::int64_t kcWanted =
-      gemmKnobs().kc > 0 ? gemmKnobs().kc
-                         : std::clamp<std::int64_t>(l1Share / (g.nr * e), 16, 1024);
+  std::int64_t kcWanted = gemmKnobs().kc > 0
+                             ? gemmKnobs().kc
+                             : std::clamp<std::int64_t>(l1Share / (g.nr * e), 16, 1024);
   const std::size_t nk = g.k.size();
   std::vector<std::int64_t> suffix(nk + 1, 1);
   for (std::size_t q = nk; q-- > 0;) suffix[q] = suffix[q + 1] * extent(g.k[q]);
+  if (gemmKnobs().kc == 0 && oneBlockOfTaps(g, t, suffix[0], kcWanted)) kcWanted = suffix[0];
   std::size_t split = 0;
   while (split + 1 < nk && suffix[split + 1] > kcWanted) ++split;
   const std::int64_t inner = suffix[split + 1], ext = extent(g.k[split]);
