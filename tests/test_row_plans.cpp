@@ -232,3 +232,52 @@ TEST_CASE("row plans: the CPU's row blocks at rows of 1024, against the interpre
         });
     }
 }
+
+TEST_CASE("row plans: the layernorm gradient fetches x and dy one block ahead on Zen 4") {
+  // A run with column sums (dg, db): on Zen 4 its first row loop (d, dd, dvar) hints the next
+  // block's x and dy where they exceed L2; not without halved vectors, not where they fit.
+  einjit::codegen::Target zen4;
+  zen4.vectorBytes = 64;
+  zen4.halvedVectors = true;
+  zen4.l1Bytes = 32 << 10;
+  zen4.l2Bytes = 1 << 20;
+  einjit::codegen::Target other = zen4;
+  other.halvedVectors = false;
+  const std::string back = gradientOf(kLayernorm);
+  auto ahead = [&](const einjit::codegen::Target& t, std::int64_t rows) {
+    const einjit::codegen::RowPlan plan = rowPlan(back, rows, 1024, DType::f32, t);
+    REQUIRE(plan.runs.size() == 1);
+    REQUIRE(!plan.runs[0].sums.empty());
+    std::vector<int> ids;
+    for (const auto& l : plan.runs[0].loops) ids.insert(ids.end(), l.ahead.begin(), l.ahead.end());
+    return ids.size();
+  };
+  CHECK(ahead(zen4, 4096) == 2); // x and dy, in the first loop only
+  CHECK(ahead(other, 4096) == 0);
+  CHECK(ahead(zen4, 64) == 0); // 256 KiB: within L2
+  // The forward (no column sums) gets none, on Zen 4 too.
+  const einjit::codegen::RowPlan fwd = rowPlan(kLayernorm, 4096, 1024, DType::f32, zen4);
+  REQUIRE(fwd.runs.size() == 1);
+  for (const auto& l : fwd.runs[0].loops) CHECK(l.ahead.empty());
+}
+
+TEST_CASE("row plans: the layernorm gradient at 2048 x 1030, against the interpreter") {
+  // Larger than L2 (8 MiB of f32): on Zen 4 the plan of the case above; f32 and f64, 2 and 1
+  // threads.
+  for (DType dt : {DType::f32, DType::f64}) {
+    CAPTURE(dt == DType::f32);
+    std::map<std::string, Shape> shapes{{"x", {2048, 1030}}, {"g", {1030}}, {"b", {1030}}};
+    const std::map<std::string, double> scalars{{"eps", 1e-5}};
+    Kernel ref = einjit::compile(kLayernorm, on(Device::reference(), dt));
+    Kernel refBack = ref.gradient();
+    auto in = randomArgs(ref.program(), shapes, dt, 15);
+    in["dy"] = Tensor::random({2048, 1030}, dt, 16);
+    Kernel back = einjit::compile(refBack.source(), cpu(dt));
+    const Outputs want = refBack.call(argsOf(refBack, in, scalars));
+    for (int threads : {2, 1})
+      withThreads(threads, [&] {
+        CAPTURE(threads);
+        checkSame(back.call(argsOf(back, in, scalars)), want, {"dx", "dg", "db"}, dt);
+      });
+  }
+}

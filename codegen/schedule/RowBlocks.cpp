@@ -375,7 +375,11 @@ void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides&
     }
     if (last > k && reduces) {
       RowRun::Loop loop{k, last, polynomial ? 1 : kRowLoopChains, {}};
-      if (polynomial) loop.ahead = fetchedAhead(p, b, t, rowVar, run, k, last);
+      // Fetched ahead under a polynomial function's arithmetic, and on Zen 4 in a run with
+      // column sums: its large blocks' later passes (the sums, the second row loop) read
+      // only L2, which the next block's reads from memory then overlap.
+      if (polynomial || (t.halvedVectors && !run.sums.empty()))
+        loop.ahead = fetchedAhead(p, b, t, rowVar, run, k, last);
       run.loops.push_back(std::move(loop));
     }
     k = last + 1;

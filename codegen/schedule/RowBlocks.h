@@ -132,7 +132,8 @@ struct RowRun {
     // Inputs the loop reads along the row whose same vector of the next block (`blockRows`
     // rows on) each step fetches into L2 (ir::Prefetch::ahead): tensors no member writes,
     // larger than L2, read in a loop that evaluates a polynomial function (arithmetic for
-    // the fetch to overlap with). docs/CPU_SCHEDULES.md, "Row loops".
+    // the fetch to overlap with), or on Zen 4 in a run with column sums (passes over L2 for
+    // it to overlap with). docs/CPU_SCHEDULES.md, "Row loops".
     std::vector<int> ahead;
   };
   std::vector<Loop> loops;
