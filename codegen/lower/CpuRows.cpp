@@ -66,6 +66,7 @@ Stmt Lowerer::rowBlockBody(const RowPlan& plan, const RowRun& run, const FusionP
     rc.blockElems = blockElems;
     for (std::size_t j = k; j <= (fusion.fused(k) ? fusion.last[k] : k); ++j) {
       if (run.streams(j)) rc.streamed.push_back(&p_.stmts[j]);
+      if (run.forwards(j)) rc.forwarded.push_back(&p_.stmts[j]);
       if (const int o = run.stores(j); o >= 0) {
         rc.storesBy = &p_.stmts[j];
         rc.storesBuffer = p_.tensors[static_cast<std::size_t>(o)].name;
@@ -240,6 +241,8 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
     rc.var = plan.rowVar[k];
     rc.streamed.clear();
     if (run.streams(k)) rc.streamed.push_back(&p_.stmts[k]);
+    rc.forwarded.clear();
+    if (run.forwards(k)) rc.forwarded.push_back(&p_.stmts[k]);
     rc.storesBy = nullptr;
     if (const int o = run.stores(k); o >= 0) {
       rc.storesBy = &p_.stmts[k];
@@ -254,6 +257,7 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
   // Every statement's update of one element (col), the reductions' into their lanes at `slot`.
   auto element = [&](const Expr& col, const Expr& slot) -> Stmt {
     std::vector<Stmt> parts;
+    ctx_.forwarded.clear(); // (the values of another column expression's elements)
     for (std::size_t k = first; k <= last; ++k) {
       enter(k, col);
       const Statement& st = p_.stmts[k];
@@ -333,6 +337,7 @@ void Lowerer::rowLoop(const RowPlan& plan, const RowRun& run, const RowRun::Loop
     all.push_back(storeOutput(st, result));
   }
   ctx_.rows = saved;
+  ctx_.forwarded.clear();
   Stmt body = ir::block(all);
   for (std::size_t k = last + 1; k-- > first;)
     if (reduces(k)) body = ir::allocate(accName(k), vt_, U * W, body);

@@ -41,6 +41,12 @@ struct RowBlockContext {
   // scratch, its store goes to the tensor's own buffer `storesBuffer`; null: none.
   const dsl::Statement* storesBy = nullptr;
   std::string storesBuffer;
+  // The statements whose store is left out (RowRun::forwarded): their value goes to
+  // LowerContext::forwarded instead, where the later reads of their element loop take it.
+  std::vector<const dsl::Statement*> forwarded;
+  bool forwards(const dsl::Statement& st) const {
+    return std::find(forwarded.begin(), forwarded.end(), &st) != forwarded.end();
+  }
   bool scratch(int t) const {
     return t >= 0 && static_cast<std::size_t>(t) < blockElems.size() &&
            blockElems[static_cast<std::size_t>(t)] > 0;
@@ -81,6 +87,10 @@ struct LowerContext {
   std::vector<std::pair<std::int64_t, std::int64_t>> provenRanges;
   // --- a statement inside row blocks (schedule/RowBlocks.h) ---
   RowBlockContext rows;
+  // Per tensor: the value a forwarded statement (RowBlockContext::forwarded) computed for the
+  // element being lowered, which reads of that tensor take; null where none. Set by its
+  // writer and cleared where an element loop's body begins (rowLoop, elementBodies).
+  std::vector<ir::Expr> forwarded;
   // --- a residue phase of a strided gradient (schedule/GpuStatementPlan.h, PhaseSub) ---
   std::vector<PhaseSub> phase;
 };

@@ -161,6 +161,9 @@ Expr Lowerer::read(const CExpr& e, bool asValue) {
     return asValue ? ir::select(ir::binary(BinOp::Eq, emptyCheck, ir::intImm(0)), num(0), num(0))
                    : emptyCheck;
   if (dropped) return asValue ? num(0) : ir::intImm(0);
+  if (const auto u = static_cast<std::size_t>(e.tensor);
+      asValue && u < ctx_.forwarded.size() && ctx_.forwarded[u])
+    return inside ? ir::select(inside, ctx_.forwarded[u], num(0)) : ctx_.forwarded[u];
   Expr v = ir::load(et, bufferName(e.tensor), off);
   if (!asValue) return v;
   v = ir::cast(vt_, v);
@@ -279,6 +282,14 @@ Stmt Lowerer::storeOutput(const Statement& st, const Expr& v) {
                       ir::cast(et == Type::bf16 ? Type::f32 : et, v));
   else if (st.assign == Assign::Accumulate || st.output == ctx_.rows.sumOutput)
     val = combine(st.reduce, ir::cast(vt_, ir::load(et, name, off)), v);
+  if (ctx_.rows.forwards(st) && !inside && !s) {
+    // No store (RowRun::forwarded): the later reads of this element take the value, as the
+    // element type holds it.
+    const auto u = static_cast<std::size_t>(st.output);
+    if (ctx_.forwarded.size() <= u) ctx_.forwarded.resize(u + 1);
+    ctx_.forwarded[u] = ir::cast(vt_, ir::cast(et, val));
+    return nullptr;
+  }
   std::string to = name;
   if (&st == ctx_.rows.storesBy) {
     // A staged output's last write (RowRun::staged): what it adds to came from the scratch;
@@ -407,10 +418,12 @@ Stmt Lowerer::elementBodies(const Statement& st, const BoundStatement& bs, const
   // statements with the same indices and ranges, position by position.
   const std::size_t first = stmt_;
   std::vector<Stmt> parts;
+  ctx_.forwarded.clear(); // (values of the previous loop body's elements)
   for (std::size_t k = first; k <= ctx_.fusedThrough; ++k) {
     stmt_ = k;
     if (Stmt s = elementBody(p_.stmts[k], b_.stmts[k], r, vectorize)) parts.push_back(s);
   }
+  ctx_.forwarded.clear();
   stmt_ = first;
   return parts.empty() ? nullptr : ir::block(parts);
 }

@@ -1,5 +1,7 @@
 #include "codegen/schedule/RowBlocks.h"
 
+#include "codegen/schedule/Fusion.h"
+
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -373,11 +375,74 @@ void planLoops(const dsl::Program& p, const dsl::BoundProgram& b, const Strides&
     }
     if (last > k && reduces) {
       RowRun::Loop loop{k, last, polynomial ? 1 : kRowLoopChains, {}};
-      if (polynomial) loop.ahead = fetchedAhead(p, b, t, rowVar, run, k, last);
+      // Fetched ahead under a polynomial function's arithmetic, and on Zen 4 in a run with
+      // column sums: its large blocks' later passes (the sums, the second row loop) read
+      // only L2, which the next block's reads from memory then overlap.
+      if (polynomial || (t.halvedVectors && !run.sums.empty()))
+        loop.ahead = fetchedAhead(p, b, t, rowVar, run, k, last);
       run.loops.push_back(std::move(loop));
     }
     k = last + 1;
   }
+}
+
+// The members of `run` whose store is left out (RowRun::forwarded); `in`: the members. A
+// statement's element loop: its row loop's statements, or outside row loops its element-wise
+// group (`fusion`, every member of it in the run and outside row loops: lowered as one loop).
+std::vector<std::size_t> forwardedMembers(const dsl::Program& p, const RowRun& run,
+                                          const std::vector<bool>& in, const FusionPlan& fusion) {
+  auto loopOf = [&](std::size_t k) -> const RowRun::Loop* {
+    for (const RowRun::Loop& l : run.loops)
+      if (k >= l.first && k <= l.last) return &l;
+    return nullptr;
+  };
+  // The last statement of k's element loop, or k when it has none.
+  auto loopEnd = [&](std::size_t k) {
+    if (const RowRun::Loop* l = loopOf(k)) return l->last;
+    const std::size_t f = fusion.first[k], l = fusion.last[k];
+    for (std::size_t j = f; j <= l; ++j)
+      if (j >= in.size() || !in[j] || loopOf(j)) return k;
+    return l;
+  };
+  std::vector<std::size_t> out;
+  for (std::size_t k = run.first; k <= run.last; ++k) {
+    const Statement& st = p.stmts[k];
+    const int t = st.output;
+    if (!in[k] || st.numOutputVars() != static_cast<int>(st.vars.size())) continue;
+    if (std::find(run.scratch.begin(), run.scratch.end(), t) == run.scratch.end() ||
+        std::find(run.staged.begin(), run.staged.end(), t) != run.staged.end())
+      continue;
+    const std::size_t end = loopEnd(k);
+    bool later = false; // a statement after k's element loop touches t, or one in it writes t
+    for (std::size_t j = k + 1; j < p.stmts.size() && !later; ++j)
+      eachAccess(p.stmts[j], [&](const CExpr& e, bool write) {
+        later = later || (e.tensor == t && (j > end || write));
+      });
+    if (!later && end > k) out.push_back(k);
+  }
+  return out;
+}
+
+// Zen 4 (Target::halvedVectors): a run without column sums whose widest rows are a quarter of
+// a page to a page (kRowPageBytes) and whose cached rows (every tensor touched by rows but the
+// outputs stored non-temporally; one of under a cache line per row, such as a softmax's m[i],
+// shares its lines with other rows) fill at most half of L1 runs blocks of one row
+// (RowRun::blockRows): each row's later passes read what the first one brought into L1, and
+// the rows come from memory in address order, one after another, where blocks of 8 rows read
+// 4 rows at once in their first pass (measured faster on Zen 4: bench/RESULTS.md). `rowOf`: a
+// row's bytes of each tensor touched by rows, else 0.
+bool singleRowBlocks(const dsl::Program& p, const Target& t, const RowRun& run,
+                     const std::vector<std::int64_t>& rowOf) {
+  if (!t.halvedVectors || !run.sums.empty()) return false;
+  std::vector<char> streamed(p.tensors.size(), 0);
+  for (std::size_t k : run.streamed) streamed[static_cast<std::size_t>(p.stmts[k].output)] = 1;
+  for (int id : run.scratch) streamed[static_cast<std::size_t>(id)] = 0; // a staged one's scratch
+  std::int64_t cached = 0, widest = 0;
+  for (std::size_t id = 0; id < rowOf.size(); ++id) {
+    widest = std::max(widest, rowOf[id]);
+    if (!streamed[id] && rowOf[id] >= 64) cached += rowOf[id];
+  }
+  return widest >= kRowPageBytes / 4 && widest <= kRowPageBytes && cached <= t.l1Bytes / 2;
 }
 
 } // namespace
@@ -424,6 +489,7 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
   plan.rowVar.assign(n, -1);
   plan.notes.assign(n, {});
   if (t.gpu) return plan;
+  const FusionPlan fusion = planFusion(p, b);
   std::vector<bool> member(n, false);
   for (std::size_t k = 0; k < n; ++k)
     member[k] = notRowStatement(p, b, strides, t, k, plan.rowVar[k]).empty();
@@ -503,12 +569,14 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
           if (s >= 0) s = rowSubscript(p, b, e, plan.rowVar[j]) ? 1 : -1;
         });
     std::int64_t rowBytes = 0;
+    std::vector<std::int64_t> rowOf(p.tensors.size(), 0); // a row's bytes of each
     for (std::size_t id = 0; id < p.tensors.size(); ++id) {
       if (byRows[id] != 1) continue;
       const auto& bt = b.tensors[id];
       auto perRow = static_cast<std::int64_t>(dtypeSize(bt.dtype));
       for (std::size_t d = 1; d < bt.shape.size(); ++d) perRow *= bt.shape[d];
       rowBytes += perRow;
+      rowOf[id] = perRow;
       if (t.rowScratch && scratchable(p, b, strides, inRun, static_cast<int>(id))) {
         run.scratch.push_back(static_cast<int>(id));
       } else if (const auto writer = t.rowScratch ? stagedWriter(p, b, strides, t, run, in,
@@ -534,7 +602,12 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
     run.blockRows = std::clamp(std::min(fit, share) / align * align, align, kMaxBlockRows);
     run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
     run.streamed = streamedMembers(p, b, strides, t, run, in);
+    if (singleRowBlocks(p, t, run, rowOf)) {
+      run.blockRows = 1;
+      run.groups = std::clamp<std::int64_t>(run.fullBlocks(), 1, groups);
+    }
     planLoops(p, b, strides, t, plan.rowVar, run);
+    run.forwarded = forwardedMembers(p, run, in, fusion);
     const int index = static_cast<int>(plan.runs.size());
     std::string scratchNames;
     for (int id : run.scratch)
@@ -557,7 +630,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
       plan.runOf[j] = index;
       std::string note = "row blocks of statements " + std::to_string(k + 1) + "-" +
                          std::to_string(last + 1) + " (" + std::to_string(run.blockRows) +
-                         " rows of " + p.stmts[j].vars[static_cast<std::size_t>(plan.rowVar[j])].name +
+                         (run.blockRows == 1 ? " row of " : " rows of ") +
+                         p.stmts[j].vars[static_cast<std::size_t>(plan.rowVar[j])].name +
                          ", " + std::to_string(run.groups) + (run.groups == 1 ? " task group" : " task groups");
       if (j == k) note += scratchNames.empty() ? ", no scratch" : ", scratch: " + scratchNames;
       note += ")";
@@ -571,6 +645,8 @@ RowPlan planRows(const dsl::Program& p, const dsl::BoundProgram& b, const Stride
                   (l.chains == 1 ? " vector" : " vectors") + " of partial results" +
                   aheadNote(p, l) + ")";
       if (run.streams(j)) note += "; stored non-temporally";
+      if (run.forwards(j))
+        note += "; no store: its element loop's later statements take the value";
       plan.notes[j] = plan.notes[j].empty() ? note : plan.notes[j] + "; " + note;
     }
     plan.runs.push_back(std::move(run));

@@ -52,6 +52,9 @@ inline constexpr std::int64_t kRowBlockL2Share = 4; // the blocks' rows fill L2 
 // gradient measured slower with blocks of 4 rows).
 inline constexpr std::int64_t kRowSumL2Share = 2;
 inline constexpr std::int64_t kMaxBlockRows = 512;
+// Zen 4: runs whose rows are a quarter of this many bytes to this many each may run blocks of
+// one row (RowBlocks.cpp, singleRowBlocks).
+inline constexpr std::int64_t kRowPageBytes = 4096;
 // A row loop's reductions (RowRun::loops) keep this many vectors of partial results, a step
 // of as many vectors along the row updating each one: independent chains, where one would
 // wait on the previous add at every vector (a layernorm's loops do little else per vector).
@@ -99,6 +102,16 @@ struct RowRun {
   bool streams(std::size_t k) const {
     return std::find(streamed.begin(), streamed.end(), k) != streamed.end();
   }
+  // Members whose store is left out: an element-wise statement, the last writer of a scratch
+  // tensor (not staged) that only later statements of its own element loop read afterwards
+  // (its row loop, RowRun::loops, or outside row loops its element-wise group, FusionPlan),
+  // at the element it writes; those reads take the value it would have stored (the softmax
+  // gradient's `de += dz`, read only by `dx := de * e` beside it; the layernorm gradient's
+  // `dd += ...`). The store would write a line of the block's scratch that nothing reads.
+  std::vector<std::size_t> forwarded;
+  bool forwards(std::size_t k) const {
+    return std::find(forwarded.begin(), forwarded.end(), k) != forwarded.end();
+  }
   // The column sums' partial sums: one per task group, then the tail block's (those of the
   // groups exist when there are full blocks; the tail's when there is a tail).
   std::int64_t partialSlots() const { return groups + 1; }
@@ -119,7 +132,8 @@ struct RowRun {
     // Inputs the loop reads along the row whose same vector of the next block (`blockRows`
     // rows on) each step fetches into L2 (ir::Prefetch::ahead): tensors no member writes,
     // larger than L2, read in a loop that evaluates a polynomial function (arithmetic for
-    // the fetch to overlap with). docs/CPU_SCHEDULES.md, "Row loops".
+    // the fetch to overlap with), or on Zen 4 in a run with column sums (passes over L2 for
+    // it to overlap with). docs/CPU_SCHEDULES.md, "Row loops".
     std::vector<int> ahead;
   };
   std::vector<Loop> loops;
