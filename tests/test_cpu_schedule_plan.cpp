@@ -419,6 +419,7 @@ TEST_CASE("CPU statement plan: Zen 4's residue phases take tiles whose rows divi
   t.halvedVectors = true;
   for (const CpuGemmPhase& ph : planCpuStatement(few.program, few.bound, few.strides, t, 0).phases)
     CHECK(ph.gemm.mr == 16);
+}
 
 // Where 512-bit operations run at full width (the Xeon) and B carries dependent reduction
 // ranges (the stride-1 input gradient's taps, zeros packed outside them), a reduction at most
