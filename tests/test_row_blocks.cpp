@@ -5,15 +5,13 @@
 // gradients, row counts that leave a partial last block or fit in one block, strided views of
 // inputs and of written arguments, f32 and f64, one and two threads (bit for bit the same).
 #include "Compare.h"
+#include "RowPrograms.h"
 
 #include "codegen/schedule/RowBlocks.h"
 #include "dsl/Binding.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
-#ifdef EINJIT_HAVE_TBB
-#include <tbb/global_control.h>
-#endif
 
 #include <string>
 #include <vector>
@@ -22,31 +20,6 @@ using namespace einjit::test;
 
 namespace {
 
-// Runs f with oneTBB limited to `threads` workers (1 and 2 threads must agree bit for bit).
-template <class F>
-void withThreads(int threads, F&& f) {
-#ifdef EINJIT_HAVE_TBB
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            static_cast<std::size_t>(threads));
-#endif
-  f();
-}
-
-const char* kSoftmax =
-    "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]";
-const char* kLayernorm = "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\n"
-                         "var[i] := d[i,j]^2 / size(x,1)\n"
-                         "y[i,j] := d[i,j] / sqrt(var[i] + eps) * g[j] + b[j]";
-
-// The CPU with intermediates not kept (as a gradient kernel has them): those that are no
-// output may live in scratch.
-einjit::Options cpu(DType dt) {
-  einjit::Options o;
-  o.device = Device::cpu();
-  o.defaultDType = dt;
-  o.keepIntermediates = false;
-  return o;
-}
 
 struct RunRow {
   const char* program;

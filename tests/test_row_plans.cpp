@@ -4,15 +4,13 @@
 // `explain` give them, and the programs on the CPU JIT against the reference interpreter, f32
 // and f64, one and two threads.
 #include "Compare.h"
+#include "RowPrograms.h"
 
 #include "codegen/schedule/RowBlocks.h"
 #include "dsl/Binding.h"
 #include "einjit/einjit.h"
 
 #include <doctest/doctest.h>
-#ifdef EINJIT_HAVE_TBB
-#include <tbb/global_control.h>
-#endif
 
 #include <sstream>
 #include <string>
@@ -22,20 +20,6 @@ using namespace einjit::test;
 
 namespace {
 
-template <class F>
-void withThreads(int threads, F&& f) {
-#ifdef EINJIT_HAVE_TBB
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            static_cast<std::size_t>(threads));
-#endif
-  f();
-}
-
-const char* kSoftmax =
-    "(max) m[i] := x[i,j]\ne[i,j] := exp(x[i,j] - m[i])\nz[i] := e[i,j]\ny[i,j] := e[i,j] / z[i]";
-const char* kLayernorm = "mu[i] := x[i,j] / size(x,1)\nd[i,j] := x[i,j] - mu[i]\n"
-                         "var[i] := d[i,j]^2 / size(x,1)\n"
-                         "y[i,j] := d[i,j] / sqrt(var[i] + eps) * g[j] + b[j]";
 // t += s[i] is read by w and u in its row loop (statements 3-5) and by nothing after it: its
 // store is left out. The second program reads t after the loop: stored.
 const char* kLoopOnly = "t[i,j] := x[i,j] * 2\ns[i] := t[i,j]\nt[i,j] += s[i]\n"
@@ -43,14 +27,6 @@ const char* kLoopOnly = "t[i,j] := x[i,j] * 2\ns[i] := t[i,j]\nt[i,j] += s[i]\n"
 const char* kReadAfter = "t[i,j] := x[i,j] * 2\ns[i] := t[i,j]\nt[i,j] += s[i]\n"
                          "w[i,j] := t[i,j] * 3\nu[i] := w[i,j] + t[i,j]\n"
                          "y[i,j] := w[i,j] * u[i] + t[i,j]";
-
-einjit::Options cpu(DType dt) {
-  einjit::Options o;
-  o.device = Device::cpu();
-  o.defaultDType = dt;
-  o.keepIntermediates = false;
-  return o;
-}
 
 // The row plan of `program` for x (and dy) of rows x cols, g and b of cols, on target t.
 einjit::codegen::RowPlan rowPlan(const std::string& program, std::int64_t rows, std::int64_t cols,
@@ -115,6 +91,42 @@ std::size_t statementOf(const std::string& source, const std::string& prefix) {
   return 0;
 }
 
+// Target::halvedVectors with a 32 KiB L1 and a 1 MiB L2: the Zen 4 of the measurements.
+einjit::codegen::Target zen4Target() {
+  einjit::codegen::Target t;
+  t.vectorBytes = 64;
+  t.halvedVectors = true;
+  t.l1Bytes = 32 << 10;
+  t.l2Bytes = 1 << 20;
+  return t;
+}
+
+// `program` (a row program reading x of rows x cols, and g, b of cols for the layernorm) and
+// its gradient on the CPU JIT against the reference interpreter, y and dx, one and two threads;
+// the random inputs from `seed` (x) and seed + 1 (dy).
+void checkRows(const char* program, std::int64_t rows, std::int64_t cols, DType dt,
+               std::uint64_t seed) {
+  INFO(program << "\n" << rows << " x " << cols << (dt == DType::f32 ? ", f32" : ", f64"));
+  const bool ln = program == kLayernorm;
+  std::map<std::string, Shape> shapes{{"x", {rows, cols}}};
+  if (ln) shapes["g"] = shapes["b"] = {cols};
+  const std::map<std::string, double> scalars =
+      ln ? std::map<std::string, double>{{"eps", 1e-5}} : std::map<std::string, double>{};
+  Kernel ref = einjit::compile(program, on(Device::reference(), dt));
+  Kernel refBack = ref.gradient();
+  auto in = randomArgs(ref.program(), shapes, dt, seed);
+  in["dy"] = Tensor::random({rows, cols}, dt, seed + 1);
+  Kernel fwd = einjit::compile(program, cpu(dt));
+  Kernel back = einjit::compile(refBack.source(), cpu(dt));
+  for (int threads : {1, 2})
+    withThreads(threads, [&] {
+      CAPTURE(threads);
+      checkSame(fwd.call(argsOf(fwd, in, scalars)), ref.call(argsOf(ref, in, scalars)), {"y"}, dt);
+      checkSame(back.call(argsOf(back, in, scalars)), refBack.call(argsOf(refBack, in, scalars)),
+                {"dx"}, dt);
+    });
+}
+
 } // namespace
 
 TEST_CASE("row plans: which stores are left out") {
@@ -156,28 +168,7 @@ TEST_CASE("row plans: stores left out, against the interpreter") {
   const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{67, 300}, {300, 77}, {5, 3}};
   for (const char* program : {kSoftmax, kLayernorm, kLoopOnly, kReadAfter})
     for (auto [rows, cols] : sizes)
-      for (DType dt : {DType::f32, DType::f64}) {
-        INFO(program << "\n" << rows << " x " << cols << (dt == DType::f32 ? ", f32" : ", f64"));
-        const bool ln = program == kLayernorm;
-        std::map<std::string, Shape> shapes{{"x", {rows, cols}}};
-        if (ln) shapes["g"] = shapes["b"] = {cols};
-        const std::map<std::string, double> scalars =
-            ln ? std::map<std::string, double>{{"eps", 1e-5}} : std::map<std::string, double>{};
-        Kernel ref = einjit::compile(program, on(Device::reference(), dt));
-        Kernel refBack = ref.gradient();
-        auto in = randomArgs(ref.program(), shapes, dt, 11);
-        in["dy"] = Tensor::random({rows, cols}, dt, 12);
-        Kernel fwd = einjit::compile(program, cpu(dt));
-        Kernel back = einjit::compile(refBack.source(), cpu(dt));
-        for (int threads : {1, 2})
-          withThreads(threads, [&] {
-            CAPTURE(threads);
-            checkSame(fwd.call(argsOf(fwd, in, scalars)), ref.call(argsOf(ref, in, scalars)),
-                      {"y"}, dt);
-            checkSame(back.call(argsOf(back, in, scalars)),
-                      refBack.call(argsOf(refBack, in, scalars)), {"dx"}, dt);
-          });
-      }
+      for (DType dt : {DType::f32, DType::f64}) checkRows(program, rows, cols, dt, 11);
 }
 
 TEST_CASE("row plans: blocks of one row on Zen 4") {
@@ -185,11 +176,7 @@ TEST_CASE("row plans: blocks of one row on Zen 4") {
   // rows of 1024 f32 (a page each) run one row per block — the softmax forward and gradient,
   // the layernorm forward; not rows of 4096 f32 (16 KiB a row) or 1024 f64 (8 KiB), not the
   // layernorm gradient (column sums), not on a target without halved vectors.
-  einjit::codegen::Target zen4;
-  zen4.vectorBytes = 64;
-  zen4.halvedVectors = true;
-  zen4.l1Bytes = 32 << 10;
-  zen4.l2Bytes = 1 << 20;
+  const einjit::codegen::Target zen4 = zen4Target();
   einjit::codegen::Target other = zen4;
   other.halvedVectors = false;
   auto blockRows = [](const einjit::codegen::RowPlan& plan) {
@@ -210,37 +197,13 @@ TEST_CASE("row plans: the CPU's row blocks at rows of 1024, against the interpre
   // Whatever this CPU plans (blocks of one row on Zen 4): softmax and layernorm, forward and
   // gradient, 300 x 1024 (a partial group of blocks), f32 and f64, one and two threads.
   for (const char* program : {kSoftmax, kLayernorm})
-    for (DType dt : {DType::f32, DType::f64}) {
-      INFO(program << (dt == DType::f32 ? ", f32" : ", f64"));
-      const bool ln = program == kLayernorm;
-      std::map<std::string, Shape> shapes{{"x", {300, 1024}}};
-      if (ln) shapes["g"] = shapes["b"] = {1024};
-      const std::map<std::string, double> scalars =
-          ln ? std::map<std::string, double>{{"eps", 1e-5}} : std::map<std::string, double>{};
-      Kernel ref = einjit::compile(program, on(Device::reference(), dt));
-      Kernel refBack = ref.gradient();
-      auto in = randomArgs(ref.program(), shapes, dt, 13);
-      in["dy"] = Tensor::random({300, 1024}, dt, 14);
-      Kernel fwd = einjit::compile(program, cpu(dt));
-      Kernel back = einjit::compile(refBack.source(), cpu(dt));
-      for (int threads : {1, 2})
-        withThreads(threads, [&] {
-          CAPTURE(threads);
-          checkSame(fwd.call(argsOf(fwd, in, scalars)), ref.call(argsOf(ref, in, scalars)), {"y"}, dt);
-          checkSame(back.call(argsOf(back, in, scalars)),
-                    refBack.call(argsOf(refBack, in, scalars)), {"dx"}, dt);
-        });
-    }
+    for (DType dt : {DType::f32, DType::f64}) checkRows(program, 300, 1024, dt, 13);
 }
 
 TEST_CASE("row plans: the layernorm gradient fetches x and dy one block ahead on Zen 4") {
   // A run with column sums (dg, db): on Zen 4 its first row loop (d, dd, dvar) hints the next
   // block's x and dy where they exceed L2; not without halved vectors, not where they fit.
-  einjit::codegen::Target zen4;
-  zen4.vectorBytes = 64;
-  zen4.halvedVectors = true;
-  zen4.l1Bytes = 32 << 10;
-  zen4.l2Bytes = 1 << 20;
+  const einjit::codegen::Target zen4 = zen4Target();
   einjit::codegen::Target other = zen4;
   other.halvedVectors = false;
   const std::string back = gradientOf(kLayernorm);
