@@ -112,8 +112,7 @@ constexpr const char* kExplicitPipeline =
 // process. On Intel's full-width AVX-512 cores every module that computes keeps it
 // (Engine::lsrWide): without it a micro-kernel recomputes A's address each step and its FMAs
 // read their broadcasts through an indexed address, which Intel's cores do not micro-fuse
-// (two uops each); the stride-2 convolutions ran 1.1-1.3x faster with it (bench/RESULTS.md,
-// "the 3x3 convolutions on the Xeon").
+// (two uops each; bench/RESULTS.md, "the 3x3 convolutions on the Xeon").
 constexpr unsigned kLsrInstructionLimit = 450;
 
 // Whether the module computes with floating-point values (a product), or only moves them.

@@ -200,8 +200,8 @@ std::vector<CpuGemmPhase> planGemmPhases(const CpuStatementInput& in, const Targ
     // Where 512-bit operations run in halves (Zen 4), a one-vector tile whose rows do not divide
     // M takes the tallest of at least 16 rows that does: 64 channels in four 16-row tiles, not
     // three of 22 (66 rows). A phase's reduction is short (one KC block: 64 to 256 terms for 64
-    // channels), its tiles stored once each, and the 64-channel stride-2 gradient ran 1.04x
-    // faster so (bench/RESULTS.md, "stride-2 input gradients on Zen 4, session 32").
+    // channels), so the padded rows cost more than the shorter tile (bench/RESULTS.md,
+    // "stride-2 input gradients on Zen 4").
     if (gemm && t.halvedVectors && gemm->product && gemm->nr == gemm->width) {
       const std::int64_t m =
           pc.bs.hi[static_cast<std::size_t>(gemm->m)] - pc.bs.lo[static_cast<std::size_t>(gemm->m)];

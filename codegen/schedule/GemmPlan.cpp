@@ -113,8 +113,7 @@ std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 // whole reduction in one KC block where it is at most half again the L1 block: a second
 // block costs its own pass over the output tile (loaded, added to, stored again) and its own
 // packing pass, more than the block's overrun of L1 (bench/RESULTS.md, "the 3x3 convolutions
-// on the Xeon": the stride-1 input gradient, 576 terms in one block against two of 288, 5%
-// faster; the forward, B read in place, no faster).
+// on the Xeon").
 bool oneBlockOfTaps(const GemmPlan& g, const Target& t, std::int64_t reduction,
                     std::int64_t kcWanted) {
   return t.vectorBytes >= 64 && !t.halvedVectors && !g.masks[1].empty() &&
@@ -750,8 +749,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   // equal tile where that pads M less (64 channels: 4 x 16 rows, where 3 x 22 computed 66).
   // Each step's two loads and permute beside 16 FMAs still run at the FMA peak (timed alone,
   // A and B in L1), and M's padded rows and edge tiles go (an edge tile is stored element by
-  // element): the stride-2 forward ran 1.07x faster (bench/RESULTS.md, "the stride-2
-  // forward on Zen 4").
+  // element; bench/RESULTS.md, "the stride-2 forward on Zen 4").
   if (rows == 0 && g.bInPlace && t.halvedVectors &&
       strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 2 && extent(g.m) % g.mr != 0) {
     const std::int64_t m = extent(g.m), tiles = cdiv(m, g.mr) + 1, mr = cdiv(m, tiles);

@@ -429,7 +429,8 @@ std::vector<std::size_t> forwardedMembers(const dsl::Program& p, const RowRun& r
 // shares its lines with other rows) fill at most half of L1 runs blocks of one row
 // (RowRun::blockRows): each row's later passes read what the first one brought into L1, and
 // the rows come from memory in address order, one after another, where blocks of 8 rows read
-// 4 rows at once in their first pass (measured faster on Zen 4: bench/RESULTS.md). `rowOf`: a
+// 4 rows at once in their first pass (bench/RESULTS.md, "softmax and layernorm rows of 1024
+// on Zen 4"). `rowOf`: a
 // row's bytes of each tensor touched by rows, else 0.
 bool singleRowBlocks(const dsl::Program& p, const Target& t, const RowRun& run,
                      const std::vector<std::int64_t>& rowOf) {
