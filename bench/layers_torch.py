@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's CPU kernels and autograd on the layer cases of bench/bench_cpu.cpp (the same
+"""PyTorch's CPU kernels and autograd on the layer cases of bench/bench_cpu*.cpp (the same
 programs and shapes): Linear 784 -> 1024 x 4096 and the distance layer (f32; forward, forward +
 gradients of every input), conv2d 3x3 NCHW N 8, C = O = 64, 56x56, stride 1 and 2 (f32:
 forward, input gradient, weight gradient: F.conv2d and torch.nn.grad), the same convolutions

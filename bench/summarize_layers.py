@@ -29,8 +29,8 @@ LABELS = {
     "BM_F64Permuted_einjit/512": "permuted f64, n 512",
     "BM_F64Permuted_einjit/1024": "permuted f64, n 1024",
 }
-# BM_ConvPass_einjit/CASE/DTYPE/PASS (bench_cpu.cpp): the convolutions as layers, f64 passes and
-# the 1x1 one.
+# BM_ConvPass_einjit/CASE/DTYPE/PASS (bench_cpu_conv.cpp): the convolutions as layers, f64
+# passes and the 1x1 one.
 CONV_CASES = ("conv s1", "conv s2", "conv 1x1 64->256")
 PASSES = ("forward", "input gradient", "weight gradient", "forward + gradients (autograd)")
 for case, cname in enumerate(CONV_CASES):

@@ -69,7 +69,7 @@ std::vector<Case> cases() {
     for (const auto& t : einjit::test::kWarpgroupTiles)
       withGradients({t.program, t.shapes, {}, dt, false, true}, {});
   }
-  // The benchmark cases (bench/bench_cpu.cpp, bench/bench_cuda.cpp) at their sizes.
+  // The benchmark cases (bench/bench_cpu*.cpp, bench/bench_cuda.cpp) at their sizes.
   const char* forms[] = {"C[i,k] := A[i,j] * B[j,k]", "C[i,k] := A[j,i] * B[j,k]",
                          "C[i,k] := A[i,j] * B[k,j]", "C[i,k] := A[j,i] * B[k,j]"};
   for (const char* f : forms)
