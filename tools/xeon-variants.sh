@@ -5,14 +5,16 @@
 # machine's CPU in three parts, then the cold compile of the packed kernels.
 #   1. the stride-2 forward and the README demo layer under every variant of S2_VARIANTS;
 #   2. the six 3x3 convolution rows under every variant of ALL_VARIANTS;
-#   3. BM_Compile_packed (EINJIT_CACHE_DIR=off, one thread) for each variant of COMPILE_VARIANTS.
+#   3. BM_Compile_packed (EINJIT_CACHE_DIR=off) for each variant of COMPILE_VARIANTS, COMPILE_ROUNDS
+#      rounds (default 1) on the CPUs COMPILE_CPUS (default 0: one thread; 0,1 as the Zen 4
+#      figures are taken), then one compile of each kernel under EINJIT_DEBUG_JIT=1 (its modules).
 # Each process runs one variant (an environment) with einjit and oneDNN alternated per iteration
 # (BM_ConvAlt, BM_DemoLayer: only a ratio inside one process is a figure on a shared host), the
 # variants in a rotated order each round, on 1 thread (taskset -c 0) and 2 (0,1).
 #   bash .cpuk/xeon-variants.sh [ROUNDS_S2] [ROUNDS_ALL] [MIN_TIME_S]   (default 3 2 0.3)
-# A variant is "name|binary|environment"; the lists can be set in the environment (space-separated
-# variants, each without spaces: environment entries joined by ','). Stops starting processes
-# after $BUDGET seconds (default 480). Prints per row, threads and variant the median over rounds
+# ROUNDS_ALL 0 skips part 2. A variant is "name|binary|environment"; the lists can be set in the
+# environment (space-separated variants, each without spaces: environment entries joined by
+# ','). Stops starting processes after $BUDGET seconds (default 480). Prints per row, threads and variant the median over rounds
 # of each measure (BM_ConvAlt: ratio, oneDNN time / einjit time; the demo layer: fwd_bwd_speed,
 # fwd_speed, einjit_bwd_ratio) and `rel`, the median over rounds of the variant's over the
 # `default` variant's (above 1: the variant better for a speed, worse for a bwd ratio).
@@ -32,9 +34,9 @@ L="./lib/ld-linux-x86-64.so.2 --library-path ./lib"
 taskset -c 0,1 $L ./bench_cpu --benchmark_filter=BM_FmaPeak --benchmark_min_time=0.2 2>/dev/null |
   awk '/FmaPeak/ {match($0, /GFLOP\/s=[0-9.]+/); print "FMA peak", $1, substr($0, RSTART, RLENGTH)}'
 echo "unpacked and peak in $(($(date +%s) - t0)) s"
-read -ra s2v <<<"${S2_VARIANTS:-base|bench_cpu.base| default|bench_cpu| s2|bench_cpu|EINJIT_GEMM_S2_IN_PLACE=1 s2tile|bench_cpu|EINJIT_GEMM_S2_IN_PLACE=1,EINJIT_GEMM_S2_TILE=1 mr16|bench_cpu|EINJIT_GEMM_MR=16}"
-read -ra allv <<<"${ALL_VARIANTS:-base|bench_cpu.base| default|bench_cpu| s2tile|bench_cpu|EINJIT_GEMM_S2_IN_PLACE=1,EINJIT_GEMM_S2_TILE=1}"
-read -ra compv <<<"${COMPILE_VARIANTS:-base|bench_cpu.base| default|bench_cpu| s2tile|bench_cpu|EINJIT_GEMM_S2_IN_PLACE=1,EINJIT_GEMM_S2_TILE=1}"
+read -ra s2v <<<"${S2_VARIANTS:-base|bench_cpu.base| default|bench_cpu| s2rows|bench_cpu|EINJIT_GEMM_S2_TILE=0 s2packed|bench_cpu|EINJIT_GEMM_S2_IN_PLACE=0}"
+read -ra allv <<<"${ALL_VARIANTS:-base|bench_cpu.base| default|bench_cpu|}"
+read -ra compv <<<"${COMPILE_VARIANTS:-base|bench_cpu.base| default|bench_cpu|}"
 sweep() { # TAG FILTER ROUNDS VARIANTS...
   local tag="$1" filter="$2" rounds="$3"; shift 3
   local vs=("$@") n=$#
@@ -55,15 +57,18 @@ sweep() { # TAG FILTER ROUNDS VARIANTS...
 }
 sweep s2 'BM_ConvAlt/2/0/|BM_DemoLayer' "$r_s2" "${s2v[@]}"
 sweep all 'BM_ConvAlt/[12]/[012]/' "$r_all" "${allv[@]}"
-for v in "${compv[@]}"; do
-  IFS='|' read -r name bin envs <<<"$v"
-  # shellcheck disable=SC2086
-  env EINJIT_CACHE_DIR=off ${envs//,/ } taskset -c 0 $L "./$bin" --benchmark_filter=BM_Compile_packed \
-    --benchmark_min_time=0.2 --benchmark_out="$out/compile-$name.json" --benchmark_out_format=json \
-    >/dev/null 2>>"$out/stderr.txt" || echo "compile $name: rc=$?"
+for ((r = 1; r <= ${COMPILE_ROUNDS:-1}; ++r)); do
+  for v in "${compv[@]}"; do
+    IFS='|' read -r name bin envs <<<"$v"
+    # shellcheck disable=SC2086
+    env EINJIT_CACHE_DIR=off ${envs//,/ } taskset -c "${COMPILE_CPUS:-0}" $L "./$bin" \
+      --benchmark_filter=BM_Compile_packed --benchmark_min_time=0.2 \
+      --benchmark_out="$out/compile-$name-$r.json" --benchmark_out_format=json \
+      >/dev/null 2>>"$out/stderr.txt" || echo "compile $name: rc=$?"
+  done
 done
 # The module times of one compile of each packed kernel (this build, its plans).
-EINJIT_DEBUG_JIT=1 EINJIT_CACHE_DIR=off taskset -c 0 $L ./bench_cpu --benchmark_filter=BM_Compile_packed \
+EINJIT_DEBUG_JIT=1 EINJIT_CACHE_DIR=off taskset -c "${COMPILE_CPUS:-0}" $L ./bench_cpu --benchmark_filter=BM_Compile_packed \
   --benchmark_min_time=0.001 >/dev/null 2>"$out/debug-jit.txt"
 echo "compile done at $(($(date +%s) - t0)) s"
 python3 - "$out" <<'PY' | tee "$dest/summary.txt"
@@ -74,8 +79,9 @@ for f in sorted(glob.glob(sys.argv[1] + '/*.json')):
     base = os.path.basename(f)[:-5]
     js = json.load(open(f))['benchmarks']
     if base.startswith('compile-'):
+        _, name, r = base.split('-')
         for x in js:
-            comp[x.get('label', x['name'])][base[8:]] = x['real_time']
+            comp[x.get('label', x['name'])].setdefault(name, []).append(x['real_time'])
         continue
     tag, name, cpus, r = base.split('-')
     for x in js:
@@ -93,9 +99,10 @@ for key in sorted({k[:4] for k in d}):
         print('%-4s %-22s %-3s %-16s %-8s %s | %.3f | rel %.3f' % (
             key[0], key[1][:22], '1' if key[2] == '0' else '2', key[3], v,
             ' '.join('%.2f' % x[r] for r in sorted(x)), med(x.values()), med(rel) if rel else 0))
-print('== BM_Compile_packed (ms, wall, EINJIT_CACHE_DIR=off, 1 thread)')
+print('== BM_Compile_packed (ms, wall, EINJIT_CACHE_DIR=off; each variant: its rounds | median)')
 for label, m in comp.items():
-    print('%-40s %s' % (label[:40], ' '.join('%s %.1f' % (v, t) for v, t in m.items())))
+    print('%-34s %s' % (label[:34], '  '.join('%s %s | %.1f' % (v, ' '.join('%.1f' % t for t in ts), med(ts))
+                                            for v, ts in m.items())))
 PY
 tar -C "$out" -czf "$dest/out.tar.gz" .
 echo "total $(($(date +%s) - t0)) s"
