@@ -81,14 +81,15 @@ const PlanRow kRows[] = {
      "groups",
      4},
     // The README demo's forward: 32 output channels, past the tallest one-vector tile (28
-    // rows), are two equal tiles of 16 rows (21 rows computed 42).
+    // rows), are two equal tiles of 16 rows (21 rows computed 42); x's lanes two apart read in
+    // place (64-byte vectors).
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
      {{4, 16, 33, 33}, {32, 16, 3, 3}},
      DType::f32,
      0,
      Family::Gemm,
      "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16, MC 32 KC 144 NC 16; A packed "
-     "whole, B packed per block; 64 tasks in 8 parallel groups",
+     "whole, B read in place; 64 tasks in 8 parallel groups",
      0},
     // ... and its weight gradient: 16 input channels, past the tallest two-vector tile (14
     // rows), two equal tiles of 8 rows (11 rows computed 22).
@@ -309,23 +310,25 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
        "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel groups"},
       // The stride-2 forward: 27 columns, 11 in the last sliver (more than half a vector); x's
-      // lanes two apart read in place in halves (two loads and a permute a vector, the last
-      // sliver masked), in one more equal tile of the 64 channels (4 x 16 rows, not 3 x 22).
+      // lanes two apart read in place (two loads and a permute a vector, the last sliver
+      // masked), in one more equal tile of the 64 channels (4 x 16 rows, not 3 x 22), in
+      // halves and at full width alike.
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{8, 64, 56, 56}, {64, 64, 3, 3}},
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16, MC 64 KC 288 NC 32; A "
        "packed whole, B read in place; 216 tasks in 8 parallel groups",
-       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 288 NC 32; A "
-       "packed whole, B packed per block; 216 tasks in 8 parallel groups"},
-      // 20 columns (16 + 4: a half-width tail, whose half vectors would be read lane by lane)
-      // and 29 channels (two equal tiles of 15 rows already pad least): x stays packed.
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16, MC 64 KC 288 NC 32; A "
+       "packed whole, B read in place; 216 tasks in 8 parallel groups"},
+      // 20 columns (16 + 4: in halves a half-width tail, whose half vectors would be read lane
+      // by lane, so x stays packed there; at full width read in place) and 29 channels (two
+      // equal tiles of 15 rows already pad least).
       {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
        {{2, 29, 19, 41}, {29, 29, 3, 3}},
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 15x16 (the last 8 columns in "
        "half vectors), MC 30 KC 261 NC 32; A packed whole, B packed per block; 18 tasks in 6 "
        "parallel groups",
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 15x16, MC 30 KC 261 NC 32; A "
-       "packed whole, B packed per block; 18 tasks in 6 parallel groups"},
+       "packed whole, B read in place; 18 tasks in 6 parallel groups"},
       // A matrix product and a 1x1 input gradient (its taps' ranges mask nothing): whole
       // slivers.
       {"C[i,k] := A[i,j] * B[j,k]",

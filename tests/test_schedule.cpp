@@ -242,15 +242,16 @@ const ScheduleRow kRows[] = {
      "32; A packed whole, B packed per block; 216 tasks in 8 parallel groups"},
     // 64-byte vectors, 28 output columns: two 16-lane vectors would not fit w, so the plan
     // would take h and o as M and N (scattered tile stores); one vector and a tall tile keep
-    // N on w (22 rows: 64 channels in 66 rows, where 28-row tiles compute 84).
+    // N on w, x's lanes two apart read in place, in 16-row tiles (64 channels in 64 rows, where
+    // the rule's 22 rows compute 66 and 28-row tiles 84).
     {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]",
      {{8, 64, 57, 57}, {64, 64, 3, 3}},
      DType::f32,
      64,
      4,
      2,
-     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16, MC 66 KC 288 NC 32; A "
-     "packed whole, B packed per block; 224 tasks in 8 parallel groups"},
+     "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16, MC 64 KC 288 NC 32; A "
+     "packed whole, B read in place; 224 tasks in 8 parallel groups"},
     // 64-byte vectors and both output indices shorter than two 16-lane vectors (as a stride-2
     // input gradient's residue phases of 28 x 28): one vector of columns and a tall tile plan
     // it, where two vectors would leave the register tiles (two equal tiles of 15 rows: 30 in

@@ -7,13 +7,15 @@
 # and distance layers; first each lane's cold compiles (BM_Compile_packed, both binaries twice),
 # and the head's test_gemm on cores 14-15. Rounds until BUDGET seconds (default 400), then the
 # medians and `rel` (over base, same lane and round). Summary and JSON in $OUT.
-#   BUDGET=370 bash .cpuk/DIR/xeon-ab-lanes.sh
+#   BUDGET=370 [VARIANTS=...] bash .cpuk/DIR/xeon-ab-lanes.sh
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-/tmp/ab32-out}"; run=/tmp/ab32-run
 rm -rf "$run"; mkdir -p "$out" "$run"
 t0=$(date +%s)
 tar -C "$run" -xJf "$here/${CPUK_TAR:-cpuk.tar.xz}" || exit 1
+# Binaries bundled apart (extra*.tar.xz of cpuk/...: test_gemm where the bundle lacks it).
+for a in "$here"/extra*.tar.xz; do [ -e "$a" ] && tar -C "$run" -xJf "$a"; done
 cd "$run/cpuk"
 lscpu | tee "$out/lscpu.txt" | grep -E "Model name|^CPU\(s\)|L1d|L2|L3"
 export OPENBLAS_THREAD_TIMEOUT=4 OMP_WAIT_POLICY=passive
@@ -33,6 +35,12 @@ vs=(
   "lsrall|bench_cpu|EINJIT_JIT_LSR=1|$CONV"
   "kc576|bench_cpu|EINJIT_GEMM_KC=576|$CONV"
 )
+# VARIANTS: the variants instead, space-separated name|binary|environment|filter entries (an
+# environment without spaces: entries joined by ','; the filter @ALL or @CONV for those above).
+if [ -n "${VARIANTS:-}" ]; then
+  read -ra vs <<<"$VARIANTS"
+  for ((i = 0; i < ${#vs[@]}; ++i)); do vs[i]="${vs[i]//@ALL/$ALL}"; vs[i]="${vs[i]//@CONV/$CONV}"; vs[i]="${vs[i]//,/ }"; done
+fi
 n=${#vs[@]}
 lane() { # L
   local l=$1 c1=$((4 * $1)) cpus r i name bin envs filter
@@ -85,7 +93,7 @@ for key in sorted({k[:3] for k in rows}):
     name, k, th = key
     b = {r: x for (r, x, g) in rows.get(key + ('base',), [])}
     parts = []
-    for v in ('base', 'head', 'lsrall', 'kc576'):
+    for v in ['base', 'head'] + sorted({k[3] for k in rows} - {'base', 'head'}):
         xs = rows.get(key + (v,), [])
         if not xs: continue
         rel = [x / b[r] for (r, x, g) in xs if r in b and b[r]]

@@ -26,6 +26,8 @@ GemmKnobs read() {
   k.packB = number("EINJIT_GEMM_PACK_B", 0) == 1;
   k.prefetchOut = number("EINJIT_GEMM_PREFETCH_OUT", 1) != 0;
   k.stage = static_cast<int>(number("EINJIT_GEMM_STAGE", -1));
+  k.strideTwoInPlace = number("EINJIT_GEMM_S2_IN_PLACE", 1) != 0;
+  k.strideTwoTile = number("EINJIT_GEMM_S2_TILE", 1) != 0;
   return k;
 }
 
@@ -41,6 +43,8 @@ std::string GemmKnobs::note() const {
   if (packB) add("PACK_B=1");
   if (!prefetchOut) add("PREFETCH_OUT=0");
   if (stage >= 0) add("STAGE=" + std::to_string(stage));
+  if (!strideTwoInPlace) add("S2_IN_PLACE=0");
+  if (!strideTwoTile) add("S2_TILE=0");
   return s.empty() ? s : " [knobs " + s + "]";
 }
 

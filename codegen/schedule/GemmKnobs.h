@@ -19,6 +19,12 @@ struct GemmKnobs {
   bool packB = false;  // EINJIT_GEMM_PACK_B=1: B packed, never read in place
   bool prefetchOut = true; // EINJIT_GEMM_PREFETCH_OUT=0: no prefetch of the tile's output lines
   int stage = -1;      // EINJIT_GEMM_STAGE: 0 never stage an unsplit plan's output, 1 the rule
+  // EINJIT_GEMM_S2_IN_PLACE=0: a B whose lanes are two apart along N (a stride-2 window) is
+  // packed, never read in place (otherwise in place with 64-byte vectors).
+  bool strideTwoInPlace = true;
+  // EINJIT_GEMM_S2_TILE=0: such an in-place plan keeps the rule's rows, never one more equal
+  // tile where that pads M less.
+  bool strideTwoTile = true;
   // The knobs set, for `einjit explain` ("" when none is).
   std::string note() const;
 };

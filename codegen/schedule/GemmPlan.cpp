@@ -78,15 +78,24 @@ std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_
 }
 
 // Whether B's lanes, `stride` elements apart along N, can be read in place: unit stride, or
-// where 512-bit operations run in halves (Target::halvedVectors: Zen 4) lanes two apart (a
-// stride-2 convolution's window) in whole 512-bit vectors. CodeGenLLVM reads such a vector as
-// two loads (the second masked to the run's end, or to the lanes a last sliver holds) and one
-// two-source permute, beside MR FMAs; packing it per block was a quarter of the stride-2
-// forward's time on Zen 4. Not where a half-width tail would run (its half vectors would be
-// read lane by lane).
+// with 64-byte vectors lanes two apart (a stride-2 convolution's window) in whole 512-bit
+// vectors. CodeGenLLVM reads such a vector as two loads (the second masked to the run's end, or
+// to the lanes a last sliver holds) and one two-source permute, beside MR FMAs; packing it per
+// block was a quarter of the stride-2 forward's time on Zen 4, and the in-place read measured
+// faster there and on the Xeon (full width: the permute takes one of its two FMA ports, about
+// 1/MR of the step; bench/RESULTS.md, "the stride-2 forward on Zen 4" and "the stride-2
+// forward on the Xeon"). Not where a half-width tail would run (its half vectors would be read
+// lane by lane). EINJIT_GEMM_S2_IN_PLACE=0 packs it (GemmKnobs.h).
 bool inPlaceStride(std::int64_t stride, const GemmPlan& g, std::int64_t n, const Target& t) {
   if (stride == 1) return true;
-  return stride == 2 && t.halvedVectors && g.nr == g.width && !halfWidthTail(g, n, t);
+  return stride == 2 && t.vectorBytes >= 64 && gemmKnobs().strideTwoInPlace && g.nr == g.width &&
+         !halfWidthTail(g, n, t);
+}
+
+// Whether an in-place stride-2 plan takes one more equal tile where that pads M less (64-byte
+// vectors; EINJIT_GEMM_S2_TILE=0 keeps the rule's rows).
+bool strideTwoTile(const Target& t) {
+  return t.vectorBytes >= 64 && gemmKnobs().strideTwoTile;
 }
 
 // Index names for `einjit explain`; merged indices (GemmPlan::merged) as one, "h*w", the outer
@@ -745,12 +754,13 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
                             (g.batchFastest ? " (batch values fastest)" : "") + " in " +
                             std::to_string(g.groups) + " parallel groups"
                       : std::string("one thread"));
-  // B's lanes two apart read in place (Zen 4: inPlaceStride): its tile also comes in one more
-  // equal tile where that pads M less (64 channels: 4 x 16 rows, where 3 x 22 computed 66).
-  // Each step's two loads and permute beside 16 FMAs still run at the FMA peak (timed alone,
+  // B's lanes two apart read in place (inPlaceStride): its tile also comes in one more equal
+  // tile where that pads M less (64 channels: 4 x 16 rows, where 3 x 22 computed 66). On Zen 4
+  // each step's two loads and permute beside 16 FMAs still run at the FMA peak (timed alone,
   // A and B in L1), and M's padded rows and edge tiles go (an edge tile is stored element by
-  // element; bench/RESULTS.md, "the stride-2 forward on Zen 4").
-  if (rows == 0 && g.bInPlace && t.halvedVectors &&
+  // element; bench/RESULTS.md, "the stride-2 forward on Zen 4"); on the Xeon the two tiles
+  // measured alike (its permute takes an FMA port: 17 issues for a 16-row step's 16 FMAs).
+  if (rows == 0 && g.bInPlace && strideTwoTile(t) &&
       strideAlong(*op[1], g.n, tensorStrides(*op[1])) == 2 && extent(g.m) % g.mr != 0) {
     const std::int64_t m = extent(g.m), tiles = cdiv(m, g.mr) + 1, mr = cdiv(m, tiles);
     if (mr >= t.fmaChains && cdiv(m, mr) * mr < cdiv(m, g.mr) * g.mr) {
