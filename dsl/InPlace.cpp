@@ -40,15 +40,9 @@ bool sameSubscript(const Subscript& a, const Subscript& b) {
 
 // Every read of tensor t in the statement (right-hand side, and gathers in any subscript).
 void readsOf(const Statement& st, int t, std::vector<const CExpr*>& found) {
-  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
-    if (e.kind == CKind::Read && e.tensor == t) found.push_back(&e);
-    for (const Subscript& s : e.subs)
-      if (s.gather) walk(*s.gather);
-    for (const CExprPtr& a : e.args) walk(*a);
-  };
-  walk(*st.rhs);
-  for (const Subscript& s : st.lhs->subs)
-    if (s.gather) walk(*s.gather);
+  eachRead(st, [&](const CExpr& e) {
+    if (e.tensor == t) found.push_back(&e);
+  });
 }
 
 // The expression with every read of tensor `from` reading `to` instead (size(from, d) is

@@ -96,6 +96,18 @@ int Statement::numOutputVars() const {
   return n;
 }
 
+void eachRead(const Statement& st, const std::function<void(const CExpr&)>& f) {
+  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
+    if (e.kind == CKind::Read) f(e);
+    for (const Subscript& s : e.subs)
+      if (s.gather) walk(*s.gather);
+    for (const CExprPtr& a : e.args) walk(*a);
+  };
+  walk(*st.rhs);
+  for (const Subscript& s : st.lhs->subs)
+    if (s.gather) walk(*s.gather);
+}
+
 int Program::findTensor(std::string_view name) const {
   for (std::size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].name == name) return static_cast<int>(i);

@@ -10,6 +10,7 @@
 #include "dsl/Ast.h"
 #include "dsl/SymExpr.h"
 
+#include <functional>
 #include <optional>
 
 namespace einjit::dsl {
@@ -158,6 +159,10 @@ struct Statement {
   std::vector<BoundsCheck> boundsChecks;
   int numOutputVars() const;
 };
+
+// Calls f on every read of the statement: those of its right-hand side (the reads inside its
+// subscripts' gathers included), then those that gather its left-hand side's subscripts.
+void eachRead(const Statement& st, const std::function<void(const CExpr&)>& f);
 
 // size(t, d) somewhere in the program: Binding checks d against t's rank.
 struct SizeUse {

@@ -146,8 +146,7 @@ private:
   llvm::Value* checkExpr(const Check& n);
 
   // --- memory (EmitMemory.cpp) ---------------------------------------------------------------
-  llvm::Value* address(const Buf& buf, const Expr& index, bool* contiguous,
-                       llvm::Value** idxOut);
+  llvm::Value* address(const Buf& buf, const Expr& index, bool* contiguous, llvm::Value** idxOut);
   llvm::Value* scalarAddress(const Buf& buf, const Expr& index);
   llvm::Align alignOf(llvm::Type* t);
   llvm::Value* loadExpr(const Load& n);

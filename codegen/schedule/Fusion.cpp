@@ -11,22 +11,9 @@ namespace einjit::codegen {
 namespace {
 
 using dsl::CExpr;
-using dsl::CKind;
 using dsl::Statement;
 using dsl::Subscript;
-
-// Every read of the statement (right-hand side and subscripts' gathers).
-void eachRead(const Statement& st, const std::function<void(const CExpr&)>& f) {
-  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
-    if (e.kind == CKind::Read) f(e);
-    for (const Subscript& s : e.subs)
-      if (s.gather) walk(*s.gather);
-    for (const dsl::CExprPtr& a : e.args) walk(*a);
-  };
-  walk(*st.rhs);
-  for (const Subscript& s : st.lhs->subs)
-    if (s.gather) walk(*s.gather);
-}
+using dsl::eachRead;
 
 // Why statement k cannot be a member of a fused group; empty when it can.
 std::string notElementwise(const dsl::Program& p, const dsl::BoundProgram& b, std::size_t k) {

@@ -17,16 +17,8 @@ using dsl::Subscript;
 
 // Every access of the statement: its left-hand side (write) and every read.
 void eachAccess(const Statement& st, const std::function<void(const CExpr&, bool)>& f) {
-  std::function<void(const CExpr&)> walk = [&](const CExpr& e) {
-    if (e.kind == CKind::Read) f(e, false);
-    for (const Subscript& s : e.subs)
-      if (s.gather) walk(*s.gather);
-    for (const dsl::CExprPtr& a : e.args) walk(*a);
-  };
   f(*st.lhs, true);
-  for (const Subscript& s : st.lhs->subs)
-    if (s.gather) walk(*s.gather);
-  walk(*st.rhs);
+  dsl::eachRead(st, [&](const CExpr& e) { f(e, false); });
 }
 
 // The access's first subscript is exactly index v (coefficient 1, nothing else, plain).
