@@ -282,7 +282,9 @@ TEST_CASE("CPU statement plan: each family, without lowering, as lowering carrie
 // Where 512-bit operations run as two 256-bit halves (AMD Zen 4: Target::halvedVectors), a
 // last sliver of N that holds at most 8 of 16 lanes runs on 256-bit vectors, so the one-vector
 // tile pads 54 or 56 columns to 56 where the two-vector one pads them to 64: taken where it
-// computes fewer padded cells. Other shapes keep the plan of the AVX-512 target without it.
+// computes fewer padded cells, in 16-row tiles where 22 would pad 64 channels to 66 (a
+// product's one-vector tile takes the tallest of at least 16 rows that divides M). Other shapes
+// keep the plan of the AVX-512 target without it.
 TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vectors") {
   struct Row {
     const char* program;
@@ -294,8 +296,8 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
       // The 3x3 stride-1 forward: 54 columns.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{8, 64, 56, 56}, {64, 64, 3, 3}},
-       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16 (the last 8 columns in half "
-       "vectors), MC 66 KC 288 NC 64; A packed whole, B read in place; 432 tasks in 8 parallel "
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16 (the last 8 columns in half "
+       "vectors), MC 64 KC 288 NC 64; A packed whole, B read in place; 432 tasks in 8 parallel "
        "groups",
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B read in place; 432 tasks in 8 parallel groups"},
@@ -303,8 +305,8 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
       {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 53, "
        "0):min(u + 1, 3), b in max(v - 53, 0):min(v + 1, 3)",
        {{8, 64, 54, 54}, {64, 64, 3, 3}},
-       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 22x16 (the last 8 columns in half "
-       "vectors), MC 66 KC 288 NC 64; A packed whole, B packed per block, ranges of a,b; 448 "
+       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 16x16 (the last 8 columns in half "
+       "vectors), MC 64 KC 288 NC 64; A packed whole, B packed per block, ranges of a,b; 448 "
        "tasks in 8 parallel groups",
        "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel groups"},

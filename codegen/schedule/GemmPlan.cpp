@@ -254,12 +254,32 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
     const std::int64_t cols = halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : cdiv(n, g.nr) * g.nr;
     return cdiv(m, g.mr) * g.mr * cols;
   };
+  // Where 512-bit operations run in halves (Zen 4), a product's one-vector tile whose rows do
+  // not divide M takes the tallest of at least two rows per FMA chain (16) that does: 64
+  // channels in four 16 x 16 tiles, not three of 22 (66 rows, the last tile's 20 rows stored
+  // element by element). The 3x3 stride-1 forward and input gradient, and the strided input
+  // gradient's residue phases (bench/RESULTS.md, "stride-2 input gradients on Zen 4" and "the
+  // 3x3 stride-1 rows on Zen 4").
+  auto dividing = [&](std::optional<GemmPlan> g) {
+    if (!g || !t.halvedVectors || rows > 0 || gemmKnobs().mr > 0 || !g->product ||
+        g->nr != g->width)
+      return g;
+    const std::int64_t m = extentOf(g->m);
+    for (std::int64_t r = g->mr - 1; m % g->mr != 0 && r >= 2 * t.fmaChains; --r)
+      if (m % r == 0) {
+        std::optional<GemmPlan> d =
+            planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, false, r);
+        return d && d->mr == r && d->m == g->m && d->n == g->n ? d : g;
+      }
+    return g;
+  };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one =
         planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, false, rows);
     const bool fewerCells = one && two && t.halvedVectors && halfTail(*one) && !halfTail(*two) &&
                             paddedCells(*one) < paddedCells(*two);
     if (one && (!two || one->m != two->m || one->n != two->n || fewerCells)) {
+      one = dividing(std::move(one));
       one->why += gemmKnobs().note();
       return one;
     }
