@@ -301,13 +301,14 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
        "groups",
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B read in place; 432 tasks in 8 parallel groups"},
-      // Its input gradient: 56 columns; dy packed (the taps' ranges mask its first sliver).
+      // Its input gradient: 56 columns; the taps' ranges mask its first sliver: dy packed in
+      // the Xeon's 13 x 32 tiles, read in place in 16-row tiles (they divide M).
       {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 53, "
        "0):min(u + 1, 3), b in max(v - 53, 0):min(v + 1, 3)",
        {{8, 64, 54, 54}, {64, 64, 3, 3}},
        "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 16x16 (the last 8 columns in half "
-       "vectors), MC 64 KC 288 NC 64; A packed whole, B packed per block, ranges of a,b; 448 "
-       "tasks in 8 parallel groups",
+       "vectors), MC 64 KC 288 NC 64; A packed whole, B read in place, ranges of a,b; 448 tasks "
+       "in 8 parallel groups",
        "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel groups"},
       // The stride-2 forward: 27 columns, 11 in the last sliver (more than half a vector); x's
