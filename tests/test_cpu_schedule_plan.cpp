@@ -468,3 +468,57 @@ TEST_CASE("CPU statement plan: full-width AVX-512 takes a tapped reduction in on
     CHECK(lowered.notes.at(0).rfind(note, 0) == 0);
   }
 }
+
+// Where 512-bit operations run in halves (Zen 4), a kernel that reads B in place through a
+// window along the task's batch index fetches the next task's line of B into L2 in each step
+// (GemmPlan::prefetchNext, lower/CpuGemmKernel): the 3x3 stride-1 forward (x[n,c,h+a,w+b],
+// tasks of (n, h)) and input gradient (dy[n,o,u-a,v-b]), the stride-2 forward, at the next
+// row (h + 1, clamped inside its range). Not on the Xeon (not measured there), not where B is
+// packed, not without a window along the batch index (a 1x1 input gradient: its taps are
+// single values, a GEMM per image).
+TEST_CASE("CPU lowering: Zen 4's in-place windows fetch the next task's rows of B") {
+  const char* const dx = "dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in "
+                         "0:56, a in max(u - 53, 0):min(u + 1, 3), b in max(v - 53, 0):min(v + "
+                         "1, 3)";
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    const char* fetch; // the fetch of the next task's row where 512-bit operations run in halves
+  };
+  const Row rows[] = {
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{8, 64, 56, 56}, {64, 64, 3, 3}},
+       "prefetch.ahead x[((((((gemm.task / 1) / 54) * 200704) + (c * 3136)) + ((min((fmod(("
+       "gemm.task / 1), 54) + 1), 53) + a) * 56)) + ((gemm.t * 16) + b))]"},
+      {dx, {{8, 64, 54, 54}, {64, 64, 3, 3}},
+       "prefetch.ahead dy[((((((gemm.task / 1) / 56) * 186624) + (o * 2916)) + ((min((fmod(("
+       "gemm.task / 1), 56) + 1), 55) + (-1 * a)) * 54)) + ((gemm.t * 16) + (-1 * b)))]"},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{8, 64, 56, 56}, {64, 64, 3, 3}},
+       "prefetch.ahead x[((((((gemm.task / 1) / 27) * 200704) + (c * 3136)) + (((2 * min((fmod(("
+       "gemm.task / 1), 27) + 1), 26)) + a) * 56)) + ((2 * (gemm.t * 16)) + b))]"},
+      {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 55, "
+       "0):min(u + 1, 1), b in max(v - 55, 0):min(v + 1, 1)",
+       {{8, 256, 56, 56}, {256, 64, 1, 1}}, nullptr},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.program);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(row.program, row.shapes, DType::f32);
+    for (const bool halved : {true, false}) {
+      CAPTURE(halved);
+      Target t = cpuTarget();
+      t.halvedVectors = halved;
+      const LoweredProgram lowered = lower(r.program, r.bound, r.strides, t);
+      std::string text;
+      for (const ir::Func& f : lowered.funcs) text += ir::print(f);
+      CAPTURE(lowered.notes.at(0));
+      if (halved && row.fetch) {
+        const std::size_t at = text.find(row.fetch);
+        CHECK(at != std::string::npos);
+        // One in each kernel that reads B in place (whole slivers, masked, half width).
+        CHECK(text.find("prefetch.ahead", at + 1) != std::string::npos);
+      } else {
+        CHECK(text.find("prefetch.ahead") == std::string::npos);
+      }
+    }
+  }
+}

@@ -127,6 +127,7 @@ void applyKnobs(GemmPlan& g, bool plainTile) {
   if (plainTile && k.mr > 0) g.mr = k.mr;
   if (plainTile && k.kSets > 0) g.kSets = k.kSets;
   g.prefetchOut = k.prefetchOut;
+  g.prefetchNext = g.prefetchNext && k.prefetchNext;
 }
 
 // Dependent ranges may hold this share of their hulls on average, at the least.
@@ -436,6 +437,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   if (rows > 0 && rows <= mrWanted && nrVectors == 1 && ops->tile.empty() && registers >= 32)
     g.mr = static_cast<int>(rows);
   g.kSets = kSets;
+  g.prefetchNext = t.halvedVectors;
   applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)
     if (v != g.m && v != g.n) g.batch.push_back(v);

@@ -138,6 +138,10 @@ struct GemmPlan {
   // apart) over several KC blocks otherwise adds every block's tiles into it element by element.
   bool staged = false;
   bool prefetchOut = true; // the tile's output lines fetched before its reduction (lower/CpuGemm)
+  // B read in place: each step of the reduction also fetches the next task's line of B into L2
+  // where B's window runs along the task's batch index (lower/CpuGemmKernel: nextRowsPrefetch).
+  // Where 512-bit operations run in halves (Zen 4), where it was measured.
+  bool prefetchNext = false;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
   std::string why;         // one line for `einjit explain`
 };
