@@ -20,9 +20,8 @@ using ir::let;
 // fetches into L2 the line of its sliver's first lane at the next batch value, the next task's
 // rows (GemmPlan::prefetchNext; the lanes' other line is the next sliver's first). Each task meets
 // one or two rows no task has read, a line from memory per channel and sliver in the steps of
-// one tap, that the FMAs did not hide (bench/RESULTS.md, "the 3x3 stride-1 rows on Zen 4":
-// the stride-1 input gradient 1.07-1.12x faster). A fetch past B's end or before a masked
-// lane's start is only a hint (never a fault).
+// one tap, that the FMAs did not hide (bench/RESULTS.md, "the 3x3 stride-1 rows on Zen 4").
+// A fetch past B's end or before a masked lane's start is only a hint (never a fault).
 Stmt Lowerer::nextRowsPrefetch(const GemmLowering& gl) {
   const GemmPlan& g = gl.g;
   if (!g.prefetchNext || g.batchInside || g.batchFastest || gl.Bt.empty()) return nullptr;
@@ -30,7 +29,7 @@ Stmt Lowerer::nextRowsPrefetch(const GemmLowering& gl) {
   const std::size_t v = gl.Bt.back();
   // A window whose next task reads one new row just past this task's rows, its taps in
   // ascending order (the stride-1 forward's x[n,c,h+a,w+b]: rows h..h+2, then h+3), is left
-  // to the hardware's stream prefetcher: fetched too, it ran 1-2% slower. Rows two apart
+  // to the hardware's stream prefetcher: fetched too, it measured slower. Rows two apart
   // (the stride-2 forward: two new rows a task) and taps against the index (the input
   // gradient's u - a: the new row read first) are fetched.
   bool window = false;

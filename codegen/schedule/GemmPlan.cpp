@@ -703,9 +703,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     // Where 512-bit operations run in halves (Target::halvedVectors: Zen 4), B is packed
     // wherever a range masks a whole sliver and the tiles pad M (the stride-1 input gradient of
     // 64 channels in 22 x 16 tiles, its first of three whole slivers masked: packed, 1.15x
-    // faster); in tiles whose rows divide M (planGemm: 16 x 16) it is read in place, 1.03x
-    // faster than packed, its border rows' missing taps skipped (bench/RESULTS.md, "the 3x3
-    // stride-1 rows on Zen 4").
+    // faster); in tiles whose rows divide M (planGemm: 16 x 16) it is read in place, faster
+    // than packed, its border rows' missing taps skipped (bench/RESULTS.md, "the 3x3 stride-1
+    // rows on Zen 4").
     const std::int64_t lo = bs.lo[static_cast<std::size_t>(g.n)], full = extent(g.n) / g.nr;
     std::vector<std::int64_t> vals(static_cast<std::size_t>(n), 0);
     auto whole = [&](std::int64_t col) {

@@ -181,8 +181,8 @@ void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 // `inside(read)`: whether every subscript of a read stays inside its dimension over the
 // statement's ranges (B is read in place only then); none: B is always packed. `merged`: the
 // merges `bs` has applied (mergedBinding), for the plan's note and GemmPlan::merged. `rows`:
-// the one-vector tile's rows for a product (the residue phases' choice, CpuPhases); 0: the
-// rule's (fittedRows).
+// the one-vector tile's rows for a product; 0: the rule's (fittedRows; where 512-bit
+// operations run in halves, then the tallest of at least 16 rows that divides M).
 std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
                                  DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
