@@ -89,7 +89,8 @@ bool hostRunsRocketlake() {
 // Loop strength reduction: code for a full-width AVX-512 core (the Xeon) keeps it in every
 // module that computes, also past the size where other CPUs' code goes without it (the
 // micro-kernel modules of the convolutions, with their edge tiles); Zen 4's (512-bit operations
-// in halves) and the modules that only move data (packing) go without it there as before.
+// in halves) and the modules that only move data (packing) go without it there as before (and
+// so do a large function's tile loops compiled apart, whatever their own size).
 // Compiled only: nothing runs.
 TEST_CASE("Code for full-width AVX-512 keeps loop strength reduction in every computing module") {
 #if !EINJIT_HAVE_LLVM
@@ -113,7 +114,9 @@ TEST_CASE("Code for full-width AVX-512 keeps loop strength reduction in every co
           large = true;
           CHECK(m.withoutLsr == !wide);
         }
-        if (!m.mover && m.instructions <= 450) CHECK(!m.withoutLsr);
+        // (Elsewhere a tile loop compiled as a module of its own, from a function above the
+        // limit, may be under it and goes without, as its function did: Zen 4's 16 x 16 tiles.)
+        if (!m.mover && m.instructions <= 450 && wide) CHECK(!m.withoutLsr);
       }
       CHECK(large); // a micro-kernel module past the size limit
     }

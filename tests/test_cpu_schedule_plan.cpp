@@ -283,7 +283,9 @@ TEST_CASE("CPU statement plan: each family, without lowering, as lowering carrie
 // Where 512-bit operations run as two 256-bit halves (AMD Zen 4: Target::halvedVectors), a
 // last sliver of N that holds at most 8 of 16 lanes runs on 256-bit vectors, so the one-vector
 // tile pads 54 or 56 columns to 56 where the two-vector one pads them to 64: taken where it
-// computes fewer padded cells. Other shapes keep the plan of the AVX-512 target without it.
+// computes fewer padded cells, in 16-row tiles where 22 would pad 64 channels to 66 (a
+// product's one-vector tile takes the tallest of at least 16 rows that divides M). Other shapes
+// keep the plan of the AVX-512 target without it.
 TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vectors") {
   struct Row {
     const char* program;
@@ -295,18 +297,19 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
       // The 3x3 stride-1 forward: 54 columns.
       {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
        {{8, 64, 56, 56}, {64, 64, 3, 3}},
-       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 22x16 (the last 8 columns in half "
-       "vectors), MC 66 KC 288 NC 64; A packed whole, B read in place; 432 tasks in 8 parallel "
+       "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 16x16 (the last 8 columns in half "
+       "vectors), MC 64 KC 288 NC 64; A packed whole, B read in place; 432 tasks in 8 parallel "
        "groups",
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B read in place; 432 tasks in 8 parallel groups"},
-      // Its input gradient: 56 columns; dy packed (the taps' ranges mask its first sliver).
+      // Its input gradient: 56 columns; the taps' ranges mask its first sliver: dy packed in
+      // the Xeon's 13 x 32 tiles, read in place in 16-row tiles (they divide M).
       {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 53, "
        "0):min(u + 1, 3), b in max(v - 53, 0):min(v + 1, 3)",
        {{8, 64, 54, 54}, {64, 64, 3, 3}},
-       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 22x16 (the last 8 columns in half "
-       "vectors), MC 66 KC 288 NC 64; A packed whole, B packed per block, ranges of a,b; 448 "
-       "tasks in 8 parallel groups",
+       "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 16x16 (the last 8 columns in half "
+       "vectors), MC 64 KC 288 NC 64; A packed whole, B read in place, ranges of a,b; 448 tasks "
+       "in 8 parallel groups",
        "packed GEMM: M c, N v, K o,a,b, batch n,u; micro-kernel 13x32, MC 65 KC 198 NC 64; A "
        "packed whole, B packed per block, ranges of a,b; 448 tasks in 8 parallel groups"},
       // The stride-2 forward: 27 columns, 11 in the last sliver (more than half a vector); x's
@@ -466,5 +469,58 @@ TEST_CASE("CPU statement plan: full-width AVX-512 takes a tapped reduction in on
     // Lowering carries it out.
     const LoweredProgram lowered = lower(r.program, r.bound, r.strides, t);
     CHECK(lowered.notes.at(0).rfind(note, 0) == 0);
+  }
+}
+
+// Where 512-bit operations run in halves (Zen 4), a kernel that reads B in place through a
+// window along the task's batch index fetches the next task's line of B into L2 in each step
+// (GemmPlan::prefetchNext, lower/CpuGemmKernel): the 3x3 stride-1 input gradient
+// (dy[n,o,u-a,v-b], tasks of (n, u)) and the stride-2 forward (x[n,c,2h+a,2w+b]), at the next
+// row (clamped inside its range). Not the stride-1 forward (its next row follows the rows it
+// read, taps ascending: the hardware's stream), not on the Xeon (not measured there), not
+// where B is packed, not without a window along the batch index (a 1x1 input gradient: its
+// taps are single values, a GEMM per image).
+TEST_CASE("CPU lowering: Zen 4's in-place windows fetch the next task's rows of B") {
+  const char* const dx = "dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in "
+                         "0:56, a in max(u - 53, 0):min(u + 1, 3), b in max(v - 53, 0):min(v + "
+                         "1, 3)";
+  struct Row {
+    const char* program;
+    std::vector<std::vector<std::int64_t>> shapes;
+    const char* fetch; // the fetch of the next task's row where 512-bit operations run in halves
+  };
+  const Row rows[] = {
+      {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]", {{8, 64, 56, 56}, {64, 64, 3, 3}}, nullptr},
+      {dx, {{8, 64, 54, 54}, {64, 64, 3, 3}},
+       "prefetch.ahead dy[((((((gemm.task / 1) / 56) * 186624) + (o * 2916)) + ((min((fmod(("
+       "gemm.task / 1), 56) + 1), 55) + (-1 * a)) * 54)) + ((gemm.t * 16) + (-1 * b)))]"},
+      {"y[n,o,h,w] := x[n,c,2h+a,2w+b] * k[o,c,a,b]", {{8, 64, 56, 56}, {64, 64, 3, 3}},
+       "prefetch.ahead x[((((((gemm.task / 1) / 27) * 200704) + (c * 3136)) + (((2 * min((fmod(("
+       "gemm.task / 1), 27) + 1), 26)) + a) * 56)) + ((2 * (gemm.t * 16)) + b))]"},
+      {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 55, "
+       "0):min(u + 1, 1), b in max(v - 55, 0):min(v + 1, 1)",
+       {{8, 256, 56, 56}, {256, 64, 1, 1}}, nullptr},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.program);
+    const einjit::test::RowMajorBinding r =
+        einjit::test::bindRowMajor(row.program, row.shapes, DType::f32);
+    for (const bool halved : {true, false}) {
+      CAPTURE(halved);
+      Target t = cpuTarget();
+      t.halvedVectors = halved;
+      const LoweredProgram lowered = lower(r.program, r.bound, r.strides, t);
+      std::string text;
+      for (const ir::Func& f : lowered.funcs) text += ir::print(f);
+      CAPTURE(lowered.notes.at(0));
+      if (halved && row.fetch) {
+        const std::size_t at = text.find(row.fetch);
+        CHECK(at != std::string::npos);
+        // One in each kernel that reads B in place (whole slivers, masked, half width).
+        CHECK(text.find("prefetch.ahead", at + 1) != std::string::npos);
+      } else {
+        CHECK(text.find("prefetch.ahead") == std::string::npos);
+      }
+    }
   }
 }

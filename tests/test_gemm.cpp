@@ -508,6 +508,68 @@ TEST_CASE("gemm: a stride-2 forward reads x in place with 64-byte vectors") {
     }
 }
 
+// Where 512-bit operations run in halves (Zen 4), a product's one-vector tile whose rows do not
+// divide M takes the tallest of at least 16 rows that does (GemmPlan.cpp, planGemm): the 3x3
+// stride-1 forward and input gradient of 64 channels in four 16-row tiles (three of 22 padded
+// them to 66), 80 in four of 20, the input gradient's dy then read in place where it is not
+// packed whole (its first sliver masked: GemmPlan.cpp, planTile); 29 (prime) and 24 (one tile) keep the rule's tile. Odd
+// columns (a half-vector tail and a masked one), padding, K over several KC blocks, f32 and
+// f64, forward and input gradient against the interpreter in three views, 1 and 2 threads.
+TEST_CASE("gemm: stride-1 convolutions in tiles whose rows divide M where 512-bit ops run in halves") {
+  struct Row {
+    const char* program;
+    std::map<std::string, Shape> shapes;
+    const char* f32Tile; // the forward's f32 micro-kernel on such a target ("": not checked)
+    bool dxInPlace;      // the input gradient's dy read in place there (f32)
+  };
+  const char* const conv = "y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]";
+  const char* const padded = "y[n,o,h,w] := x[n,c,pad(h+a-1),pad(w+b-1)] * k[o,c,a,b] where h in "
+                             "0:size(x,2), w in 0:size(x,3)";
+  const Row table[] = {
+      {conv, {{"x", {2, 64, 9, 56}}, {"k", {64, 64, 3, 3}}}, "micro-kernel 16x16 (", true},
+      {conv, {{"x", {1, 80, 6, 27}}, {"k", {80, 80, 3, 3}}}, "micro-kernel 20x16,", false},
+      {conv, {{"x", {2, 29, 7, 41}}, {"k", {29, 29, 3, 3}}}, "", false},
+      {padded, {{"x", {1, 64, 5, 54}}, {"k", {64, 64, 3, 3}}}, "micro-kernel 16x16 (", false},
+      {padded, {{"x", {2, 24, 6, 30}}, {"k", {24, 24, 3, 3}}}, "", false},
+  };
+  const bool halved = einjit::runtime::hostTarget().halvedVectors;
+  for (const Row& row : table)
+    for (DType dt : {DType::f32, DType::f64}) {
+      INFO(row.program << ", " << row.shapes.at("k")[0] << " channels, "
+                       << row.shapes.at("x")[3] << " columns, " << einjit::dtypeName(dt));
+      Kernel ref = einjit::compile(row.program, on(Device::reference(), dt));
+      Kernel jit = einjit::compile(row.program, on(Device::cpu(), dt));
+      auto in = randomArgs(ref.program(), row.shapes, dt, 5);
+      const std::vector<std::string> order = ref.tensorArguments();
+      std::vector<Arg> args;
+      for (const std::string& n : order) args.push_back(in.at(n));
+      const std::string text = jit.explain(args);
+      CAPTURE(text);
+      if (halved && dt == DType::f32 && *row.f32Tile)
+        CHECK(text.find(row.f32Tile) != std::string::npos);
+      const Outputs y = ref.call(args);
+      checkViews(jit, in, order, y, assigned(ref), dt, true);
+
+      Kernel gref = ref.gradient({"x"});
+      Kernel gjit = einjit::compile(gref.source(), on(Device::cpu(), dt));
+      std::map<std::string, Tensor> gin = in;
+      gin["dy"] = Tensor::random(y[std::size_t{0}].shape(), dt, 13);
+      std::vector<Arg> gargs;
+      for (const auto& n : gref.tensorArguments()) gargs.push_back(gin.at(n));
+      INFO("gradient program:\n" << gref.source());
+      const std::string gtext = gjit.explain(gargs);
+      CAPTURE(gtext);
+      if (halved && dt == DType::f32 && *row.f32Tile) {
+        CHECK(gtext.find(row.f32Tile) != std::string::npos);
+        // dy read in place, its first sliver's lanes masked where a tap is missing (the
+        // smaller rows pack it whole, once per call).
+        CHECK((gtext.find("B read in place, ranges of a,b") != std::string::npos) ==
+              row.dxInPlace);
+      }
+      checkViews(gjit, gin, gref.tensorArguments(), gref.call(gargs), assigned(gref), dt, true);
+    }
+}
+
 // The reduction split across tasks (GemmPlan::kParts), planned for two threads whatever the
 // machine: a small output over a long reduction, each part's KC blocks summed into its own
 // partial output and the partials added in order by a last pass. Weight gradients of stride 1

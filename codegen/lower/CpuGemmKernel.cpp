@@ -15,6 +15,46 @@ using ir::let;
 
 } // namespace
 
+// B read in place with a window along the task's batch index (a stride-2 convolution's
+// x[n,c,2h+a,2w+b] over tasks of (n, h), an input gradient's dy[n,o,u-a,v-b]): each step also
+// fetches into L2 the line of its sliver's first lane at the next batch value, the next task's
+// rows (GemmPlan::prefetchNext; the lanes' other line is the next sliver's first). Each task meets
+// one or two rows no task has read, a line from memory per channel and sliver in the steps of
+// one tap, that the FMAs did not hide (bench/RESULTS.md, "the 3x3 stride-1 rows on Zen 4").
+// A fetch past B's end or before a masked lane's start is only a hint (never a fault).
+Stmt Lowerer::nextRowsPrefetch(const GemmLowering& gl) {
+  const GemmPlan& g = gl.g;
+  if (!g.prefetchNext || g.batchInside || g.batchFastest || gl.Bt.empty()) return nullptr;
+  const CExpr& b = *gl.ops[1];
+  const std::size_t v = gl.Bt.back();
+  // A window whose next task reads one new row just past this task's rows, its taps in
+  // ascending order (the stride-1 forward's x[n,c,h+a,w+b]: rows h..h+2, then h+3), is left
+  // to the hardware's stream prefetcher: fetched too, it measured slower. Rows two apart
+  // (the stride-2 forward: two new rows a task) and taps against the index (the input
+  // gradient's u - a: the new row read first) are fetched.
+  bool window = false;
+  for (const Subscript& sub : b.subs)
+    if (sub.coef[v] != 0)
+      for (std::size_t k : gl.K)
+        if (sub.coef[k] != 0)
+          window = window || sub.coef[v] > 1 || (sub.coef[v] > 0) != (sub.coef[k] > 0);
+  if (!window || gl.r[v].second - gl.r[v].first < 2) return nullptr;
+  const Expr savedV = varExpr_[v], savedN = varExpr_[gl.n];
+  varExpr_[v] = minOf(ir::add(savedV, imm(1)), imm(gl.r[v].second - 1));
+  varExpr_[gl.n] = ir::substitute(savedN, gl.jj, imm(0));
+  Expr at;
+  bool gone = false;
+  Expr off;
+  {
+    const Scoped<bool> trust(ctx_.trustPlain, true);
+    off = offset(b, &at, &gone);
+  }
+  varExpr_[v] = savedV;
+  varExpr_[gl.n] = savedN;
+  if (gone || at) return nullptr;
+  return ir::prefetch(bufferName(b.tensor), off, true);
+}
+
 // B read in place (GemmPlan::bInPlace): every sliver from the operand itself, a partial last
 // one with masked loads (its lanes past N are neither read nor stored).
 Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, bool masked,
@@ -117,10 +157,12 @@ Stmt Lowerer::gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, 
     // The block's reduction indices as loops of their own (B's address is affine in them;
     // LLVM unrolls a window's short taps into constant offsets), the position in the
     // packed A sliver computed from them.
+    Stmt body = addTerm(0);
+    if (Stmt ahead = nextRowsPrefetch(gl)) body = ir::block({ahead, body});
     Stmt step = let(
         pv,
         ir::add(ir::mul(ir::sub(var(st.vars[kq].name), var(q0)), imm(innerTotal)), flat(kInner)),
-        addTerm(0));
+        body);
     for (std::size_t q = kInner.size(); q-- > 0;) {
       const std::size_t v = kInner[q];
       Expr lo = imm(r[v].first), hi = imm(r[v].second);

@@ -576,6 +576,8 @@ private:
   // kernel over a last sliver of `columns` columns.
   Stmt gemmKernel(const GemmLowering& gl, std::int64_t nr, bool inPlace, bool masked,
                   std::int64_t columns = 0);
+  // The in-place kernel's fetch of the next task's lines of B, or null (CpuGemmKernel.cpp).
+  Stmt nextRowsPrefetch(const GemmLowering& gl);
   // The product function: a parallel loop over groups of tasks, each task running every part.
   void emitGemmProduct(const std::string& name, const std::vector<GemmTasks>& parts);
   // The partials of a reduction split across tasks (GemmPlan::kParts), a scratch buffer, and

@@ -190,30 +190,11 @@ std::vector<CpuGemmPhase> planGemmPhases(const CpuStatementInput& in, const Targ
     };
     std::optional<GemmPlan> gemm =
         planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0, inside);
-    bool packB = false;
     if (gemm && gemm->bInPlace) {
       const std::int64_t cols =
           pc.bs.hi[static_cast<std::size_t>(gemm->n)] - pc.bs.lo[static_cast<std::size_t>(gemm->n)];
-      packB = cols % gemm->nr != 0 || gemm->plainFrom != 0 || gemm->plainTo * gemm->nr != cols;
-      if (packB) gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
-    }
-    // Where 512-bit operations run in halves (Zen 4), a one-vector tile whose rows do not divide
-    // M takes the tallest of at least 16 rows that does: 64 channels in four 16-row tiles, not
-    // three of 22 (66 rows). A phase's reduction is short (one KC block: 64 to 256 terms for 64
-    // channels), so the padded rows cost more than the shorter tile (bench/RESULTS.md,
-    // "stride-2 input gradients on Zen 4").
-    if (gemm && t.halvedVectors && gemm->product && gemm->nr == gemm->width) {
-      const std::int64_t m =
-          pc.bs.hi[static_cast<std::size_t>(gemm->m)] - pc.bs.lo[static_cast<std::size_t>(gemm->m)];
-      std::int64_t rows = 0;
-      for (std::int64_t r = gemm->mr - 1; m % gemm->mr != 0 && r >= 2 * t.fmaChains; --r)
-        if (m % r == 0) {
-          rows = r;
-          break;
-        }
-      if (rows > 0)
-        gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0,
-                        packB ? std::function<bool(const CExpr&)>{} : inside, {}, rows);
+      if (cols % gemm->nr != 0 || gemm->plainFrom != 0 || gemm->plainTo * gemm->nr != cols)
+        gemm = planGemm(pc.st, pc.bs, in.binding->dtype, in.strides, t, 0);
     }
     if (!gemm) return {};
     pc.gemm = std::move(*gemm);

@@ -25,6 +25,7 @@ GemmKnobs read() {
   k.kSets = sets >= 1 && sets <= 4 ? static_cast<int>(sets) : 0;
   k.packB = number("EINJIT_GEMM_PACK_B", 0) == 1;
   k.prefetchOut = number("EINJIT_GEMM_PREFETCH_OUT", 1) != 0;
+  k.prefetchNext = number("EINJIT_GEMM_PREFETCH_NEXT", 1) != 0;
   k.stage = static_cast<int>(number("EINJIT_GEMM_STAGE", -1));
   k.strideTwoInPlace = number("EINJIT_GEMM_S2_IN_PLACE", 1) != 0;
   k.strideTwoTile = number("EINJIT_GEMM_S2_TILE", 1) != 0;
@@ -42,6 +43,7 @@ std::string GemmKnobs::note() const {
   if (kSets > 0) add("KSETS=" + std::to_string(kSets));
   if (packB) add("PACK_B=1");
   if (!prefetchOut) add("PREFETCH_OUT=0");
+  if (!prefetchNext) add("PREFETCH_NEXT=0");
   if (stage >= 0) add("STAGE=" + std::to_string(stage));
   if (!strideTwoInPlace) add("S2_IN_PLACE=0");
   if (!strideTwoTile) add("S2_TILE=0");

@@ -18,6 +18,7 @@ struct GemmKnobs {
   int kSets = 0;       // EINJIT_GEMM_KSETS: accumulator sets along the reduction (0: the plan's)
   bool packB = false;  // EINJIT_GEMM_PACK_B=1: B packed, never read in place
   bool prefetchOut = true; // EINJIT_GEMM_PREFETCH_OUT=0: no prefetch of the tile's output lines
+  bool prefetchNext = true; // EINJIT_GEMM_PREFETCH_NEXT=0: no fetch of the next task's rows of B
   int stage = -1;      // EINJIT_GEMM_STAGE: 0 never stage an unsplit plan's output, 1 the rule
   // EINJIT_GEMM_S2_IN_PLACE=0: a B whose lanes are two apart along N (a stride-2 window) is
   // packed, never read in place (otherwise in place with 64-byte vectors).

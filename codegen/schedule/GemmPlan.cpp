@@ -136,6 +136,7 @@ void applyKnobs(GemmPlan& g, bool plainTile) {
   if (plainTile && k.mr > 0) g.mr = k.mr;
   if (plainTile && k.kSets > 0) g.kSets = k.kSets;
   g.prefetchOut = k.prefetchOut;
+  g.prefetchNext = g.prefetchNext && k.prefetchNext;
 }
 
 // Dependent ranges may hold this share of their hulls on average, at the least.
@@ -263,12 +264,32 @@ std::optional<GemmPlan> planGemm(const Statement& st, const BoundStatement& bs, 
     const std::int64_t cols = halfTail(g) ? n / g.nr * g.nr + g.nr / 2 : cdiv(n, g.nr) * g.nr;
     return cdiv(m, g.mr) * g.mr * cols;
   };
+  // Where 512-bit operations run in halves (Zen 4), a product's one-vector tile whose rows do
+  // not divide M takes the tallest of at least two rows per FMA chain (16) that does: 64
+  // channels in four 16 x 16 tiles, not three of 22 (66 rows, the last tile's 20 rows stored
+  // element by element). The 3x3 stride-1 forward and input gradient, and the strided input
+  // gradient's residue phases (bench/RESULTS.md, "stride-2 input gradients on Zen 4" and "the
+  // 3x3 stride-1 rows on Zen 4").
+  auto dividing = [&](std::optional<GemmPlan> g) {
+    if (!g || !t.halvedVectors || rows > 0 || gemmKnobs().mr > 0 || !g->product ||
+        g->nr != g->width)
+      return g;
+    const std::int64_t m = extentOf(g->m);
+    for (std::int64_t r = g->mr - 1; m % g->mr != 0 && r >= 2 * t.fmaChains; --r)
+      if (m % r == 0) {
+        std::optional<GemmPlan> d =
+            planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, false, r);
+        return d && d->mr == r && d->m == g->m && d->n == g->n ? d : g;
+      }
+    return g;
+  };
   if (t.vectorRegisters() >= 32) {
     std::optional<GemmPlan> one =
         planTile(st, bs, dtype, strides, t, minFlops, inside, 1, merged, false, rows);
     const bool fewerCells = one && two && t.halvedVectors && halfTail(*one) && !halfTail(*two) &&
                             paddedCells(*one) < paddedCells(*two);
     if (one && (!two || one->m != two->m || one->n != two->n || fewerCells)) {
+      one = dividing(std::move(one));
       one->why += gemmKnobs().note();
       return one;
     }
@@ -425,6 +446,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
   if (rows > 0 && rows <= mrWanted && nrVectors == 1 && ops->tile.empty() && registers >= 32)
     g.mr = static_cast<int>(rows);
   g.kSets = kSets;
+  g.prefetchNext = t.halvedVectors;
   applyKnobs(g, ops->tile.empty());
   for (int v = 0; v < nOut; ++v)
     if (v != g.m && v != g.n) g.batch.push_back(v);
@@ -688,8 +710,11 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
     // columns, B is packed: masked loads in every step cost more than the packing (a residue
     // phase of 28 columns, whose first and last columns lack a tap, measured 1.4-1.9x slower).
     // Where 512-bit operations run in halves (Target::halvedVectors: Zen 4), B is packed
-    // wherever a range masks a whole sliver (the stride-1 input gradient in 22 x 16 tiles, its
-    // first of three whole slivers masked: packed, 1.15x faster).
+    // wherever a range masks a whole sliver and the tiles pad M (the stride-1 input gradient of
+    // 64 channels in 22 x 16 tiles, its first of three whole slivers masked: packed, 1.15x
+    // faster); in tiles whose rows divide M (planGemm: 16 x 16) it is read in place, faster
+    // than packed, its border rows' missing taps skipped (bench/RESULTS.md, "the 3x3 stride-1
+    // rows on Zen 4").
     const std::int64_t lo = bs.lo[static_cast<std::size_t>(g.n)], full = extent(g.n) / g.nr;
     std::vector<std::int64_t> vals(static_cast<std::size_t>(n), 0);
     auto whole = [&](std::int64_t col) {
@@ -718,7 +743,7 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
     }
     g.plainFrom = g.plainTo - best;
-    const bool maskedSliver = t.halvedVectors && best < full;
+    const bool maskedSliver = t.halvedVectors && best < full && extent(g.m) % g.mr != 0;
     if (!g.masks[1].empty() && (maskedSliver || 2 * best * g.nr < extent(g.n))) g.bInPlace = false;
   }
 

@@ -138,6 +138,10 @@ struct GemmPlan {
   // apart) over several KC blocks otherwise adds every block's tiles into it element by element.
   bool staged = false;
   bool prefetchOut = true; // the tile's output lines fetched before its reduction (lower/CpuGemm)
+  // B read in place: each step of the reduction also fetches the next task's line of B into L2
+  // where B's window runs along the task's batch index (lower/CpuGemmKernel: nextRowsPrefetch).
+  // Where 512-bit operations run in halves (Zen 4), where it was measured.
+  bool prefetchNext = false;
   bool vectorStore = true; // N has unit stride in the output: whole tiles stored as vectors
   std::string why;         // one line for `einjit explain`
 };
@@ -177,8 +181,8 @@ void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 // `inside(read)`: whether every subscript of a read stays inside its dimension over the
 // statement's ranges (B is read in place only then); none: B is always packed. `merged`: the
 // merges `bs` has applied (mergedBinding), for the plan's note and GemmPlan::merged. `rows`:
-// the one-vector tile's rows for a product (the residue phases' choice, CpuPhases); 0: the
-// rule's (fittedRows).
+// the one-vector tile's rows for a product; 0: the rule's (fittedRows; where 512-bit
+// operations run in halves, then the tallest of at least 16 rows that divides M).
 std::optional<GemmPlan> planGemm(const dsl::Statement& st, const dsl::BoundStatement& bs,
                                  DType dtype,
                                  const std::vector<std::vector<std::int64_t>>& strides,
