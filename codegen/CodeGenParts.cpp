@@ -197,8 +197,8 @@ private:
     }
     case NodeKind::For: {
       const auto& n = static_cast<const For&>(*s);
-      const bool tileLoop = tiles_ && !inTileLoop_ && !inOutlined_ &&
-                            n.forKind == ForKind::Serial && holdsTile(n);
+      const bool tileLoop =
+          tiles_ && !inTileLoop_ && !inOutlined_ && n.forKind == ForKind::Serial && holdsTile(n);
       const bool tile = tileLoop && !inTile_;
       bool tileSite = false;
       bool edgeSite = false;

@@ -271,8 +271,9 @@ struct Engine {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
                       " " + cpu + " " + features + (fullO3 ? " o3" : "") +
                       (lsrEverywhere ? " lsr" : lsrWide ? " lsr-wide" : "") +
-                      (moverCodegen ? "" : " mover-dag") + (codegen::edgeParts() ? "" : " no-edge-parts") + " " +
-                      llvmArgs + " " + explicitPipeline + "\n";
+                      (moverCodegen ? "" : " mover-dag") +
+                      (codegen::edgeParts() ? "" : " no-edge-parts") + " " + llvmArgs + " " +
+                      explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }

@@ -699,20 +699,25 @@ TEST_CASE("jit_compile: a single tile loop's edge copies compile apart, with the
   auto edgeTile = [&](const char* tileVar) {
     const ir::Expr v = ir::var(tileVar);
     const ir::Expr at = ir::add(ir::mul(v, ir::intImm(8)), j);
-    auto fill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
-                            ir::store("acc", j, ir::mul(ir::load(f32, "x", at), ir::floatImm(f32, 2))));
-    auto plusOne = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Rolled,
-                               ir::store("acc", j, ir::add(ir::load(f32, "acc", j), ir::floatImm(f32, 1))));
+    auto fill =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
+                    ir::store("acc", j, ir::mul(ir::load(f32, "x", at), ir::floatImm(f32, 2))));
+    auto plusOne =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Rolled,
+                    ir::store("acc", j, ir::add(ir::load(f32, "acc", j), ir::floatImm(f32, 1))));
     auto core = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
                             ir::store("y", at, ir::load(f32, "acc", j)));
     auto spill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
                              ir::store("edge", j, ir::load(f32, "acc", j)));
     auto first = ir::forLoop("j", ir::intImm(0), ir::intImm(5), ForKind::Rolled,
                              ir::store("y", at, ir::load(f32, "edge", j)));
-    auto more = ir::forLoop("j", ir::intImm(0), ir::intImm(5), ForKind::Rolled,
-                            ir::store("y", at, ir::add(ir::load(f32, "y", at), ir::load(f32, "edge", j))));
-    auto edge = ir::block({spill, ir::ifThen(ir::binary(ir::BinOp::Eq, rep, ir::intImm(0)), first, more)});
-    auto body = ir::block({fill, plusOne, ir::ifThen(ir::binary(ir::BinOp::Lt, v, ir::intImm(2)), core, edge)});
+    auto more =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(5), ForKind::Rolled,
+                    ir::store("y", at, ir::add(ir::load(f32, "y", at), ir::load(f32, "edge", j))));
+    auto edge =
+        ir::block({spill, ir::ifThen(ir::binary(ir::BinOp::Eq, rep, ir::intImm(0)), first, more)});
+    auto body = ir::block(
+        {fill, plusOne, ir::ifThen(ir::binary(ir::BinOp::Lt, v, ir::intImm(2)), core, edge)});
     return ir::forLoop(tileVar, ir::intImm(0), ir::intImm(3), ForKind::Serial,
                        ir::allocate("acc", f32, 8, ir::allocate("edge", f32, 8, body)));
   };
