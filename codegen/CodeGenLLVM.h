@@ -34,6 +34,15 @@ inline constexpr const char* kExplicitCodeAttr = "einjit-explicit-code";
 // reduction, runtime/Jit.cpp).
 inline constexpr const char* kTilePartAttr = "einjit-tile-part";
 
+// The string attribute of a part that copies a single tile loop's edge tile out (findParts in
+// CodeGenParts.h): code that runs only on the edge tile, compiled with the packing functions
+// (runtime/Jit.cpp) although it may add (into an output that accumulates).
+inline constexpr const char* kEdgePartAttr = "einjit-edge-part";
+
+// Whether an edge tile's copy compiles apart (separateParts); EINJIT_JIT_EDGE_PARTS=0: no (to
+// compare with the copy in its caller's module).
+bool edgeParts();
+
 // A module flag the JIT sets when the target CPU has AVX-512 (512-bit vectors' exponentials
 // are then scaled by vscalef: VectorMath.h).
 inline constexpr const char* kAvx512Flag = "einjit-avx512";

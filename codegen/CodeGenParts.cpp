@@ -1,6 +1,11 @@
 #include "codegen/CodeGenParts.h"
 
+#include "codegen/CodeGenLLVM.h"
+
 #include "codegen/IROperator.h"
+
+#include <cstdlib>
+#include <cstring>
 
 namespace einjit::codegen {
 
@@ -54,6 +59,20 @@ bool holdsTile(const For& n) {
   return false;
 }
 
+// The buffers a statement reads and writes.
+class Accessed : public Visitor {
+public:
+  std::set<std::string> read, written;
+  void visitLoad(const Load& l) override {
+    read.insert(l.buffer);
+    Visitor::visitLoad(l);
+  }
+  void visitStore(const Store& s) override {
+    written.insert(s.buffer);
+    Visitor::visitStore(s);
+  }
+};
+
 class VarNames : public Visitor {
 public:
   std::set<std::string> names;
@@ -106,11 +125,13 @@ public:
     walk(body, false);
     // A single tile loop stays in its caller's module: apart, it would compile alone all the
     // same, after the caller's.
+    // An edge tile's copy compiles apart only from a single tile loop: several are parts of
+    // their own already, each with its copies.
     std::size_t tileLoops = 0;
     for (bool t : tile_) tileLoops += t;
-    if (tileLoops < 2)
-      for (std::size_t k = sites.size(); k-- > 0;)
-        if (tile_[k]) sites.erase(sites.begin() + static_cast<std::ptrdiff_t>(k));
+    for (std::size_t k = sites.size(); k-- > 0;)
+      if (tileLoops < 2 ? tile_[k] : sites[k].edge)
+        sites.erase(sites.begin() + static_cast<std::ptrdiff_t>(k));
   }
 
 private:
@@ -119,6 +140,10 @@ private:
   // Inside an outlined loop (a function of its own, whose way from the body starts there): no
   // tile loops.
   bool inOutlined_ = false;
+  // Inside a tile loop (a site or not): the buffers allocated in it (an edge copy reads one).
+  bool inTileLoop_ = false;
+  bool inEdge_ = false;
+  std::set<std::string> tileLocals_;
   std::vector<bool> tile_; // by site: a tile loop (else an outlined loop)
   std::map<const For*, int> uses_;
   std::map<std::string, Type> locals_;
@@ -164,15 +189,32 @@ private:
     case NodeKind::Allocate: {
       const auto& n = static_cast<const Allocate&>(*s);
       locals_[n.buffer] = n.elem;
+      if (inTileLoop_) tileLocals_.insert(n.buffer);
       walk(n.body, repeated);
       locals_.erase(n.buffer);
+      tileLocals_.erase(n.buffer);
       return;
     }
     case NodeKind::For: {
       const auto& n = static_cast<const For&>(*s);
-      const bool tile =
-          tiles_ && !inTile_ && !inOutlined_ && n.forKind == ForKind::Serial && holdsTile(n);
+      const bool tileLoop =
+          tiles_ && !inTileLoop_ && !inOutlined_ && n.forKind == ForKind::Serial && holdsTile(n);
+      const bool tile = tileLoop && !inTile_;
       bool tileSite = false;
+      bool edgeSite = false;
+      if (inTileLoop_ && !inEdge_ && !inOutlined_ && n.forKind == ForKind::Rolled && !repeated &&
+          uses_[&n] == 1 && edgeParts()) {
+        Accessed a;
+        a.visit(n.body);
+        bool readsTile = false, writesLocal = false;
+        for (const std::string& b : a.read) readsTile = readsTile || tileLocals_.count(b) > 0;
+        for (const std::string& b : a.written) writesLocal = writesLocal || locals_.count(b) > 0;
+        if (readsTile && !writesLocal) {
+          sites.push_back({&n, locals_, vars_, nullptr, {}, true});
+          tile_.push_back(false);
+          edgeSite = true;
+        }
+      }
       if ((n.forKind == ForKind::Outlined || tile) && !repeated && uses_[&n] == 1) {
         Accesses a;
         a.visit(n.body);
@@ -185,13 +227,18 @@ private:
       }
       vars_.insert(n.var);
       const bool savedInTile = inTile_, savedInOutlined = inOutlined_;
+      const bool savedInTileLoop = inTileLoop_, savedInEdge = inEdge_;
       inTile_ = inTile_ || tileSite;
       inOutlined_ = inOutlined_ || n.forKind == ForKind::Outlined;
+      inTileLoop_ = inTileLoop_ || tileLoop;
+      inEdge_ = inEdge_ || edgeSite;
       way_.push_back({&n, nullptr, false});
       walk(n.body, repeated || n.forKind == ForKind::Unrolled || n.forKind == ForKind::Vectorized);
       way_.pop_back();
       inTile_ = savedInTile;
       inOutlined_ = savedInOutlined;
+      inTileLoop_ = savedInTileLoop;
+      inEdge_ = savedInEdge;
       vars_.erase(n.var);
       return;
     }
@@ -203,6 +250,14 @@ private:
 } // namespace
 
 std::string atName(const std::string& var) { return var + ".at"; }
+
+bool edgeParts() {
+  static const bool on = [] {
+    const char* e = std::getenv("EINJIT_JIT_EDGE_PARTS");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
 
 std::vector<PartSite> findParts(const Stmt& body, bool tiles) {
   return PartFinder(body, tiles).sites;

@@ -25,6 +25,9 @@ struct PartSite {
   // atName(var)), under a guard of its range; each enclosing if keeps the branch taken.
   ir::Stmt body;
   std::vector<std::string> passed;
+  // An edge tile's copy (findParts): a rolled loop in the function's only tile loop that reads
+  // a buffer of that tile and writes the function's output.
+  bool edge = false;
 };
 
 // The argument a tile part takes for an enclosing loop's variable.
@@ -37,7 +40,12 @@ std::string atName(const std::string& var);
 // of its own (a local buffer allocated directly in the loop), where a function has two or
 // more: a packed product's tile variants (its core tile and edge or border forms), whose code
 // generation in one module was the compile's longest step. Not a tile loop inside another, nor
-// inside an outlined loop.
+// inside an outlined loop. With `tiles` and a single tile loop (which stays in its caller's
+// module), also the rolled loops in it that copy its edge tile out (they read a buffer allocated
+// in the tile loop and write only the function's buffers): such a copy runs only on the edge
+// tile, but its scalar loop nests cost a sixth of the micro-kernel module's compile time; apart,
+// the runtime compiles them with the packing functions (runtime/Jit.cpp). EINJIT_JIT_EDGE_PARTS=0
+// keeps them in the caller.
 std::vector<PartSite> findParts(const ir::Stmt& body, bool tiles);
 
 } // namespace einjit::codegen

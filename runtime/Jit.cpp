@@ -115,9 +115,12 @@ constexpr const char* kExplicitPipeline =
 // (two uops each; bench/RESULTS.md, "the 3x3 convolutions on the Xeon").
 constexpr unsigned kLsrInstructionLimit = 450;
 
-// Whether the module computes with floating-point values (a product), or only moves them.
+// Whether the module computes with floating-point values (a product), or only moves them. An
+// edge tile's copy (codegen::kEdgePartAttr) counts as moving: it runs on the edge tile only, so
+// it goes with the packing functions (mergeMovers) and their cheaper code generation.
 bool computes(const llvm::Module& m) {
-  for (const llvm::Function& f : m)
+  for (const llvm::Function& f : m) {
+    if (f.hasFnAttribute(codegen::kEdgePartAttr)) continue;
     for (const llvm::BasicBlock& bb : f)
       for (const llvm::Instruction& i : bb) {
         if (i.getType()->isFPOrFPVectorTy() && (llvm::isa<llvm::BinaryOperator>(i) ||
@@ -128,6 +131,7 @@ bool computes(const llvm::Module& m) {
               call->getIntrinsicID() == llvm::Intrinsic::fmuladd)
             return true;
       }
+  }
   return false;
 }
 
@@ -267,8 +271,9 @@ struct Engine {
     std::string key = std::string(kCodegenVersion) + " llvm " + LLVM_VERSION_STRING + " " + triple +
                       " " + cpu + " " + features + (fullO3 ? " o3" : "") +
                       (lsrEverywhere ? " lsr" : lsrWide ? " lsr-wide" : "") +
-                      (moverCodegen ? "" : " mover-dag") + " " +
-                      llvmArgs + " " + explicitPipeline + "\n";
+                      (moverCodegen ? "" : " mover-dag") +
+                      (codegen::edgeParts() ? "" : " no-edge-parts") + " " + llvmArgs + " " +
+                      explicitPipeline + "\n";
     for (const auto& f : funcs) key += codegen::ir::print(f) + (f.explicitCode ? "explicit\n" : "");
     return key;
   }

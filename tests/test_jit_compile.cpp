@@ -686,6 +686,66 @@ TEST_CASE("jit_compile: a function's register-tile loops compile apart, each kno
     }
 }
 
+// In explicit code with a single register-tile loop, the rolled loops that copy its edge tile out
+// (they read a buffer allocated in the tile loop and write only the function's buffers) compile
+// apart (codegen::separateParts, kEdgePartAttr), the first k-block's copy and the accumulating
+// one alike; a rolled loop that writes the tile's own buffer stays, and so do the copies of a
+// function whose tile loops are parts already. Worked by hand: x[i] = i - 10, acc = 2x + 1; the
+// core tiles (s < 2) store acc, the edge tile (s = 2) its first 5 elements, 300 times over.
+TEST_CASE("jit_compile: a single tile loop's edge copies compile apart, with the movers") {
+  using ir::ForKind;
+  const ir::Type f32 = ir::Type::f32;
+  const ir::Expr s = ir::var("s"), j = ir::var("j"), rep = ir::var("rep");
+  auto edgeTile = [&](const char* tileVar) {
+    const ir::Expr v = ir::var(tileVar);
+    const ir::Expr at = ir::add(ir::mul(v, ir::intImm(8)), j);
+    auto fill =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
+                    ir::store("acc", j, ir::mul(ir::load(f32, "x", at), ir::floatImm(f32, 2))));
+    auto plusOne =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Rolled,
+                    ir::store("acc", j, ir::add(ir::load(f32, "acc", j), ir::floatImm(f32, 1))));
+    auto core = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
+                            ir::store("y", at, ir::load(f32, "acc", j)));
+    auto spill = ir::forLoop("j", ir::intImm(0), ir::intImm(8), ForKind::Unrolled,
+                             ir::store("edge", j, ir::load(f32, "acc", j)));
+    auto first = ir::forLoop("j", ir::intImm(0), ir::intImm(5), ForKind::Rolled,
+                             ir::store("y", at, ir::load(f32, "edge", j)));
+    auto more =
+        ir::forLoop("j", ir::intImm(0), ir::intImm(5), ForKind::Rolled,
+                    ir::store("y", at, ir::add(ir::load(f32, "y", at), ir::load(f32, "edge", j))));
+    auto edge =
+        ir::block({spill, ir::ifThen(ir::binary(ir::BinOp::Eq, rep, ir::intImm(0)), first, more)});
+    auto body = ir::block(
+        {fill, plusOne, ir::ifThen(ir::binary(ir::BinOp::Lt, v, ir::intImm(2)), core, edge)});
+    return ir::forLoop(tileVar, ir::intImm(0), ir::intImm(3), ForKind::Serial,
+                       ir::allocate("acc", f32, 8, ir::allocate("edge", f32, 8, body)));
+  };
+  auto repeat = [&](ir::Stmt inner) {
+    return ir::forLoop("rep", ir::intImm(0), ir::intImm(300), ForKind::Serial, std::move(inner));
+  };
+  const ir::Func one = func("edges", repeat(edgeTile("s")), true);
+  REQUIRE(einjit::codegen::edgeParts()); // EINJIT_JIT_EDGE_PARTS unset
+  CHECK(einjit::codegen::separateParts(one) == 2);
+  CHECK(einjit::codegen::separateParts(func("implicit", repeat(edgeTile("s")))) == 0);
+  // Two tile loops: each is a part, its copies with it.
+  const ir::Func two = func("two", repeat(ir::block({edgeTile("s"), edgeTile("u")})), true);
+  CHECK(einjit::codegen::separateParts(two) == 2);
+
+  auto code = einjit::runtime::jitCompile({one}, true);
+  const std::string& text = code->llvmIR;
+  CAPTURE(text);
+  CHECK(text.find(einjit::codegen::kEdgePartAttr) != std::string::npos);
+  std::vector<float> x(24), y(24, -1.0f);
+  for (int i = 0; i < 24; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i - 10);
+  CHECK(runOn(code, 0, x, y) == 0);
+  for (int i = 0; i < 24; ++i) {
+    CAPTURE(i);
+    const float a = 2 * x[static_cast<std::size_t>(i)] + 1;
+    CHECK(y[static_cast<std::size_t>(i)] == (i < 16 ? a : i < 21 ? 300 * a : -1.0f));
+  }
+}
+
 // A loop around an explicit vector loop of more than a few steps is not unrolled either (a row
 // block's copy of 8 rows of 4,096 elements: O3 unrolled the rows into 8 copies of the vector
 // loop, 1,092 LLVM instructions against 393): the outer loop keeps llvm.loop.unroll.disable

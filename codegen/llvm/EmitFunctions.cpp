@@ -83,6 +83,7 @@ void Emitter::part(const Func& f, const PartSite& site) {
     defineOutlined(fn, *site.loop, sig);
   if (f.explicitCode && !leftToVectorizer_) fn->addFnAttr(kExplicitCodeAttr);
   if (tile) fn->addFnAttr(kTilePartAttr);
+  if (site.edge) fn->addFnAttr(kEdgePartAttr);
 }
 
 void Emitter::func(const Func& f, const std::string& prefix) {
