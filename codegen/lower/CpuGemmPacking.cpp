@@ -7,6 +7,8 @@
 #include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/Lowerer.h"
 
+#include <algorithm>
+
 namespace einjit::codegen::lowering {
 
 namespace {
@@ -282,6 +284,39 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
   }
   Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                      ForKind::Unrolled);
+  if (const int tw = transposeWidth(gl, x); tw > 0) {
+    // B's lanes far apart, its innermost reduction index contiguous (or nearly) in the operand:
+    // tw positions of each of tw lanes read as one vector per lane, transposed in registers and
+    // stored as one vector per position (the codegen's transposed stores, VectorTranspose.h),
+    // instead of a scalar load and store per element (a weight gradient's x, a GEMM's B^T).
+    // The innermost index in chunks of tw, the last one ending at its end (it may overlap the
+    // one before); a block shorter than tw takes the scalar copies.
+    const std::size_t u = gl.K.back();
+    const std::string& un = st.vars[u].name;
+    const bool chunked = block && u == kq;
+    const Expr uLo = chunked ? var(q0) : imm(r[u].first), uHi = chunked ? var(q1) : imm(r[u].second);
+    const std::string cs = "gemm.tc", js = "gemm.tj", tv = "gemm.tv";
+    Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
+    put = ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled, put);
+    put = ir::forLoop(tv, imm(0), imm(tw), ForKind::Vectorized,
+                      ir::substitute(put, un, ir::add(var(js), var(tv))), tw);
+    put = let(js, minOf(ir::add(uLo, ir::mul(var(cs), imm(tw))), ir::sub(uHi, imm(tw))), put);
+    Expr chunks = ir::binary(BinOp::Div, ir::add(ir::sub(uHi, uLo), imm(tw - 1)), imm(tw));
+    Stmt run = ir::forLoop(cs, imm(0), chunks, ForKind::Rolled, put);
+    Stmt scalar = ir::forLoop(un, uLo, uHi, ForKind::Rolled,
+                              ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled,
+                                          ir::store(buf[x], slot(var(ps), kPos(block), var(ls)),
+                                                    readAt(at, false))));
+    if (chunked) run = ir::ifThen(ir::binary(BinOp::Ge, ir::sub(uHi, uLo), imm(tw)), run, scalar);
+    // The other reduction loops of kLoops(block): per block, k[kSplit] and those inside it.
+    const std::ptrdiff_t from = block ? std::find(gl.K.begin(), gl.K.end(), kq) - gl.K.begin() : 0;
+    plain = kLoopsOf(
+        block,
+        [&](std::size_t v) {
+          return v != u && std::find(gl.K.begin() + from, gl.K.end(), v) != gl.K.end();
+        },
+        run);
+  }
   Stmt body;
   if (!masks.empty() || padded)
     body = lanes(element(), ForKind::Rolled);

@@ -589,6 +589,9 @@ private:
   // (CpuGemmPanels.cpp): each lane's run along the KC block, `innermost` in vectors.
   bool laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lane, std::size_t innermost,
                       std::int64_t innermostExtent, bool columnsKernel) const;
+  // The lanes at a time of operand x's packing transposed in registers (CpuGemmPanels.cpp), 0
+  // where it is packed a lane at a time.
+  int transposeWidth(const GemmLowering& gl, int x) const;
 
   // The lanes l in [0, w) of a packing run, where index `side` is base + l, that satisfy some
   // conditions: [lo, hi) and `cond`, the part no lane changes (null: true). Nullopt where a

@@ -26,6 +26,8 @@ GemmKnobs read() {
   k.packB = number("EINJIT_GEMM_PACK_B", 0) == 1;
   k.prefetchOut = number("EINJIT_GEMM_PREFETCH_OUT", 1) != 0;
   k.stage = static_cast<int>(number("EINJIT_GEMM_STAGE", -1));
+  const std::int64_t tw = number("EINJIT_GEMM_TRANSPOSE", -1);
+  k.transpose = tw == 0 || (tw >= 2 && tw <= 16 && (tw & (tw - 1)) == 0) ? static_cast<int>(tw) : -1;
   return k;
 }
 
@@ -41,6 +43,7 @@ std::string GemmKnobs::note() const {
   if (packB) add("PACK_B=1");
   if (!prefetchOut) add("PREFETCH_OUT=0");
   if (stage >= 0) add("STAGE=" + std::to_string(stage));
+  if (transpose >= 0) add("TRANSPOSE=" + std::to_string(transpose));
   return s.empty() ? s : " [knobs " + s + "]";
 }
 

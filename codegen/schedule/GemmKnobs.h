@@ -19,6 +19,9 @@ struct GemmKnobs {
   bool packB = false;  // EINJIT_GEMM_PACK_B=1: B packed, never read in place
   bool prefetchOut = true; // EINJIT_GEMM_PREFETCH_OUT=0: no prefetch of the tile's output lines
   int stage = -1;      // EINJIT_GEMM_STAGE: 0 never stage an unsplit plan's output, 1 the rule
+  // EINJIT_GEMM_TRANSPOSE: 0 never transpose a packing of B in registers, 2-16 that many lanes
+  // at a time (a power of two, at most the vector), -1 the plan's (CpuGemmPanels.cpp)
+  int transpose = -1;
   // The knobs set, for `einjit explain` ("" when none is).
   std::string note() const;
 };
