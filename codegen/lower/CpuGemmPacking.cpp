@@ -293,21 +293,50 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
     // one before); a block shorter than tw takes the scalar copies.
     const std::size_t u = gl.K.back();
     const std::string& un = st.vars[u].name;
-    const bool chunked = block && u == kq;
-    const Expr uLo = chunked ? var(q0) : imm(r[u].first), uHi = chunked ? var(q1) : imm(r[u].second);
-    const std::string cs = "gemm.tc", js = "gemm.tj", tv = "gemm.tv";
-    Stmt put = ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
-    put = ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled, put);
-    put = ir::forLoop(tv, imm(0), imm(tw), ForKind::Vectorized,
-                      ir::substitute(put, un, ir::add(var(js), var(tv))), tw);
-    put = let(js, minOf(ir::add(uLo, ir::mul(var(cs), imm(tw))), ir::sub(uHi, imm(tw))), put);
-    Expr chunks = ir::binary(BinOp::Div, ir::add(ir::sub(uHi, uLo), imm(tw - 1)), imm(tw));
-    Stmt run = ir::forLoop(cs, imm(0), chunks, ForKind::Rolled, put);
-    Stmt scalar = ir::forLoop(un, uLo, uHi, ForKind::Rolled,
-                              ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled,
-                                          ir::store(buf[x], slot(var(ps), kPos(block), var(ls)),
-                                                    readAt(at, false))));
-    if (chunked) run = ir::ifThen(ir::binary(BinOp::Ge, ir::sub(uHi, uLo), imm(tw)), run, scalar);
+    const bool chunked = block && u == kq, blocks = !block && u == kq;
+    const std::string cs = "gemm.tc", js = "gemm.tj", tv = "gemm.tv", tb = "gemm.tb";
+    auto put = [&]() {
+      return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
+    };
+    // [lo, hi) of u in chunks of tw (hi - lo >= tw); `pos`: the KC block's position of u.
+    auto chunks = [&](const Expr& from, const Expr& to, const std::function<Expr(Expr)>& pos) {
+      Expr first = ir::add(var(js), var(tv));
+      if (pos) packedKBlock_ = std::make_pair(var(tb), pos(first));
+      Stmt one = ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled, put());
+      packedKBlock_.reset();
+      one = ir::forLoop(tv, imm(0), imm(tw), ForKind::Vectorized, ir::substitute(one, un, first), tw);
+      one = let(js, minOf(ir::add(from, ir::mul(var(cs), imm(tw))), ir::sub(to, imm(tw))), one);
+      Expr n = ir::binary(BinOp::Div, ir::add(ir::sub(to, from), imm(tw - 1)), imm(tw));
+      return ir::forLoop(cs, imm(0), n, ForKind::Rolled, one);
+    };
+    // A run shorter than tw: a lane at a time.
+    auto scalar = [&](const Expr& from, const Expr& to) {
+      return ir::forLoop(un, from, to, ForKind::Rolled,
+                         ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled,
+                                     ir::store(buf[x], slot(var(ps), kPos(block), var(ls)),
+                                               readAt(at, false))));
+    };
+    auto longEnough = [&](const Expr& from, const Expr& to) {
+      return ir::binary(BinOp::Ge, ir::sub(to, from), imm(tw));
+    };
+    Stmt run;
+    if (chunked) {
+      run = ir::ifThen(longEnough(var(q0), var(q1)), chunks(var(q0), var(q1), nullptr),
+                       scalar(var(q0), var(q1)));
+    } else if (blocks) {
+      // Packed whole, u the blocks' own index: its KC blocks in turn, each in chunks (a chunk
+      // inside one block, so that the slot is linear in its lanes).
+      const std::string bl = "gemm.tbl", bh = "gemm.tbh";
+      const Expr from = var(bl), to = var(bh);
+      Stmt each = ir::ifThen(longEnough(from, to),
+                             chunks(from, to, [&](Expr p) { return ir::sub(p, from); }),
+                             scalar(from, to));
+      each = let(bh, minOf(ir::add(from, imm(g.kChunk)), imm(r[u].second)), each);
+      each = let(bl, ir::add(imm(r[u].first), ir::mul(var(tb), imm(g.kChunk))), each);
+      run = ir::forLoop(tb, imm(0), imm(gl.qBlocks), ForKind::Rolled, each);
+    } else {
+      run = chunks(imm(r[u].first), imm(r[u].second), nullptr);
+    }
     // The other reduction loops of kLoops(block): per block, k[kSplit] and those inside it.
     const std::ptrdiff_t from = block ? std::find(gl.K.begin(), gl.K.end(), kq) - gl.K.begin() : 0;
     plain = kLoopsOf(

@@ -91,6 +91,10 @@ private:
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
   std::vector<Expr> varExpr_;
+  // Where a packing of an operand packed whole knows the KC block of k[kSplit] and the position
+  // in it (the transposed packing's chunks, CpuGemmPacking.cpp), they replace the division and
+  // modulo of its value by kChunk in the packed slot: an index linear in the chunk's lanes.
+  std::optional<std::pair<Expr, Expr>> packedKBlock_;
   std::vector<Interval> varRange_;
 
   const std::string& bufferName(int t) const;
