@@ -115,3 +115,25 @@ TEST_CASE("gemm: the transposed packing is shuffles of whole vectors in LLVM IR"
   CHECK(body.find("store " + vec) != std::string::npos);
   CHECK(body.find("store float") == std::string::npos);
 }
+
+// Where 512-bit operations run in halves, a lane-major A (the 1x1 weight gradient's dy, packed
+// per KC block) prefetches each lane's next block while it packs one: the same values, and the
+// prefetches in the plan only there.
+TEST_CASE("gemm: a lane-major A prefetches its next KC block where 512-bit operations run in halves") {
+  const char* program = "dk[o,c,a,b] := dy[n,o,h,w] * x[n,c,a+h,b+w] where a in 0:1, b in 0:1";
+  for (DType dt : {DType::f32, DType::f64}) {
+    INFO(einjit::dtypeName(dt));
+    Kernel ref = einjit::compile(program, on(Device::reference(), dt));
+    Kernel jit = einjit::compile(program, on(Device::cpu(), dt));
+    auto in = randomArgs(ref.program(), {{"dy", {4, 96, 28, 28}}, {"x", {4, 32, 28, 28}}}, dt, 9);
+    std::vector<Arg> args;
+    for (const std::string& n : ref.tensorArguments()) args.push_back(in.at(n));
+    const std::string text = jit.explain(args);
+    INFO(text);
+    CHECK(text.find("A packed per block") != std::string::npos);
+    if (dt == DType::f32)
+      CHECK((text.find("prefetch.ahead dy[") != std::string::npos) ==
+            einjit::runtime::hostTarget().halvedVectors);
+    checkSame(jit.call(args), ref.call(args), assigned(ref), dt);
+  }
+}

@@ -6,6 +6,7 @@
 #include "codegen/lower/CpuGemmLowering.h"
 #include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/Lowerer.h"
+#include "codegen/schedule/GemmKnobs.h"
 
 #include <algorithm>
 
@@ -279,8 +280,28 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
       run.push_back({st.vars[v].name, imm(r[v].first), imm(r[v].second)});
     auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
     Expr inside = edgeLanes ? minOf(imm(w), ir::sub(imm(hi), base)) : imm(w);
-    return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, readAt(at, false),
-                            num(0));
+    // Where 512-bit operations run in halves (Zen 4), each lane's lines of the next KC block
+    // are fetched into L2 while this one is copied (its run continues there: a weight
+    // gradient's next rows of dy or x), one prefetch per cache line of the innermost loop's
+    // run: the copy waited on memory a run of 14 lines at a time (bench/RESULTS.md, "CPU:
+    // transposed B packing, session 33"). Not measured on the Xeon or an AVX2 machine.
+    Stmt ahead;
+    Expr rd = readAt(at, false);
+    const std::int64_t line = 64 / static_cast<std::int64_t>(ir::typeBytes(rd->type));
+    std::int64_t ilo = 0, ihi = 0;
+    const int pa = gemmKnobs().prefetchA;
+    if ((pa < 0 ? target_.halvedVectors : pa == 1) && rd->kind == ir::NodeKind::Load &&
+        kInner.size() == 1 &&
+        ir::isConst(run.back().lo, &ilo) && ir::isConst(run.back().hi, &ihi)) {
+      const auto& ld = static_cast<const ir::Load&>(*rd);
+      Expr next = ir::substitute(ld.index, st.vars[kq].name,
+                                 ir::add(var(st.vars[kq].name), ir::sub(var(q1), var(q0))));
+      std::vector<Stmt> lines;
+      for (std::int64_t p = ilo; p < ihi; p += line)
+        lines.push_back(ir::prefetch(ld.buffer, ir::substitute(next, run.back().var, imm(p)), true));
+      ahead = ir::block(lines);
+    }
+    return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, rd, num(0), ahead);
   }
   Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                      ForKind::Unrolled);

@@ -65,7 +65,7 @@ ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const 
                           const std::string& lane, const ir::Expr& inside, std::int64_t w,
                           const std::vector<PanelLoop>& loops, int width,
                           const std::function<ir::Stmt(ir::Expr)>& put, const ir::Expr& read,
-                          const ir::Expr& zero) {
+                          const ir::Expr& zero, const ir::Stmt& ahead) {
   using namespace ir;
   // The innermost loop in vectors of `width` lanes; where its extent is no multiple of that,
   // the last vector ends at its end and overlaps the one before (it stores the same values
@@ -75,8 +75,11 @@ ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const 
     for (std::size_t q = loops.size(); q-- > 0;) {
       const PanelLoop& l = loops[q];
       std::int64_t lo = 0, hi = 0;
-      if (q + 1 != loops.size())
+      if (q + 1 != loops.size()) {
+        // `ahead` (a lane's lines of the next KC block) beside the innermost loop.
+        if (ahead && q + 2 == loops.size() && value.get() == read.get()) b = block({ahead, b});
         b = forLoop(l.var, l.lo, l.hi, ForKind::Rolled, b);
+      }
       else if (isConst(l.lo, &lo) && isConst(l.hi, &hi) && (hi - lo) % width != 0 &&
                hi - lo > width)
         b = block({forLoop(l.var, l.lo, intImm(hi - (hi - lo) % width), ForKind::Vectorized, b, width),

@@ -26,6 +26,8 @@ GemmKnobs read() {
   k.packB = number("EINJIT_GEMM_PACK_B", 0) == 1;
   k.prefetchOut = number("EINJIT_GEMM_PREFETCH_OUT", 1) != 0;
   k.stage = static_cast<int>(number("EINJIT_GEMM_STAGE", -1));
+  const std::int64_t pa = number("EINJIT_GEMM_PREFETCH_A", -1);
+  k.prefetchA = pa == 0 || pa == 1 ? static_cast<int>(pa) : -1;
   const std::int64_t tw = number("EINJIT_GEMM_TRANSPOSE", -1);
   k.transpose = tw == 0 || (tw >= 2 && tw <= 16 && (tw & (tw - 1)) == 0) ? static_cast<int>(tw) : -1;
   return k;
@@ -44,6 +46,7 @@ std::string GemmKnobs::note() const {
   if (!prefetchOut) add("PREFETCH_OUT=0");
   if (stage >= 0) add("STAGE=" + std::to_string(stage));
   if (transpose >= 0) add("TRANSPOSE=" + std::to_string(transpose));
+  if (prefetchA >= 0) add("PREFETCH_A=" + std::to_string(prefetchA));
   return s.empty() ? s : " [knobs " + s + "]";
 }
 
