@@ -340,18 +340,23 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
     auto longEnough = [&](const Expr& from, const Expr& to) {
       return ir::binary(BinOp::Ge, ir::sub(to, from), imm(tw));
     };
+    // The KC blocks are kChunk long but the last: where none is shorter than tw, no block
+    // takes the scalar copies, and they are left out (a packing of a few hundred LLVM
+    // instructions less, which then shares a module with the other packings).
+    const std::int64_t shortest =
+        std::min(g.kChunk, gl.ext(u) - (gl.qBlocks - 1) * g.kChunk);
+    auto orScalar = [&](const Expr& from, const Expr& to, Stmt whole) {
+      return shortest >= tw ? whole : ir::ifThen(longEnough(from, to), whole, scalar(from, to));
+    };
     Stmt run;
     if (chunked) {
-      run = ir::ifThen(longEnough(var(q0), var(q1)), chunks(var(q0), var(q1), nullptr),
-                       scalar(var(q0), var(q1)));
+      run = orScalar(var(q0), var(q1), chunks(var(q0), var(q1), nullptr));
     } else if (blocks) {
       // Packed whole, u the blocks' own index: its KC blocks in turn, each in chunks (a chunk
       // inside one block, so that the slot is linear in its lanes).
       const std::string bl = "gemm.tbl", bh = "gemm.tbh";
       const Expr from = var(bl), to = var(bh);
-      Stmt each = ir::ifThen(longEnough(from, to),
-                             chunks(from, to, [&](Expr p) { return ir::sub(p, from); }),
-                             scalar(from, to));
+      Stmt each = orScalar(from, to, chunks(from, to, [&](Expr p) { return ir::sub(p, from); }));
       each = let(bh, minOf(ir::add(from, imm(g.kChunk)), imm(r[u].second)), each);
       each = let(bl, ir::add(imm(r[u].first), ir::mul(var(tb), imm(g.kChunk))), each);
       run = ir::forLoop(tb, imm(0), imm(gl.qBlocks), ForKind::Rolled, each);
