@@ -986,7 +986,7 @@ private:
       }
       innerVars_.pop_back();
       vars_.erase(n.var);
-      const std::vector<llvm::Value*> cols = transposeVectors(b_, rows);
+      const std::vector<llvm::Value*> cols = transposeVectors(b_, rows, avx512_ ? 512 : 0);
       // Column j: the lanes x.. as the vector, v at its j-th value (bound as an inner variable,
       // so that a strided loop's pointers see a constant offset where v's base is one).
       vecVar_ = n.var;

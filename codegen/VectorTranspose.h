@@ -13,7 +13,10 @@ namespace einjit::codegen {
 // cols[j][i] = rows[i][j]. Shuffles x86 runs as one instruction each: interleaves inside 128-bit
 // lanes (unpcklps/unpckhps, unpcklpd/unpckhpd), then 128-bit blocks between vectors
 // (vperm2f128, vshuff32x4): n log2 n shuffles, 24 for 8 floats and 64 for 16.
+// `registerBits`: the widest vector register of the target (512 with AVX-512; 0: unknown), which
+// the stages' values must fit for the empty inline-asm statements between them.
 std::vector<llvm::Value*> transposeVectors(llvm::IRBuilderBase& b,
-                                           const std::vector<llvm::Value*>& rows);
+                                           const std::vector<llvm::Value*>& rows,
+                                           unsigned registerBits = 0);
 
 } // namespace einjit::codegen
