@@ -58,7 +58,7 @@
 namespace einjit::runtime {
 
 // Bump when the generated code changes meaning for the same IR (it is part of every key).
-constexpr const char* kCodegenVersion = "einjit-cpu-13";
+constexpr const char* kCodegenVersion = "einjit-cpu-14";
 
 // One loaded module: its own JITDylib, removed (with the code, the symbol table and the
 // process-symbol generator) when the last holder lets go.

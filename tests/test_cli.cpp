@@ -241,16 +241,20 @@ TEST_CASE("EINJIT_DEBUG_JIT prints a cold compile's timeline, the largest module
     CHECK(span.count(name) == 0);
     span[name] = {start, end};
   }
-  // The micro-kernel's module and the packings' one: the two packing functions (or parts, on
+  // The micro-kernel's module and the packings': the two packing functions (or parts, on
   // one thread), which only move data, compile together in one module (runtime/Jit.cpp,
-  // mergeMovers); it names both.
-  REQUIRE(emitted.size() == 2);
+  // mergeMovers; it names both) where together they fit its cap of 600 LLVM instructions. B's
+  // packing transposed in registers (lower/CpuGemmPanels.cpp) is about 580 on its own, A's
+  // about 190: then each is a module.
+  REQUIRE(emitted.size() >= 2);
+  REQUIRE(emitted.size() <= 3);
   CHECK(span.size() == emitted.size());
   std::string largest;
   for (const auto& [name, n] : emitted)
     if (largest.empty() || n > emitted[largest]) largest = name;
+  CHECK(largest.find("pack") == std::string::npos);
   for (const auto& [name, n] : emitted)
-    if (name != largest) CHECK(name.find(' ') != std::string::npos);
+    if (name != largest && emitted.size() == 2) CHECK(name.find(' ') != std::string::npos);
   REQUIRE(span.count(largest) == 1);
   for (const auto& [name, se] : span) {
     CHECK(se.first <= se.second);

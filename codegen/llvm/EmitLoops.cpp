@@ -2,6 +2,7 @@
 // buffers, prefetches, and the loops of the IR: outlined, unrolled, explicitly vectorized,
 // bindings of one iteration, and loops left to LLVM (hinted to its vectorizer or kept rolled).
 #include "codegen/llvm/Emitter.h"
+#include "codegen/VectorTranspose.h"
 
 #include "einjit/Error.h"
 
@@ -109,12 +110,13 @@ void Emitter::stmt(const Stmt& s) {
 // Explicit vectors are safe when every store in the body writes a distinct element per lane
 // (an affine index with a nonzero coefficient) and nothing but stores, guarded stores and
 // blocks appear.
-bool Emitter::vectorizable(const Stmt& s, const std::string& v) {
+bool Emitter::vectorizable(const Stmt& s, const std::string& v, std::int64_t width) {
   switch (s->kind) {
   case NodeKind::Block:
     for (const Stmt& x : static_cast<const Block&>(*s).stmts)
-      if (!vectorizable(x, v)) return false;
+      if (!vectorizable(x, v, width)) return false;
     return true;
+  case NodeKind::For: return transposable(static_cast<const For&>(*s), v, width);
   case NodeKind::Store: {
     auto c = linearCoefficient(static_cast<const Store&>(*s).index, v);
     return c && *c != 0;
@@ -127,6 +129,56 @@ bool Emitter::vectorizable(const Stmt& s, const std::string& v) {
   }
 }
 
+// A loop over a store's lanes inside a vector loop (width lanes of v), the store contiguous
+// along the lanes and not along v (a packed panel's lanes far apart, its positions contiguous
+// in the operand: lower/CpuGemmPacking.cpp): width lanes at a time, one vector along v each,
+// transposed in registers (VectorTranspose.h) and stored as one vector across the lanes per
+// element of v, instead of a scalar load and store per element.
+bool Emitter::transposable(const For& n, const std::string& v, std::int64_t width) {
+  std::int64_t lo = 0, hi = 0;
+  if (n.forKind != ForKind::Unrolled || !isConst(n.lo, &lo) || !isConst(n.hi, &hi) ||
+      width < 2 || (width & (width - 1)) != 0 || hi <= lo || (hi - lo) % width != 0 ||
+      n.body->kind != NodeKind::Store)
+    return false;
+  const auto& st = static_cast<const Store&>(*n.body);
+  const auto along = linearCoefficient(st.index, v), across = linearCoefficient(st.index, n.var);
+  return !st.atomicAdd && along && *along != 0 && across && *across == 1;
+}
+
+void Emitter::transposedStores(const For& n, std::int64_t lo) {
+  std::int64_t hi = 0;
+  isConst(n.hi, &hi);
+  const auto& st = static_cast<const Store&>(*n.body);
+  const std::string vec = vecVar_;
+  llvm::Value* base = vecBase_;
+  const auto width = static_cast<std::int64_t>(lanes_);
+  for (std::int64_t x = lo; x < hi; x += width) {
+    std::vector<llvm::Value*> rows;
+    innerVars_.push_back(n.var);
+    for (std::int64_t i = 0; i < width; ++i) {
+      vars_[n.var] = b_.getInt64(static_cast<std::uint64_t>(x + i));
+      rows.push_back(splat(expr(st.value)));
+    }
+    innerVars_.pop_back();
+    vars_.erase(n.var);
+    const std::vector<llvm::Value*> cols = transposeVectors(b_, rows, avx512_ ? 512 : 0);
+    // Column j: the lanes x.. as the vector, v at its j-th value (bound as an inner variable,
+    // so that a strided loop's pointers see a constant offset where v's base is one).
+    vecVar_ = n.var;
+    vecBase_ = b_.getInt64(static_cast<std::uint64_t>(x));
+    innerVars_.push_back(vec);
+    for (std::int64_t j = 0; j < width; ++j) {
+      vars_[vec] = b_.CreateAdd(base, b_.getInt64(static_cast<std::uint64_t>(j)));
+      storeValue(st.buffer, st.index, cols[static_cast<std::size_t>(j)], nullptr,
+                 st.nonTemporal);
+    }
+    innerVars_.pop_back();
+    vars_.erase(vec);
+    vecVar_ = vec;
+    vecBase_ = base;
+  }
+}
+
 constexpr std::int64_t kMaxWrittenVectorSteps = 8;
 
 void Emitter::forStmt(const For& n) {
@@ -136,6 +188,10 @@ void Emitter::forStmt(const For& n) {
   }
   std::int64_t lo = 0, hi = 0;
   const bool constant = isConst(n.lo, &lo) && isConst(n.hi, &hi);
+  if (inVector()) {
+    transposedStores(n, lo); // vectorizable() admitted only these
+    return;
+  }
   if (n.forKind == ForKind::Unrolled && constant && !inVector()) {
     innerVars_.push_back(n.var);
     for (std::int64_t x = lo; x < hi; ++x) {
@@ -147,7 +203,7 @@ void Emitter::forStmt(const For& n) {
     return;
   }
   if (n.forKind == ForKind::Vectorized && constant && n.width > 1 && !inVector() &&
-      (hi - lo) % n.width == 0 && vectorizable(n.body, n.var)) {
+      (hi - lo) % n.width == 0 && vectorizable(n.body, n.var, n.width)) {
     vecVar_ = n.var;
     lanes_ = static_cast<unsigned>(n.width);
     ++explicitVectorLoops_;

@@ -157,7 +157,9 @@ private:
 
   // --- statements and loops (EmitLoops.cpp) --------------------------------------------------
   void stmt(const Stmt& s);
-  bool vectorizable(const Stmt& s, const std::string& v);
+  bool vectorizable(const Stmt& s, const std::string& v, std::int64_t width = 0);
+  static bool transposable(const For& n, const std::string& v, std::int64_t width);
+  void transposedStores(const For& n, std::int64_t lo);
   void forStmt(const For& n);
   static bool oneIteration(const For& n);
   enum class LoopHint { None, Vectorize, KeepRolled };

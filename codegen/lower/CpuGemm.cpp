@@ -198,10 +198,10 @@ void Lowerer::emitGemm(const Statement& st, const BoundStatement& bs, const Stat
     // product's blocks: k[0..kSplit) one value each, k[kSplit] in chunks of kChunk).
     auto slot = [&, x, bX](Expr sl, Expr, Expr l) {
       Expr q = ir::sub(varExpr_[kq], imm(r[kq].first));
-      Expr blk =
-          ir::add(ir::mul(flat(kOuter), imm(qBlocks)), ir::binary(BinOp::Div, q, imm(g.kChunk)));
-      Expr p =
-          ir::add(ir::mul(ir::binary(BinOp::Mod, q, imm(g.kChunk)), imm(innerTotal)), flat(kInner));
+      Expr qb = packedKBlock_ ? packedKBlock_->first : ir::binary(BinOp::Div, q, imm(g.kChunk));
+      Expr qp = packedKBlock_ ? packedKBlock_->second : ir::binary(BinOp::Mod, q, imm(g.kChunk));
+      Expr blk = ir::add(ir::mul(flat(kOuter), imm(qBlocks)), qb);
+      Expr p = ir::add(ir::mul(qp, imm(innerTotal)), flat(kInner));
       return gl.wholeAt(x, bX, sl, blk, p, l);
     };
     Stmt body = gemmPacking(gl, x, sLo, minOf(ir::add(sLo, imm(per)), imm(S[x])), false, slot);

@@ -6,6 +6,9 @@
 #include "codegen/lower/CpuGemmLowering.h"
 #include "codegen/lower/CpuGemmPanels.h"
 #include "codegen/lower/Lowerer.h"
+#include "codegen/schedule/GemmKnobs.h"
+
+#include <algorithm>
 
 namespace einjit::codegen::lowering {
 
@@ -277,11 +280,98 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
       run.push_back({st.vars[v].name, imm(r[v].first), imm(r[v].second)});
     auto put = [&](Expr v) { return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), v); };
     Expr inside = edgeLanes ? minOf(imm(w), ir::sub(imm(hi), base)) : imm(w);
-    return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, readAt(at, false),
-                            num(0));
+    // Where 512-bit operations run in halves (Zen 4), each lane's lines of the next KC block
+    // are fetched into L2 while this one is copied (its run continues there: a weight
+    // gradient's next rows of dy or x), one prefetch per cache line of the innermost loop's
+    // run: the copy waited on memory a run of 14 lines at a time (bench/RESULTS.md, "CPU:
+    // transposed B packing, session 33"). Not measured on the Xeon or an AVX2 machine.
+    Stmt ahead;
+    Expr rd = readAt(at, false);
+    const std::int64_t line = 64 / static_cast<std::int64_t>(ir::typeBytes(rd->type));
+    std::int64_t ilo = 0, ihi = 0;
+    const int pa = gemmKnobs().prefetchA;
+    if ((pa < 0 ? target_.halvedVectors : pa == 1) && rd->kind == ir::NodeKind::Load &&
+        kInner.size() == 1 &&
+        ir::isConst(run.back().lo, &ilo) && ir::isConst(run.back().hi, &ihi)) {
+      const auto& ld = static_cast<const ir::Load&>(*rd);
+      Expr next = ir::substitute(ld.index, st.vars[kq].name,
+                                 ir::add(var(st.vars[kq].name), ir::sub(var(q1), var(q0))));
+      std::vector<Stmt> lines;
+      for (std::int64_t p = ilo; p < ihi; p += line)
+        lines.push_back(ir::prefetch(ld.buffer, ir::substitute(next, run.back().var, imm(p)), true));
+      ahead = ir::block(lines);
+    }
+    return laneMajorPacking(ps, sLo, sHi, ls, inside, w, run, g.width, put, rd, num(0), ahead);
   }
   Stmt plain = lanes(ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, false)),
                      ForKind::Unrolled);
+  if (const int tw = transposeWidth(gl, x); tw > 0) {
+    // B's lanes far apart, its innermost reduction index contiguous (or nearly) in the operand:
+    // tw positions of each of tw lanes read as one vector per lane, transposed in registers and
+    // stored as one vector per position (the codegen's transposed stores, VectorTranspose.h),
+    // instead of a scalar load and store per element (a weight gradient's x, a GEMM's B^T).
+    // The innermost index in chunks of tw, the last one ending at its end (it may overlap the
+    // one before); a block shorter than tw takes the scalar copies.
+    const std::size_t u = gl.K.back();
+    const std::string& un = st.vars[u].name;
+    const bool chunked = block && u == kq, blocks = !block && u == kq;
+    const std::string cs = "gemm.tc", js = "gemm.tj", tv = "gemm.tv", tb = "gemm.tb";
+    auto put = [&]() {
+      return ir::store(buf[x], slot(var(ps), kPos(block), var(ls)), readAt(at, true));
+    };
+    // [lo, hi) of u in chunks of tw (hi - lo >= tw); `pos`: the KC block's position of u.
+    auto chunks = [&](const Expr& from, const Expr& to, const std::function<Expr(Expr)>& pos) {
+      Expr first = ir::add(var(js), var(tv));
+      if (pos) packedKBlock_ = std::make_pair(var(tb), pos(first));
+      Stmt one = ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled, put());
+      packedKBlock_.reset();
+      one = ir::forLoop(tv, imm(0), imm(tw), ForKind::Vectorized, ir::substitute(one, un, first), tw);
+      one = let(js, minOf(ir::add(from, ir::mul(var(cs), imm(tw))), ir::sub(to, imm(tw))), one);
+      Expr n = ir::binary(BinOp::Div, ir::add(ir::sub(to, from), imm(tw - 1)), imm(tw));
+      return ir::forLoop(cs, imm(0), n, ForKind::Rolled, one);
+    };
+    // A run shorter than tw: a lane at a time.
+    auto scalar = [&](const Expr& from, const Expr& to) {
+      return ir::forLoop(un, from, to, ForKind::Rolled,
+                         ir::forLoop(ls, imm(0), imm(w), ForKind::Unrolled,
+                                     ir::store(buf[x], slot(var(ps), kPos(block), var(ls)),
+                                               readAt(at, false))));
+    };
+    auto longEnough = [&](const Expr& from, const Expr& to) {
+      return ir::binary(BinOp::Ge, ir::sub(to, from), imm(tw));
+    };
+    // The KC blocks are kChunk long but the last: where none is shorter than tw, no block
+    // takes the scalar copies, and they are left out (a packing of a few hundred LLVM
+    // instructions less, which then shares a module with the other packings).
+    const std::int64_t shortest =
+        std::min(g.kChunk, gl.ext(u) - (gl.qBlocks - 1) * g.kChunk);
+    auto orScalar = [&](const Expr& from, const Expr& to, Stmt whole) {
+      return shortest >= tw ? whole : ir::ifThen(longEnough(from, to), whole, scalar(from, to));
+    };
+    Stmt run;
+    if (chunked) {
+      run = orScalar(var(q0), var(q1), chunks(var(q0), var(q1), nullptr));
+    } else if (blocks) {
+      // Packed whole, u the blocks' own index: its KC blocks in turn, each in chunks (a chunk
+      // inside one block, so that the slot is linear in its lanes).
+      const std::string bl = "gemm.tbl", bh = "gemm.tbh";
+      const Expr from = var(bl), to = var(bh);
+      Stmt each = orScalar(from, to, chunks(from, to, [&](Expr p) { return ir::sub(p, from); }));
+      each = let(bh, minOf(ir::add(from, imm(g.kChunk)), imm(r[u].second)), each);
+      each = let(bl, ir::add(imm(r[u].first), ir::mul(var(tb), imm(g.kChunk))), each);
+      run = ir::forLoop(tb, imm(0), imm(gl.qBlocks), ForKind::Rolled, each);
+    } else {
+      run = chunks(imm(r[u].first), imm(r[u].second), nullptr);
+    }
+    // The other reduction loops of kLoops(block): per block, k[kSplit] and those inside it.
+    const std::ptrdiff_t from = block ? std::find(gl.K.begin(), gl.K.end(), kq) - gl.K.begin() : 0;
+    plain = kLoopsOf(
+        block,
+        [&](std::size_t v) {
+          return v != u && std::find(gl.K.begin() + from, gl.K.end(), v) != gl.K.end();
+        },
+        run);
+  }
   Stmt body;
   if (!masks.empty() || padded)
     body = lanes(element(), ForKind::Rolled);

@@ -26,6 +26,6 @@ ir::Stmt laneMajorPacking(const std::string& sliver, const ir::Expr& sLo, const 
                           const std::string& lane, const ir::Expr& inside, std::int64_t w,
                           const std::vector<PanelLoop>& loops, int width,
                           const std::function<ir::Stmt(ir::Expr)>& put, const ir::Expr& read,
-                          const ir::Expr& zero);
+                          const ir::Expr& zero, const ir::Stmt& ahead = nullptr);
 
 } // namespace einjit::codegen::lowering

@@ -91,6 +91,10 @@ private:
   // Per index variable of the current statement: its value as IR, and its range (hull,
   // inclusive) for proving accesses in bounds.
   std::vector<Expr> varExpr_;
+  // Where a packing of an operand packed whole knows the KC block of k[kSplit] and the position
+  // in it (the transposed packing's chunks, CpuGemmPacking.cpp), they replace the division and
+  // modulo of its value by kChunk in the packed slot: an index linear in the chunk's lanes.
+  std::optional<std::pair<Expr, Expr>> packedKBlock_;
   std::vector<Interval> varRange_;
 
   const std::string& bufferName(int t) const;
@@ -591,6 +595,9 @@ private:
   // (CpuGemmPanels.cpp): each lane's run along the KC block, `innermost` in vectors.
   bool laneMajorPanel(const GemmPlan& g, const CExpr& op, std::size_t lane, std::size_t innermost,
                       std::int64_t innermostExtent, bool columnsKernel) const;
+  // The lanes at a time of operand x's packing transposed in registers (CpuGemmPanels.cpp), 0
+  // where it is packed a lane at a time.
+  int transposeWidth(const GemmLowering& gl, int x) const;
 
   // The lanes l in [0, w) of a packing run, where index `side` is base + l, that satisfy some
   // conditions: [lo, hi) and `cond`, the part no lane changes (null: true). Nullopt where a

@@ -29,6 +29,10 @@ GemmKnobs read() {
   k.stage = static_cast<int>(number("EINJIT_GEMM_STAGE", -1));
   k.strideTwoInPlace = number("EINJIT_GEMM_S2_IN_PLACE", 1) != 0;
   k.strideTwoTile = number("EINJIT_GEMM_S2_TILE", 1) != 0;
+  const std::int64_t pa = number("EINJIT_GEMM_PREFETCH_A", -1);
+  k.prefetchA = pa == 0 || pa == 1 ? static_cast<int>(pa) : -1;
+  const std::int64_t tw = number("EINJIT_GEMM_TRANSPOSE", -1);
+  k.transpose = tw == 0 || (tw >= 2 && tw <= 16 && (tw & (tw - 1)) == 0) ? static_cast<int>(tw) : -1;
   return k;
 }
 
@@ -47,6 +51,8 @@ std::string GemmKnobs::note() const {
   if (stage >= 0) add("STAGE=" + std::to_string(stage));
   if (!strideTwoInPlace) add("S2_IN_PLACE=0");
   if (!strideTwoTile) add("S2_TILE=0");
+  if (transpose >= 0) add("TRANSPOSE=" + std::to_string(transpose));
+  if (prefetchA >= 0) add("PREFETCH_A=" + std::to_string(prefetchA));
   return s.empty() ? s : " [knobs " + s + "]";
 }
 

@@ -26,6 +26,12 @@ struct GemmKnobs {
   // EINJIT_GEMM_S2_TILE=0: such an in-place plan keeps the rule's rows, never one more equal
   // tile where that pads M less.
   bool strideTwoTile = true;
+  // EINJIT_GEMM_TRANSPOSE: 0 never transpose a packing of B in registers, 2-16 that many lanes
+  // at a time (a power of two, at most the vector), -1 the plan's (CpuGemmPanels.cpp)
+  int transpose = -1;
+  // EINJIT_GEMM_PREFETCH_A=0|1: a lane-major A's next KC block prefetched while one is packed
+  // (-1: where 512-bit operations run in halves, CpuGemmPacking.cpp)
+  int prefetchA = -1;
   // The knobs set, for `einjit explain` ("" when none is).
   std::string note() const;
 };
