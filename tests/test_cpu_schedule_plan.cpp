@@ -136,8 +136,9 @@ const PlanRow kRows[] = {
      "packed GEMM: M o, N h*w, K c,a,b, batch n; micro-kernel 13x32, MC 260 KC 64 NC 800; A "
      "packed whole, B packed per block; 8 tasks in 8 parallel groups",
      0},
-    // Its input gradient, M 64 rows: dy read in place (the taps' ranges, their whole hulls,
-    // bound nothing).
+    // Its input gradient, M 64 rows: dy packed on this full-width target (read in place where
+    // 512-bit operations run in halves, and with 32-byte vectors; the taps' ranges, their whole
+    // hulls, bound nothing).
     {"dx[n,c,u,v] := dy[n,o,u-a,v-b] * k[o,c,a,b] where u in 0:56, v in 0:56, a in max(u - 55, "
      "0):min(u + 1, 1), b in max(v - 55, 0):min(v + 1, 1)",
      {{8, 256, 56, 56}, {256, 64, 1, 1}},
@@ -145,7 +146,7 @@ const PlanRow kRows[] = {
      0,
      Family::Gemm,
      "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
-     "packed whole, B read in place; 8 tasks in 8 parallel groups",
+     "packed whole, B packed per block; 8 tasks in 8 parallel groups",
      0},
     // A 3x3 window: x's rows are W + 2 apart, nothing merged.
     {"y[n,o,h,w] := x[n,c,h+a,w+b] * k[o,c,a,b]",
@@ -333,7 +334,7 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
        "packed GEMM: M o, N w, K c,a,b, batch n,h; micro-kernel 15x16, MC 30 KC 261 NC 32; A "
        "packed whole, B read in place; 18 tasks in 6 parallel groups"},
       // A matrix product and a 1x1 input gradient (its taps' ranges mask nothing): whole
-      // slivers.
+      // slivers; the latter's dy read in place in halves, packed at full width.
       {"C[i,k] := A[i,j] * B[j,k]",
        {{512, 512}, {512, 512}},
        "packed GEMM: M i, N k, K j, batch -; micro-kernel 14x32, MC 140 KC 256 NC 256; A packed "
@@ -346,7 +347,7 @@ TEST_CASE("CPU statement plan: 512-bit operations in halves pad N to half vector
        "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
        "packed whole, B read in place; 8 tasks in 8 parallel groups",
        "packed GEMM: M c, N u*v, K o,a,b, batch n; micro-kernel 13x32, MC 65 KC 256 NC 256; A "
-       "packed whole, B read in place; 8 tasks in 8 parallel groups"},
+       "packed whole, B packed per block; 8 tasks in 8 parallel groups"},
   };
   for (const Row& row : rows) {
     CAPTURE(row.program);

@@ -27,7 +27,10 @@ constexpr double kTaskFlops = 2e5;
 // of extent 1) packs each element once, as any B: read in place only where M is shorter than
 // this many rows. Measured on the 1x1 rows (bench/RESULTS.md, "1x1 convolutions as one GEMM
 // per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
-// sliver serves few A slivers.
+// sliver serves few A slivers. Where 512-bit operations run at full width (the Xeon) such a B
+// is always packed: read in place, the 1x1 forward of 64 rows (K 256, each step's line of B
+// 12.5 KB from the last) ran at 0.45x oneDNN there, packed at 0.66-0.73x (bench/RESULTS.md,
+// "session 33 at its end", the Xeon's 1x1 rows).
 constexpr std::int64_t kPackedOneTapRows = 128;
 // Bytes of a cache line (GemmPlan::batchFastest).
 constexpr std::int64_t kCacheLine = 64;
@@ -702,7 +705,9 @@ std::optional<GemmPlan> planTile(const Statement& st, const BoundStatement& bs, 
       }
       window = window || (reduction && alongN);
     }
-    g.bInPlace = window && (merged.empty() || !oneTap || extent(g.m) < kPackedOneTapRows);
+    const bool fullWidth = t.vectorBytes >= 64 && !t.halvedVectors;
+    g.bInPlace = window && (merged.empty() || !oneTap ||
+                            (extent(g.m) < kPackedOneTapRows && !fullWidth));
   }
   if (g.bInPlace) {
     // The slivers of N read without a mask: every lane inside N, and every range that reads N
