@@ -62,6 +62,17 @@ inline std::vector<unsigned char> bits(const Outputs& o) {
   return b;
 }
 
+#if EINJIT_HAVE_TBB
+// The bits of a call on one oneTBB thread: a plan made for two threads runs its tasks in turn.
+inline std::vector<unsigned char> oneThreadBits(const Kernel& jit, const std::vector<Arg>& args) {
+  std::vector<unsigned char> one;
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
+  tbb::task_arena arena(1);
+  arena.execute([&] { one = bits(jit.call(args)); });
+  return one;
+}
+#endif
+
 // The JIT on `args` (in a view of each kind) against the interpreter's `ref`, under 1 and 2
 // threads, the two bit-identical.
 inline void checkViews(const Kernel& jit, const std::map<std::string, Tensor>& in,
@@ -78,13 +89,7 @@ inline void checkViews(const Kernel& jit, const std::map<std::string, Tensor>& i
     const Outputs got = jit.call(args);
     checkSame(got, ref, names, dt);
 #if EINJIT_HAVE_TBB
-    std::vector<unsigned char> one;
-    {
-      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
-      tbb::task_arena arena(1);
-      arena.execute([&] { one = bits(jit.call(args)); });
-    }
-    CHECK(one == bits(got));
+    CHECK(oneThreadBits(jit, args) == bits(got));
 #endif
   }
 }
