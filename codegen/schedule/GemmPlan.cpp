@@ -28,9 +28,9 @@ constexpr double kTaskFlops = 2e5;
 // this many rows. Measured on the 1x1 rows (bench/RESULTS.md, "1x1 convolutions as one GEMM
 // per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
 // sliver serves few A slivers. Where 512-bit operations run at full width (the Xeon) such a B
-// is always packed: read in place, the 1x1 forward of 64 rows (K 256, each step's line of B
-// 12.5 KB from the last) ran at 0.45x oneDNN there, packed at 0.66-0.73x (bench/RESULTS.md,
-// "session 33 at its end", the Xeon's 1x1 rows).
+// is always packed: the 1x1 forward and input gradient of 64 rows (K 256, each step's line of
+// B 12.5 KB from the last) measured far faster packed there (bench/RESULTS.md, "session 33 at
+// its end", the Xeon's 1x1 rows).
 constexpr std::int64_t kPackedOneTapRows = 128;
 // Bytes of a cache line (GemmPlan::batchFastest).
 constexpr std::int64_t kCacheLine = 64;
