@@ -164,7 +164,7 @@ if [ "$fast" = 1 ]; then exit 0; fi
 #   tests of the same files (the Linear layer through the packed path, split reductions of
 #   sizes 1 to 10^6+3, every table program at table sizes); the convolution table of
 #   test_gemm (3 minutes of the interpreter under ASan; it passed ASan+UBSan when it was
-#   written) likewise;
+#   written) likewise, and test_gemm_conv's stride-1 tiles (4 minutes; passed when written);
 # - three more of the same kind in test_jit: the bf16 table (the interpreter's bf16 arithmetic
 #   over every table program), the gradient table at grown shapes, and 300 random programs
 #   against the interpreter (the differential tester does that here, below);
@@ -172,7 +172,7 @@ if [ "$fast" = 1 ]; then exit 0; fi
 asan_skip='four transpositions, batched, odd sizes|jit: sizes 1, 7, 33 and 257'
 asan_skip+='|forced split reductions on every interpreter-table|convolutions forward and every gradient'
 asan_skip+='|jit: bf16 programs, forward and gradient|jit: every gradient-table program'
-asan_skip+='|jit: 300 random programs'
+asan_skip+='|jit: 300 random programs|stride-1 convolutions in tiles whose rows divide M'
 # - and two of test_row_blocks whose outputs must exceed 8 L2s (non-temporal stores) or L2
 #   (inputs fetched ahead) on every machine, 8-16 MiB against the interpreter; their plans'
 #   host code runs here through the explain-only cases beside them.
