@@ -6,6 +6,7 @@
 #include "runtime/CompileCache.h"
 #include "runtime/DiskCache.h"
 #include "runtime/JitImage.h"
+#include "runtime/JitModules.h"
 #include "runtime/JitPerfMap.h"
 #include "runtime/JitPlan.h"
 #include "runtime/JitThreads.h"
@@ -115,26 +116,6 @@ constexpr const char* kExplicitPipeline =
 // (two uops each; bench/RESULTS.md, "the 3x3 convolutions on the Xeon").
 constexpr unsigned kLsrInstructionLimit = 450;
 
-// Whether the module computes with floating-point values (a product), or only moves them. An
-// edge tile's copy (codegen::kEdgePartAttr) counts as moving: it runs on the edge tile only, so
-// it goes with the packing functions (mergeMovers) and their cheaper code generation.
-bool computes(const llvm::Module& m) {
-  for (const llvm::Function& f : m) {
-    if (f.hasFnAttribute(codegen::kEdgePartAttr)) continue;
-    for (const llvm::BasicBlock& bb : f)
-      for (const llvm::Instruction& i : bb) {
-        if (i.getType()->isFPOrFPVectorTy() && (llvm::isa<llvm::BinaryOperator>(i) ||
-                                                 llvm::isa<llvm::UnaryOperator>(i)))
-          return true;
-        if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i))
-          if (call->getIntrinsicID() == llvm::Intrinsic::fma ||
-              call->getIntrinsicID() == llvm::Intrinsic::fmuladd)
-            return true;
-      }
-  }
-  return false;
-}
-
 class CodegenPasses final : public llvm::legacy::PassManager {
 public:
   explicit CodegenPasses(bool withoutLsr) : withoutLsr_(withoutLsr) {}
@@ -150,25 +131,6 @@ public:
 private:
   bool withoutLsr_;
 };
-
-// Whether the module is a register-tile loop compiled apart from its function
-// (codegen::kTilePartAttr): its function had several tile loops, so it was above
-// kLsrInstructionLimit, and the tile loop is generated as it was there.
-bool tilePart(const llvm::Module& m) {
-  for (const llvm::Function& f : m)
-    if (!f.isDeclaration() && f.hasFnAttribute(codegen::kTilePartAttr)) return true;
-  return false;
-}
-
-bool explicitCode(const llvm::Module& m) {
-  bool any = false;
-  for (const llvm::Function& f : m) {
-    if (f.isDeclaration() || f.hasLocalLinkage()) continue;
-    if (!f.hasFnAttribute(codegen::kExplicitCodeAttr)) return false;
-    any = true;
-  }
-  return any;
-}
 
 struct Engine {
   std::unique_ptr<llvm::orc::LLJIT> jit;

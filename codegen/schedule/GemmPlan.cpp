@@ -28,57 +28,12 @@ constexpr double kTaskFlops = 2e5;
 // this many rows. Measured on the 1x1 rows (bench/RESULTS.md, "1x1 convolutions as one GEMM
 // per image"): packed faster with M 256 (K 64), in place with M 64 (K 256), where a packed
 // sliver serves few A slivers. Where 512-bit operations run at full width (the Xeon) such a B
-// is always packed: the 1x1 forward and input gradient of 64 rows (K 256, each step's line of
-// B 12.5 KB from the last) measured far faster packed there (bench/RESULTS.md, "session 33 at
-// its end", the Xeon's 1x1 rows).
+// is always packed: there the 1x1 forward and input gradient of 64 rows (K 256, each step's
+// line of B a whole image row from the last) run faster packed (bench/RESULTS.md, the Xeon's
+// 1x1 rows).
 constexpr std::int64_t kPackedOneTapRows = 128;
 // Bytes of a cache line (GemmPlan::batchFastest).
 constexpr std::int64_t kCacheLine = 64;
-
-bool uses(const CExpr& read, int v) {
-  for (const Subscript& s : read.subs)
-    if (s.coef[static_cast<std::size_t>(v)] != 0) return true;
-  return false;
-}
-
-std::string formatScale(double s) {
-  std::string r = std::to_string(s);
-  r.erase(r.find_last_not_of('0') + 1);
-  if (!r.empty() && r.back() == '.') r.pop_back();
-  return r;
-}
-
-bool powerOfTwo(double c) {
-  int e = 0;
-  return std::isfinite(c) && std::abs(std::frexp(c, &e)) == 0.5;
-}
-
-// e without its constant power-of-two factors (through products and negations), their product
-// multiplied into `scale`.
-CExprPtr withoutScale(const CExprPtr& e, double& scale) {
-  if (e->kind == CKind::Unary && e->unop == UnOp::Neg) {
-    scale = -scale;
-    return withoutScale(e->args[0], scale);
-  }
-  if (e->kind != CKind::Binary || e->binop != BinOp::Mul) return e;
-  for (std::size_t i = 0; i < 2; ++i)
-    if (e->args[i]->kind == CKind::Const && powerOfTwo(e->args[i]->value)) {
-      scale *= e->args[i]->value;
-      return withoutScale(e->args[1 - i], scale);
-    }
-  CExprPtr a = withoutScale(e->args[0], scale), b = withoutScale(e->args[1], scale);
-  if (a == e->args[0] && b == e->args[1]) return e;
-  auto m = std::make_shared<CExpr>(*e);
-  m->args = {a, b};
-  return m;
-}
-
-std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_t>& st) {
-  std::int64_t c = 0;
-  for (std::size_t d = 0; d < read.subs.size(); ++d)
-    c += read.subs[d].coef[static_cast<std::size_t>(v)] * st[d];
-  return c;
-}
 
 // Whether B's lanes, `stride` elements apart along N, can be read in place: unit stride, or
 // with 64-byte vectors lanes two apart (a stride-2 convolution's window) in whole 512-bit

@@ -173,6 +173,15 @@ bool readInside(const dsl::CExpr& read, const dsl::BoundStatement& bs,
                 const std::vector<std::int64_t>& shape,
                 const std::function<std::int64_t(std::size_t)>& constant);
 
+// Whether `read` reads index v in any subscript.
+bool uses(const dsl::CExpr& read, int v);
+// The elements between consecutive values of index v in `read` (tensor strides `st`).
+std::int64_t strideAlong(const dsl::CExpr& read, int v, const std::vector<std::int64_t>& st);
+// e without its constant power-of-two factors (through products and negations), their product
+// multiplied into `scale`; formatScale prints such a scale for `einjit explain`.
+dsl::CExprPtr withoutScale(const dsl::CExprPtr& e, double& scale);
+std::string formatScale(double s);
+
 // Marks the indices (vars[v]) that bound c reads.
 void boundVars(const dsl::ConcreteBound& c, std::vector<bool>& vars);
 

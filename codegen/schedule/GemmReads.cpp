@@ -1,8 +1,10 @@
 // The packed GEMM's reads: which product or element-wise summand has two operands the packing
 // loops can address (gemmOperands), and whether a read stays inside its tensor over a
-// statement's ranges (readInside). Declared in GemmPlan.h.
+// statement's ranges (readInside), and the small facts the plan asks of a read (which indices
+// it uses, its stride along one, its constant scale). Declared in GemmPlan.h.
 #include "codegen/schedule/GemmPlan.h"
 
+#include <cmath>
 #include <functional>
 
 namespace einjit::codegen {
@@ -127,6 +129,55 @@ std::optional<GemmOperands> gemmOperands(const CExpr& rhs, int outputs) {
   o.read[0] = operands[0];
   o.read[1] = operands[1];
   return o;
+}
+
+bool uses(const CExpr& read, int v) {
+  for (const Subscript& s : read.subs)
+    if (s.coef[static_cast<std::size_t>(v)] != 0) return true;
+  return false;
+}
+
+std::string formatScale(double s) {
+  std::string r = std::to_string(s);
+  r.erase(r.find_last_not_of('0') + 1);
+  if (!r.empty() && r.back() == '.') r.pop_back();
+  return r;
+}
+
+namespace {
+
+bool powerOfTwo(double c) {
+  int e = 0;
+  return std::isfinite(c) && std::abs(std::frexp(c, &e)) == 0.5;
+}
+
+} // namespace
+
+// e without its constant power-of-two factors (through products and negations), their product
+// multiplied into `scale`.
+CExprPtr withoutScale(const CExprPtr& e, double& scale) {
+  if (e->kind == CKind::Unary && e->unop == UnOp::Neg) {
+    scale = -scale;
+    return withoutScale(e->args[0], scale);
+  }
+  if (e->kind != CKind::Binary || e->binop != BinOp::Mul) return e;
+  for (std::size_t i = 0; i < 2; ++i)
+    if (e->args[i]->kind == CKind::Const && powerOfTwo(e->args[i]->value)) {
+      scale *= e->args[i]->value;
+      return withoutScale(e->args[1 - i], scale);
+    }
+  CExprPtr a = withoutScale(e->args[0], scale), b = withoutScale(e->args[1], scale);
+  if (a == e->args[0] && b == e->args[1]) return e;
+  auto m = std::make_shared<CExpr>(*e);
+  m->args = {a, b};
+  return m;
+}
+
+std::int64_t strideAlong(const CExpr& read, int v, const std::vector<std::int64_t>& st) {
+  std::int64_t c = 0;
+  for (std::size_t d = 0; d < read.subs.size(); ++d)
+    c += read.subs[d].coef[static_cast<std::size_t>(v)] * st[d];
+  return c;
 }
 
 } // namespace einjit::codegen
