@@ -283,8 +283,8 @@ Stmt Lowerer::gemmPacking(const GemmLowering& gl, int x, const Expr& sLo, const 
     // Where 512-bit operations run in halves (Zen 4), each lane's lines of the next KC block
     // are fetched into L2 while this one is copied (its run continues there: a weight
     // gradient's next rows of dy or x), one prefetch per cache line of the innermost loop's
-    // run: the copy waited on memory a run of 14 lines at a time (bench/RESULTS.md, "CPU:
-    // transposed B packing, session 33"). Not measured on the Xeon or an AVX2 machine.
+    // run: without it the copy waits on memory a run of lines at a time (bench/RESULTS.md,
+    // "transposed B packing"). Zen 4 only: the other targets were not measured with it.
     Stmt ahead;
     Expr rd = readAt(at, false);
     const std::int64_t line = 64 / static_cast<std::int64_t>(ir::typeBytes(rd->type));
